@@ -1,0 +1,24 @@
+"""Synthetic datasets with known ground truth.
+
+Use :func:`make` with a registered name (see :func:`names` / :func:`describe`)::
+
+    from synthbench.datasets import make
+    ds = make("ring", n_samples=1000, n_decoys=50, seed=0)
+
+Families (one module each; importing this package registers them all):
+
+* :mod:`~synthbench.datasets.nonlinear` -- ``ring``, ``xor``, ``ring_xor``, ``ring_xor_sum``
+  (Passemiers et al. 2023);
+* :mod:`~synthbench.datasets.dag` -- ``dag``, ``dag_confounders`` (same benchmark's causal set);
+* :mod:`~synthbench.datasets.l2x` -- ``l2x_xor``, ``orange_skin``, ``nonlinear_additive``,
+  ``switch`` (L2X / INVASE, with per-instance ground truth);
+* :mod:`~synthbench.datasets.hypercube` -- ``hypercube`` (Madelon-style).
+
+Every generator accepts ``n_decoys`` (0 allowed) and ``decoy_correlation`` in ``[0, 1)``; see
+:mod:`~synthbench.datasets.decoys`.
+"""
+
+from . import dag, hypercube, l2x, nonlinear  # noqa: F401  (imported to register the generators)
+from .base import Dataset, describe, make, names
+
+__all__ = ["Dataset", "make", "names", "describe"]

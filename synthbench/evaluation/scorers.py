@@ -1,0 +1,101 @@
+"""Scorers turn a method's output on one fold into named metric values.
+
+A scorer is anything with a ``name``, the ``metrics`` it reports and a
+``score(output, data, method) -> dict[str, float]`` method. :class:`GroundTruthScorer` compares
+with the generator's truth; a retraining scorer (ROAR: remove the top-ranked features and
+retrain) or a model-randomisation scorer implements the same protocol with its own metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from synthbench import metrics as M
+from synthbench.evaluation.protocol import FoldData
+
+__all__ = ["MethodOutput", "Scorer", "GroundTruthScorer"]
+
+
+@dataclass(frozen=True, eq=False)
+class MethodOutput:
+    """What a method returns for one fold.
+
+    Attributes
+    ----------
+    scores : float (p,), one importance per (permuted) feature; higher ``|score|`` = more important
+    local : float (n_explain, p) or None, per-instance attributions of the explained rows
+    """
+
+    scores: np.ndarray
+    local: np.ndarray | None = None
+
+    def validate(self, n_features: int, n_explain: int) -> MethodOutput:
+        """Return a float64 copy after checking shapes and finiteness; raise ValueError otherwise."""
+        s = np.asarray(self.scores, dtype=np.float64)
+        if s.shape != (n_features,):
+            raise ValueError(f"method returned scores of shape {s.shape}, expected ({n_features},)")
+        if not np.all(np.isfinite(s)):
+            raise ValueError("method returned NaN or inf scores")
+        local = None
+        if self.local is not None:
+            local = np.asarray(self.local, dtype=np.float64)
+            if local.shape != (n_explain, n_features):
+                raise ValueError(f"method returned local attributions of shape {local.shape}, expected ({n_explain}, {n_features})")
+            if not np.all(np.isfinite(local)):
+                raise ValueError("method returned NaN or inf local attributions")
+        return MethodOutput(s, local)
+
+
+class Scorer(Protocol):
+    """Protocol every scorer implements."""
+
+    name: str
+
+    def metric_names(self, data: FoldData, output: MethodOutput) -> list[str]:
+        """Metrics this scorer reports for this output."""
+        ...
+
+    def score(self, output: MethodOutput, data: FoldData, method: str) -> dict[str, float]:
+        """Metric values for ``method`` on one fold; random draws come from ``data.rng(...)``."""
+        ...
+
+
+@dataclass(frozen=True)
+class GroundTruthScorer:
+    """Compares a ranking with the dataset's known relevant features.
+
+    Global metrics always apply; local ones apply when the dataset has per-instance truth and
+    the method returned per-instance attributions. Ties are broken with a stream derived from
+    the cell (seed, fold, method) and the metric's name, so adding a metric changes no other.
+    """
+
+    name: str = "ground_truth"
+    metrics: tuple[str, ...] = tuple(M.METRICS)
+
+    def metric_names(self, data: FoldData, output: MethodOutput) -> list[str]:
+        has_local = data.relevant_local is not None and output.local is not None
+        return [m for m in self.metrics if M.get(m).scope == "global" or has_local]
+
+    def score(self, output: MethodOutput, data: FoldData, method: str) -> dict[str, float]:
+        values = {}
+        for name in self.metric_names(data, output):
+            metric = M.get(name)
+            stream = data.rng("ties", method, name)
+            if metric.scope == "global":
+                values[name] = metric(output.scores, data.relevant, stream)
+            else:
+                values[name] = metric(output.local, data.relevant_local, stream)
+        return values
+
+    def chance(self, data: FoldData) -> dict[str, float]:
+        """Each metric's expected value under a random ranking, for this fold's truth."""
+        out = {}
+        for name in self.metrics:
+            metric = M.get(name)
+            truth = data.relevant if metric.scope == "global" else data.relevant_local
+            if truth is not None:
+                out[name] = metric.chance(truth)
+        return out

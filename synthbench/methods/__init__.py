@@ -1,0 +1,23 @@
+"""Feature-scoring methods and their registry.
+
+``synthbench.methods.mrmr(X_discrete, y, k, *, scheme="MIQ")`` is the vectorised mRMR
+selector; every benchmark method is listed by :func:`method_names` and described by
+:func:`get_method`.
+"""
+
+from synthbench.methods.registry import (
+    MethodSpec,
+    default_methods,
+    get_method,
+    method_names,
+    register_method,
+    run_method,
+)
+
+# Register the built-in methods (import order = listing order).
+from synthbench.methods import controls as _controls  # noqa: E402,F401
+from synthbench.methods import trees as _trees  # noqa: E402,F401
+from synthbench.methods import filters as _filters  # noqa: E402,F401
+from synthbench.methods.mrmr import mrmr  # noqa: E402
+
+__all__ = ["MethodSpec", "register_method", "get_method", "method_names", "default_methods", "run_method", "mrmr"]

@@ -1,0 +1,57 @@
+"""Methods read off the shared 500-tree random forest."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.inspection import permutation_importance
+
+from synthbench.evaluation.protocol import FoldData
+from synthbench.evaluation.scorers import MethodOutput
+from synthbench.methods.registry import register_method
+from synthbench.models import SharedModels
+
+
+@register_method("rf", description="random forest impurity importance (mean decrease in Gini), 500 trees", needs=("forest",))
+def rf_impurity(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
+    """The forest's ``feature_importances_``, shape ``(p,)``, non-negative."""
+    return models.get("forest").feature_importances_
+
+
+@register_method(
+    "rf_permutation",
+    description="random forest permutation importance: accuracy drop on the explained rows",
+    needs=("forest",),
+    default=False,
+    params={"n_repeats": 3},
+)
+def rf_permutation(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_repeats: int) -> np.ndarray:
+    """Mean accuracy drop over ``n_repeats`` shuffles of each column of the explained rows, ``(p,)``.
+
+    Signed: a negative value means shuffling helped; the scorer uses ``|score|``.
+    """
+    result = permutation_importance(
+        models.get("forest"), data.X_explain, data.y_explain,
+        n_repeats=n_repeats, random_state=int(rng.integers(2**31 - 1)), n_jobs=1,
+    )
+    return result.importances_mean
+
+
+@register_method(
+    "treeshap",
+    description="TreeSHAP (shap.TreeExplainer) on the forest; mean |SHAP| over the explained rows",
+    needs=("forest",),
+)
+def treeshap(data: FoldData, models: SharedModels, rng: np.random.Generator) -> MethodOutput:
+    """Exact interventional-free (path-dependent) TreeSHAP values of P(y = 1).
+
+    ``local`` holds the SHAP values of the positive class, shape ``(n_explain, p)``, signed;
+    ``scores`` is their mean absolute value over the rows.
+    """
+    import shap  # imported here: shap's import is slow and only this method needs it
+
+    forest = models.get("forest")
+    values = np.asarray(shap.TreeExplainer(forest).shap_values(data.X_explain, check_additivity=False))
+    if values.ndim == 3:  # (n, p, n_classes) in shap >= 0.45
+        positive = list(forest.classes_).index(forest.classes_[-1])
+        values = values[:, :, positive]
+    return MethodOutput(np.abs(values).mean(axis=0), values)

@@ -1,0 +1,24 @@
+"""The shared random forest (500 trees, as in the 2023 benchmark)."""
+
+from __future__ import annotations
+
+from sklearn.ensemble import RandomForestClassifier
+
+from synthbench.evaluation.protocol import FoldData
+from synthbench.models.shared import ModelKind, register_model
+
+N_TREES = 500
+
+
+def train_forest(data: FoldData, n_jobs: int) -> RandomForestClassifier:
+    """A ``RandomForestClassifier`` with 500 trees fitted on the training part.
+
+    Its ``random_state`` comes from the fold's seed; results do not depend on ``n_jobs``.
+    """
+    model = RandomForestClassifier(
+        n_estimators=N_TREES, random_state=data.random_state("model", "forest"), n_jobs=n_jobs
+    )
+    return model.fit(data.X_train, data.y_train)
+
+
+FOREST = register_model(ModelKind("forest", train_forest, "random forest, 500 trees, scikit-learn defaults"))

@@ -1,0 +1,89 @@
+"""Registry of model kinds and the per-fold cache that trains each kind once."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import accuracy_score, roc_auc_score
+
+from synthbench.evaluation.protocol import FoldData
+
+__all__ = ["ModelKind", "SharedModels", "register_model", "kinds"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """A kind of model methods may ask for.
+
+    ``train(data, n_jobs) -> model`` fits on ``data.X_train``; the model must offer
+    ``predict_proba`` (scikit-learn convention) so the cache can score it on the held-out part.
+    """
+
+    name: str
+    train: Callable[[FoldData, int], Any]
+    description: str
+
+
+_KINDS: dict[str, ModelKind] = {}
+
+
+def register_model(kind: ModelKind) -> ModelKind:
+    """Add a model kind to the registry."""
+    if kind.name in _KINDS:
+        raise ValueError(f"model kind {kind.name!r} is already registered")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def kinds() -> list[str]:
+    """Names of the registered model kinds."""
+    return list(_KINDS)
+
+
+class SharedModels:
+    """Models of one fold, trained lazily and at most once per kind.
+
+    Parameters
+    ----------
+    data : FoldData
+    n_jobs : int
+        Threads a trainer may use.
+    """
+
+    def __init__(self, data: FoldData, n_jobs: int = 1) -> None:
+        self._data = data
+        self._n_jobs = n_jobs
+        self._models: dict[str, Any] = {}
+        self.info: dict[str, dict[str, float]] = {}
+        self.trainings = 0
+
+    def get(self, name: str) -> Any:
+        """The trained model of kind ``name``, training it on first request."""
+        if name not in self._models:
+            if name not in _KINDS:
+                raise KeyError(f"unknown model kind {name!r}; valid kinds: {', '.join(_KINDS)}")
+            t0 = time.perf_counter()
+            model = _KINDS[name].train(self._data, self._n_jobs)
+            seconds = time.perf_counter() - t0
+            self.trainings += 1
+            self._models[name] = model
+            self.info[name] = {**held_out_quality(model, self._data), "train_seconds": seconds}
+            log.debug("trained %s in %.2fs: %s", name, seconds, self.info[name])
+        return self._models[name]
+
+
+def held_out_quality(model: Any, data: FoldData) -> dict[str, float]:
+    """Accuracy and AUROC of ``model`` on the fold's held-out rows (AUROC: binary labels only)."""
+    proba = model.predict_proba(data.X_test)
+    pred = model.classes_[np.argmax(proba, axis=1)]
+    out = {"test_accuracy": float(accuracy_score(data.y_test, pred))}
+    if len(model.classes_) == 2 and len(np.unique(data.y_test)) == 2:
+        out["test_auroc"] = float(roc_auc_score(data.y_test, proba[:, 1]))
+    return out

@@ -1,0 +1,173 @@
+"""Command line: ``python -m synthbench.run --decoys 100,1000``.
+
+Runs a grid of (dataset × decoy count × fold × method) cells, stores every cell in an SQLite
+results database (skipping those already finished), and prints a leaderboard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from synthbench import __version__, datasets
+from synthbench.methods import default_methods, get_method, method_names
+from synthbench.runner.execute import execute
+from synthbench.runner.grid import GridSpec
+from synthbench.runner.leaderboard import format_leaderboard, leaderboard
+from synthbench.runner.store import ResultStore, StoreError
+
+DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
+DEFAULT_STORE = Path("results") / "synthbench.sqlite"
+EXPORT_COLUMNS = ["dataset", "n_samples", "n_decoys", "n_features", "k", "method", "fold", "seed", "metric",
+                  "value", "chance", "seconds", "peak_memory_bytes", "status", "message", "cell_id"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported on one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise UsageError(message)
+
+
+def _names(text: str, valid: list[str], what: str) -> tuple[str, ...]:
+    items = tuple(s.strip() for s in text.split(",") if s.strip())
+    if not items:
+        raise UsageError(f"--{what} is empty")
+    unknown = [s for s in items if s not in valid]
+    if unknown:
+        raise UsageError(f"unknown {what[:-1]} {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
+    return tuple(dict.fromkeys(items))
+
+
+def _decoys(text: str) -> tuple[int, ...]:
+    values = []
+    for s in text.split(","):
+        try:
+            v = int(s.strip())
+        except ValueError:
+            raise UsageError(f"--decoys takes comma-separated non-negative integers, got {s.strip()!r}") from None
+        if v < 0:
+            raise UsageError(f"--decoys must be non-negative, got {v}")
+        values.append(v)
+    return tuple(dict.fromkeys(values))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m synthbench.run", description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("--datasets", default=",".join(DEFAULT_DATASETS), help="comma-separated dataset names (default: %(default)s)")
+    p.add_argument("--methods", default="default", help="comma-separated method names, 'default' or 'all' (default: %(default)s)")
+    p.add_argument("--decoys", default="100,1000", help="comma-separated decoy counts (default: %(default)s)")
+    p.add_argument("--n-samples", type=int, default=1000, help="samples per dataset (default: %(default)s)")
+    p.add_argument("--folds", type=int, default=6, help="cross-validation folds, unshuffled (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random stream (default: %(default)s)")
+    p.add_argument("--explain", choices=("test", "train"), default="test", help="rows attribution methods explain (default: %(default)s)")
+    p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="SQLite results database (default: %(default)s)")
+    p.add_argument("--export", type=Path, help="also write this grid's tidy rows to a CSV file")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (default: %(default)s)")
+    p.add_argument("--metric", default="best_k", help="metric of the printed leaderboard (default: %(default)s)")
+    p.add_argument("--force", action="store_true", help="recompute cells already in the store")
+    p.add_argument("--list", action="store_true", help="list datasets and methods, then exit")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--version", action="version", version=f"synthbench {__version__}")
+    return p
+
+
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
+    """Parse and validate ``argv`` into options and a grid; :class:`UsageError` on bad input."""
+    args = build_parser().parse_args(argv)
+    if args.list:
+        return args, None  # type: ignore[return-value]
+    ds = _names(args.datasets, datasets.names(), "datasets")
+    if args.methods == "default":
+        methods = tuple(default_methods())
+    elif args.methods == "all":
+        methods = tuple(method_names())
+    else:
+        methods = _names(args.methods, method_names(), "methods")
+    from synthbench import metrics
+
+    if args.metric not in metrics.names():
+        raise UsageError(f"unknown metric {args.metric!r}; valid: {', '.join(metrics.names())}")
+    if args.folds < 2:
+        raise UsageError(f"--folds must be at least 2, got {args.folds}")
+    if args.n_samples < args.folds:
+        raise UsageError(f"--n-samples ({args.n_samples}) must be at least --folds ({args.folds})")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    grid = GridSpec(ds, methods, _decoys(args.decoys), args.n_samples, args.folds, args.seed, args.explain)
+    return args, grid
+
+
+def _listing() -> str:
+    lines = ["datasets:"]
+    lines += [f"  {n:<22} {d}" for n, d in datasets.describe().items()]
+    lines.append("methods (* = run by default):")
+    for n in method_names():
+        spec = get_method(n)
+        lines.append(f"  {n:<20}{'*' if spec.default else ' '} {spec.description}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        args, grid = parse(argv)
+    except UsageError as exc:
+        print(f"synthbench.run: error: {exc}", file=sys.stderr)
+        return 2
+    if args.list:
+        print(_listing())
+        return 0
+    try:
+        store = ResultStore(args.store)
+    except StoreError as exc:
+        print(f"synthbench.run: error: {exc}", file=sys.stderr)
+        return 2
+
+    from tqdm import tqdm
+
+    cells = grid.cells()
+    bar = None
+
+    def start(n: int) -> None:
+        nonlocal bar
+        bar = tqdm(total=n, unit="cell", desc="synthbench", file=sys.stderr, disable=args.quiet, dynamic_ncols=True)
+
+    def advance(result) -> None:
+        bar.set_postfix_str(f"{result.cell.dataset}/{result.cell.n_decoys} {result.cell.method}", refresh=False)
+        bar.update(1)
+
+    try:
+        with store:
+            summary = execute(cells, store, jobs=args.jobs, force=args.force, on_start=start, on_cell=advance)
+            if bar is not None:
+                bar.close()
+            rows = store.scores(c.cell_id for c in cells)
+    except KeyboardInterrupt:
+        print("\nsynthbench.run: interrupted; finished cells are stored, rerun the command to resume", file=sys.stderr)
+        return 130
+    except StoreError as exc:
+        print(f"synthbench.run: error: {exc}", file=sys.stderr)
+        return 2
+    print(format_leaderboard(leaderboard(rows, args.metric), args.metric))
+    print(f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed "
+          f"in {summary.wall_seconds:.1f}s")
+    if args.export is not None:
+        args.export.parent.mkdir(parents=True, exist_ok=True)
+        rows.reindex(columns=EXPORT_COLUMNS).to_csv(args.export, index=False)
+        print(f"wrote {len(rows)} rows to {args.export}")
+    failed = rows[rows["status"] == "failed"].drop_duplicates("cell_id")
+    if not failed.empty:
+        print(f"\n{len(failed)} cells failed:", file=sys.stderr)
+        for _, r in failed.head(20).iterrows():
+            print(f"  {r['dataset']}/{r['n_decoys']} fold {r['fold']} {r['method']}: {r['message']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

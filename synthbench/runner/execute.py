@@ -1,0 +1,154 @@
+"""How to run: execute fold tasks serially or in worker processes, writing each cell as it ends.
+
+The parent process is the only writer of the store. Workers (``jobs > 1``) return a fold
+task's results when it ends; in the serial path each cell is written the moment it finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from importlib import metadata
+
+from synthbench import datasets
+from synthbench.evaluation import FoldData, GroundTruthScorer, make_folds
+from synthbench.methods import get_method, run_method
+from synthbench.models import SharedModels
+from synthbench.runner.grid import Cell, FoldTask, GridSpec
+from synthbench.runner.store import CellResult, ResultStore
+
+__all__ = ["run_task", "execute", "RunSummary"]
+
+log = logging.getLogger(__name__)
+
+_VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", "skrebate", "pymrmr", "torch", "lassonet")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that can move a result."""
+    out = {}
+    for name in _VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def run_task(task: FoldTask, *, n_jobs: int = 1) -> Iterator[CellResult]:
+    """Run every cell of one fold task, yielding each result when it is ready.
+
+    A failure to build the data fails every cell of the task; a failing method fails only its
+    own cell (the message records the exception).
+    """
+    head = task.head
+    versions = package_versions()
+    try:
+        ds = datasets.make(head.dataset, n_samples=head.n_samples, n_decoys=head.n_decoys, seed=head.seed,
+                           **dict(head.dataset_params))
+        fold = make_folds(ds.n_samples, ds.n_features, n_folds=head.n_folds, seed=head.seed)[head.fold]
+        data = FoldData.from_dataset(ds, fold, explain=head.explain)
+    except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
+        for cell in task.cells:
+            yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
+        return
+    models = SharedModels(data, n_jobs=n_jobs)
+    scorer = GroundTruthScorer()
+    for cell in task.cells:
+        yield _run_cell(cell, data, models, scorer, versions, fold.permutation.tolist())
+
+
+def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: GroundTruthScorer,
+              versions: dict[str, str], permutation: list[int]) -> CellResult:
+    spec = get_method(cell.method)
+    base = dict(n_features=data.n_features, k=int(data.relevant.sum()), permutation=permutation, versions=versions)
+    trained_before = {k: v["train_seconds"] for k, v in models.info.items()}
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        output = run_method(spec, data, models)
+        scores = scorer.score(output, data, cell.method)
+    except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
+        log.debug("cell %s failed", cell, exc_info=True)
+        return CellResult(cell, "failed", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0, **base)
+    finally:
+        elapsed = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    # Seconds as if the method ran alone: its own time plus the training of every model it needs.
+    trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+    seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in spec.needs if k in models.info)
+    model_info = {k: models.info[k] for k in spec.needs if k in models.info} or None
+    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, int(peak), model=model_info, **base)
+
+
+def _run_task_list(task: FoldTask, n_jobs: int) -> list[CellResult]:
+    return list(run_task(task, n_jobs=n_jobs))
+
+
+@dataclass
+class RunSummary:
+    """Counts of one execution."""
+
+    total: int
+    skipped: int
+    ok: int = 0
+    failed: int = 0
+    wall_seconds: float = 0.0
+
+
+def execute(
+    cells: list[Cell],
+    store: ResultStore,
+    *,
+    jobs: int = 1,
+    force: bool = False,
+    on_cell: Callable[[CellResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> RunSummary:
+    """Run the cells not yet finished in ``store`` (all of them with ``force``) and store each result.
+
+    ``on_start(n_pending)`` is called once before work starts; ``on_cell(result)`` after each
+    cell is written (progress bars hook in here).
+    """
+    t0 = time.perf_counter()
+    done = set() if force else store.finished(c.cell_id for c in cells)
+    pending = [c for c in cells if c.cell_id not in done]
+    summary = RunSummary(total=len(cells), skipped=len(cells) - len(pending))
+    if on_start is not None:
+        on_start(len(pending))
+
+    def record(result: CellResult) -> None:
+        store.write(result)
+        if result.status == "ok":
+            summary.ok += 1
+        else:
+            summary.failed += 1
+        if on_cell is not None:
+            on_cell(result)
+
+    tasks = GridSpec.tasks(pending)
+    if jobs <= 1:
+        for task in tasks:
+            for result in run_task(task, n_jobs=os.cpu_count() or 1):
+                record(result)
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            futures = [pool.submit(_run_task_list, task, 1) for task in tasks]
+            try:
+                for fut in as_completed(futures):
+                    for result in fut.result():
+                        record(result)
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+    summary.wall_seconds = time.perf_counter() - t0
+    return summary

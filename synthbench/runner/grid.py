@@ -1,0 +1,112 @@
+"""What to run: a grid of cells, grouped into fold tasks that share data and models.
+
+A *cell* is one method on one fold of one dataset configuration; it is the unit stored and
+skipped on resume, keyed by a hash of its full configuration and the package version. A
+*fold task* is every pending cell of one (dataset, n_samples, n_decoys, seed, fold): they share
+the generated data, the column permutation and the trained models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from synthbench import __version__
+from synthbench.methods import get_method
+
+__all__ = ["Cell", "FoldTask", "GridSpec"]
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One method on one fold of one dataset configuration."""
+
+    dataset: str
+    n_samples: int
+    n_decoys: int
+    seed: int
+    n_folds: int
+    fold: int
+    method: str
+    explain: str = "test"
+    scorer: str = "ground_truth"
+    dataset_params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def method_params(self) -> dict[str, Any]:
+        return dict(get_method(self.method).params)
+
+    def config(self) -> dict[str, Any]:
+        """Everything that defines the cell's result, including the package version."""
+        return {
+            "dataset": self.dataset,
+            "dataset_params": dict(self.dataset_params),
+            "n_samples": self.n_samples,
+            "n_decoys": self.n_decoys,
+            "seed": self.seed,
+            "n_folds": self.n_folds,
+            "fold": self.fold,
+            "method": self.method,
+            "method_params": self.method_params,
+            "explain": self.explain,
+            "scorer": self.scorer,
+            "version": __version__,
+        }
+
+    @property
+    def cell_id(self) -> str:
+        """SHA-256 of the canonical JSON of :meth:`config` (hex, 32 chars)."""
+        return hashlib.sha256(_canonical(self.config()).encode()).hexdigest()[:32]
+
+    @property
+    def task_key(self) -> tuple:
+        return (self.dataset, self.dataset_params, self.n_samples, self.n_decoys, self.seed, self.n_folds, self.fold, self.explain)
+
+
+@dataclass(frozen=True)
+class FoldTask:
+    """Cells that share one fold's data and models."""
+
+    cells: tuple[Cell, ...]
+
+    @property
+    def head(self) -> Cell:
+        return self.cells[0]
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """A full-factorial grid: datasets × decoy counts × folds × methods, for one seed."""
+
+    datasets: tuple[str, ...]
+    methods: tuple[str, ...]
+    decoys: tuple[int, ...]
+    n_samples: int = 1000
+    n_folds: int = 6
+    seed: int = 0
+    explain: str = "test"
+    dataset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def cells(self) -> list[Cell]:
+        return [
+            Cell(d, self.n_samples, n_decoys, self.seed, self.n_folds, fold, m, self.explain,
+                 dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())))
+            for d in self.datasets
+            for n_decoys in self.decoys
+            for fold in range(self.n_folds)
+            for m in self.methods
+        ]
+
+    @staticmethod
+    def tasks(cells: list[Cell]) -> list[FoldTask]:
+        """Group cells by fold, keeping the grid's order."""
+        groups: dict[tuple, list[Cell]] = {}
+        for c in cells:
+            groups.setdefault(c.task_key, []).append(c)
+        return [FoldTask(tuple(g)) for g in groups.values()]

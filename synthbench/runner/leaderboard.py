@@ -1,0 +1,46 @@
+"""The leaderboard table: a metric's mean per method × (dataset, decoys), with chance and cost."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from synthbench import metrics as M
+
+__all__ = ["leaderboard", "format_leaderboard"]
+
+
+def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
+    """Mean ``metric`` over folds for each method (rows) and ``dataset/n_decoys`` (columns).
+
+    ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. Adds a ``chance``
+    row (the metric's expected value under a random ranking), a ``s/cell`` column (mean wall
+    seconds per cell over every cell of the method) and a ``failed`` column. Methods are
+    sorted best first by their mean over all columns, following the metric's direction.
+    """
+    m = M.get(metric)
+    ok = rows[(rows["status"] == "ok") & (rows["metric"] == metric)]
+    if ok.empty:
+        return pd.DataFrame()
+    table = ok.pivot_table(index="method", columns=["dataset", "n_decoys"], values="value", aggfunc="mean")
+    chance = ok.pivot_table(columns=["dataset", "n_decoys"], values="chance", aggfunc="mean")
+    table.columns = chance.columns = [f"{d}/{n}" for d, n in table.columns]
+    order = table.mean(axis=1).sort_values(ascending=m.direction == "lower").index
+    table = table.loc[order]
+    cells = rows.drop_duplicates("cell_id")
+    table["s/cell"] = cells[cells["status"] == "ok"].groupby("method")["seconds"].mean()
+    table["failed"] = cells.groupby("method")["status"].apply(lambda s: int((s == "failed").sum()))
+    chance.index = ["chance"]
+    return pd.concat([table, chance])
+
+
+def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
+    """Plain-text rendering for the terminal: columns ``dataset/decoys``, two decimals."""
+    if table.empty:
+        return f"(no finished cell has {metric})"
+    t = table.copy()
+    if "failed" in t:
+        t["failed"] = t["failed"].map(lambda v: "" if pd.isna(v) else str(int(v)))
+    if "s/cell" in t:
+        t["s/cell"] = t["s/cell"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
+    body = t.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
+    return f"mean {metric} over folds (columns: dataset/decoys; {M.get(metric).direction} is better)\n{body}"

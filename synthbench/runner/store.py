@@ -1,0 +1,222 @@
+"""The results database: an embedded SQLite file, one row per cell and one per (cell, metric).
+
+Every cell is written in a single transaction, so a run killed at any instant leaves only
+whole cells behind; a rerun skips cells whose status is ``ok`` (failed cells are retried).
+
+Schema (version 1)::
+
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 1
+    cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
+          method, method_params, fold, n_folds, seed, explain, scorer, status, message,
+          seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at)
+    scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from synthbench.runner.grid import Cell
+
+__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+APPLICATION = "synthbench"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE cells (
+    cell_id TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL, dataset_params TEXT NOT NULL,
+    n_samples INTEGER NOT NULL, n_decoys INTEGER NOT NULL, n_features INTEGER, k INTEGER,
+    method TEXT NOT NULL, method_params TEXT NOT NULL,
+    fold INTEGER NOT NULL, n_folds INTEGER NOT NULL, seed INTEGER NOT NULL,
+    explain TEXT NOT NULL, scorer TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')), message TEXT,
+    seconds REAL, peak_memory_bytes INTEGER,
+    model TEXT, permutation TEXT, versions TEXT, package_version TEXT NOT NULL,
+    finished_at TEXT NOT NULL
+);
+CREATE TABLE scores (
+    cell_id TEXT NOT NULL REFERENCES cells(cell_id) ON DELETE CASCADE,
+    metric TEXT NOT NULL, value REAL, chance REAL,
+    PRIMARY KEY (cell_id, metric)
+);
+CREATE INDEX cells_grid ON cells(dataset, n_decoys, method);
+"""
+
+
+class StoreError(Exception):
+    """The store cannot be opened or written: missing, not a synthbench database, wrong schema, unwritable."""
+
+
+@dataclass
+class CellResult:
+    """The outcome of one cell, as written to the store."""
+
+    cell: Cell
+    status: str
+    message: str | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    chance: dict[str, float] = field(default_factory=dict)
+    seconds: float | None = None
+    peak_memory_bytes: int | None = None
+    n_features: int | None = None
+    k: int | None = None
+    model: dict[str, Any] | None = None
+    permutation: list[int] | None = None
+    versions: dict[str, str] | None = None
+
+
+class ResultStore:
+    """A synthbench results database at ``path``.
+
+    Parameters
+    ----------
+    path : path of the SQLite file
+    create : create the file (and its folder) when it does not exist; otherwise a missing
+        file is a :class:`StoreError`.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        exists = self.path.exists()
+        if not exists and not create:
+            raise StoreError(f"store {self.path} does not exist")
+        if exists and self.path.is_dir():
+            raise StoreError(f"store path {self.path} is a directory, not a database file")
+        if exists:
+            self._check_existing()
+        try:
+            if not exists:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            self._con.execute("PRAGMA foreign_keys = ON")
+            if not exists:
+                self._create()
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot create store {self.path}: {exc}") from exc
+
+    def _check_existing(self) -> None:
+        try:
+            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path} is not a synthbench results database ({exc})") from None
+        if meta.get("application") != APPLICATION:
+            raise StoreError(f"{self.path} is not a synthbench results database")
+        if meta.get("schema_version") != str(SCHEMA_VERSION):
+            raise StoreError(
+                f"{self.path} has schema version {meta.get('schema_version')}, this synthbench reads {SCHEMA_VERSION}"
+            )
+
+    def _create(self) -> None:
+        with self._transaction():
+            for stmt in filter(str.strip, _SCHEMA.split(";")):
+                self._con.execute(stmt)
+            self._con.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
+            )
+
+    def _transaction(self):
+        return _Transaction(self._con)
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def finished(self, cell_ids: Iterable[str]) -> set[str]:
+        """Those of ``cell_ids`` already stored with status ``ok``."""
+        ids = list(cell_ids)
+        done: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            q = f"SELECT cell_id FROM cells WHERE status = 'ok' AND cell_id IN ({','.join('?' * len(chunk))})"
+            done.update(r[0] for r in self._con.execute(q, chunk))
+        return done
+
+    def write(self, result: CellResult) -> None:
+        """Store one cell and its scores atomically, replacing any earlier row of that cell."""
+        c = result.cell
+        row = (
+            c.cell_id, c.dataset, json.dumps(dict(c.dataset_params), sort_keys=True), c.n_samples, c.n_decoys,
+            result.n_features, result.k, c.method, json.dumps(c.method_params, sort_keys=True), c.fold,
+            c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, result.seconds,
+            result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
+            c.config()["version"], datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        try:
+            with self._transaction():
+                self._con.execute("DELETE FROM cells WHERE cell_id = ?", (c.cell_id,))
+                self._con.execute(f"INSERT INTO cells VALUES ({','.join('?' * len(row))})", row)
+                self._con.executemany(
+                    "INSERT INTO scores VALUES (?, ?, ?, ?)",
+                    [(c.cell_id, m, _finite_or_none(v), result.chance.get(m)) for m, v in result.scores.items()],
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
+
+    def cells(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        """One row per stored cell (all, or those of ``cell_ids``)."""
+        return self._query("SELECT * FROM cells", cell_ids)
+
+    def scores(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        """Tidy rows, one per cell and metric, with the cell's configuration and status.
+
+        Columns: cell_id, dataset, n_samples, n_decoys, n_features, k, method, fold, seed,
+        metric, value, chance, seconds, status, message. Failed cells appear once with a null
+        metric, so they are never silently missing.
+        """
+        sql = (
+            "SELECT c.cell_id, c.dataset, c.n_samples, c.n_decoys, c.n_features, c.k, c.method, c.fold, c.seed,"
+            " s.metric, s.value, s.chance, c.seconds, c.peak_memory_bytes, c.status, c.message"
+            " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"
+        )
+        return self._query(sql, cell_ids, alias="c.")
+
+    def _query(self, sql: str, cell_ids: Iterable[str] | None, alias: str = "") -> pd.DataFrame:
+        if cell_ids is None:
+            return pd.read_sql_query(sql, self._con)
+        ids = list(cell_ids)
+        frames = [
+            pd.read_sql_query(f"{sql} WHERE {alias}cell_id IN ({','.join('?' * len(ids[i:i + 500]))})", self._con,
+                              params=ids[i : i + 500])
+            for i in range(0, len(ids), 500)
+        ]
+        return pd.concat(frames, ignore_index=True) if frames else pd.read_sql_query(sql + " WHERE 0", self._con)
+
+
+class _Transaction:
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self._con = con
+
+    def __enter__(self) -> None:
+        self._con.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._con.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _json(obj: Any) -> str | None:
+    return None if obj is None else json.dumps(obj, sort_keys=True)
+
+
+def _finite_or_none(v: float) -> float | None:
+    return None if v is None or v != v else float(v)

@@ -1,0 +1,28 @@
+"""Shared fixtures: small folds built by hand or from the generators."""
+
+import numpy as np
+import pytest
+
+from synthbench.datasets import Dataset
+from synthbench.evaluation import FoldData, make_folds
+
+
+def fold_of(ds: Dataset, fold: int = 0, n_folds: int = 3) -> FoldData:
+    """The ``fold``-th fold of ``ds`` under the benchmark protocol."""
+    f = make_folds(ds.n_samples, ds.n_features, n_folds=n_folds, seed=ds.seed)[fold]
+    return FoldData.from_dataset(ds, f)
+
+
+def tiny_dataset(p: int = 1, n: int = 90, seed: int = 0) -> Dataset:
+    """A threshold rule on column 0 plus ``p - 1`` noise columns (values in [-1, 1])."""
+    g = np.random.default_rng(seed)
+    X = g.uniform(-1, 1, size=(n, p)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    relevant = np.zeros(p, dtype=bool)
+    relevant[0] = True
+    return Dataset(X, y, relevant, None, "tiny", {"p": p}, seed)
+
+
+@pytest.fixture
+def tiny_fold():
+    return fold_of(tiny_dataset(p=4))

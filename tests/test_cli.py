@@ -1,0 +1,164 @@
+"""The command line as a user meets it: listing, small runs, resume, export, errors, kill -9."""
+
+import hashlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthbench import run as cli
+from synthbench.methods import registry
+
+SMALL = ["--datasets", "xor,ring", "--decoys", "0,3", "--n-samples", "120", "--folds", "2",
+         "--methods", "random,anova,mrmr", "--quiet"]
+
+
+def sb(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "synthbench.run", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_list_names_every_dataset_and_method(capsys):
+    assert cli.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ["ring_xor_sum", "switch", "dag", "rf", "treeshap", "mrmr_pymrmr", "relief"]:
+        assert name in out
+
+
+def test_small_run_resume_and_export(tmp_path, capsys):
+    store, export = tmp_path / "r.sqlite", tmp_path / "out" / "rows.csv"
+    assert cli.main([*SMALL, "--store", str(store), "--export", str(export)]) == 0
+    out = capsys.readouterr().out
+    assert "mean best_k" in out and "chance" in out and "16 cells run, 0 already" not in out
+    rows = pd.read_csv(export)
+    for col in ["dataset", "n_samples", "n_decoys", "n_features", "method", "fold", "seed", "metric", "value",
+                "seconds", "status"]:
+        assert col in rows
+    assert len(rows.drop_duplicates(["dataset", "n_decoys", "fold", "method"])) == 2 * 2 * 2 * 3
+    assert set(rows.metric) >= {"best_k", "best_2k", "auroc", "average_precision", "mean_rank"}
+    assert (rows.status == "ok").all()
+
+    con = sqlite3.connect(store)
+    before = con.execute("SELECT cell_id, finished_at, seconds FROM cells ORDER BY cell_id").fetchall()
+    con.close()
+    assert cli.main([*SMALL, "--store", str(store)]) == 0
+    assert "0 cells run, 24 already" in capsys.readouterr().out
+    con = sqlite3.connect(store)
+    assert con.execute("SELECT cell_id, finished_at, seconds FROM cells ORDER BY cell_id").fetchall() == before
+    con.close()
+    assert cli.main([*SMALL, "--store", str(store), "--force", "--methods", "random"]) == 0
+    assert "8 cells run, 0 already" in capsys.readouterr().out
+
+
+def test_same_command_same_numbers(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    assert cli.main([*SMALL, "--store", str(tmp_path / "a.sqlite"), "--export", str(a)]) == 0
+    assert cli.main([*SMALL, "--store", str(tmp_path / "b.sqlite"), "--export", str(b)]) == 0
+    cols = ["dataset", "n_decoys", "fold", "method", "metric", "value"]
+    pd.testing.assert_frame_equal(pd.read_csv(a)[cols], pd.read_csv(b)[cols])
+
+
+def test_parallel_jobs_give_the_serial_results(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    args = SMALL
+    assert cli.main([*args, "--store", str(tmp_path / "a.sqlite"), "--export", str(a)]) == 0
+    assert cli.main([*args, "--jobs", "2", "--store", str(tmp_path / "b.sqlite"), "--export", str(b)]) == 0
+    key = ["dataset", "n_decoys", "fold", "method", "metric"]
+    ra, rb = (pd.read_csv(p).sort_values(key).reset_index(drop=True) for p in (a, b))
+    pd.testing.assert_frame_equal(ra[[*key, "value"]], rb[[*key, "value"]])
+
+
+def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, monkeypatch, capsys):
+    def boom(data, models, rng):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setitem(registry._METHODS, "boom", registry.MethodSpec("boom", boom, "raises"))
+    monkeypatch.setitem(registry._METHODS, "nan", registry.MethodSpec("nan", lambda d, m, r: np.full(d.n_features, np.nan), "NaN"))
+    monkeypatch.setitem(registry._METHODS, "short", registry.MethodSpec("short", lambda d, m, r: np.ones(1), "wrong shape"))
+    export = tmp_path / "rows.csv"
+    code = cli.main([*SMALL[:-2], "boom,random,nan,short", "--quiet", "--store", str(tmp_path / "r.sqlite"),
+                     "--export", str(export)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "cells failed" in err and "RuntimeError: kaput" in err and "NaN" in err and "shape" in err
+    rows = pd.read_csv(export).drop_duplicates(["dataset", "n_decoys", "fold", "method"])
+    assert (rows[rows.method == "random"].status == "ok").all()
+    assert (rows[rows.method != "random"].status == "failed").all()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--datasets", "xor,nope"], "unknown dataset 'nope'; valid: "),
+    (["--methods", "rf,nope"], "unknown method 'nope'; valid: "),
+    (["--decoys", "10,-5"], "non-negative"),
+    (["--decoys", "abc"], "non-negative integers, got 'abc'"),
+    (["--n-samples", "3", "--folds", "6"], "--n-samples (3) must be at least --folds (6)"),
+    (["--folds", "1"], "at least 2"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_bad_input_is_one_line_exit_2_store_untouched(tmp_path, args, message):
+    store = tmp_path / "r.sqlite"
+    proc = sb(*args, "--store", str(store))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert not store.exists()
+
+
+def test_bad_stores_are_refused_untouched(tmp_path):
+    foreign = tmp_path / "notes.db"
+    foreign.write_text("hello")
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE meta (key, value)")
+    con.execute("INSERT INTO meta VALUES ('application', 'synthbench'), ('schema_version', '0')")
+    con.commit()
+    con.close()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for store, message in [(foreign, "not a synthbench results database"), (other, "schema version 0"),
+                           (blocker / "r.sqlite", "cannot create store")]:
+        before = hashlib.sha256(store.read_bytes()).hexdigest() if store.exists() else None
+        proc = sb(*SMALL, "--store", str(store))
+        assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+        assert (hashlib.sha256(store.read_bytes()).hexdigest() if store.exists() else None) == before
+
+
+def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path):
+    store = tmp_path / "r.sqlite"
+    args = ["--datasets", "xor,ring", "--decoys", "0,5,10", "--n-samples", "150", "--folds", "3",
+            "--methods", "random,rf,anova", "--quiet", "--store", str(store)]
+    proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    done = 0
+    while time.time() < deadline and done < 4:
+        time.sleep(0.2)
+        if store.exists():
+            try:
+                con = sqlite3.connect(store)
+                done = con.execute("SELECT count(*) FROM cells").fetchone()[0]
+                con.close()
+            except sqlite3.Error:
+                pass
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    con = sqlite3.connect(store)
+    before = dict(con.execute("SELECT cell_id, finished_at FROM cells").fetchall())
+    con.close()
+    total = 2 * 3 * 3 * 3
+    assert 4 <= len(before) < total, "the run was not interrupted mid-way"
+
+    rerun = sb(*args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{total - len(before)} cells run, {len(before)} already" in rerun.stdout
+    con = sqlite3.connect(store)
+    after = dict(con.execute("SELECT cell_id, finished_at FROM cells").fetchall())
+    n_rows = con.execute("SELECT count(*) FROM cells").fetchone()[0]
+    con.close()
+    assert n_rows == len(after) == total
+    assert {k: after[k] for k in before} == before  # finished cells untouched, not recomputed

@@ -1,0 +1,101 @@
+"""The shared battery every registered method must pass, plus method-specific checks."""
+
+import numpy as np
+import pytest
+
+from synthbench import datasets
+from synthbench.evaluation import MethodOutput
+from synthbench.methods import default_methods, get_method, method_names, register_method, run_method
+from synthbench.methods import registry
+from synthbench.models import SharedModels
+
+from conftest import fold_of, tiny_dataset
+
+ALL = method_names()
+
+
+def run(name, data):
+    return run_method(get_method(name), data, SharedModels(data))
+
+
+@pytest.fixture(scope="module")
+def xor_fold():
+    return fold_of(datasets.make("xor", n_samples=240, n_decoys=6, seed=1))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_battery_shape_finiteness_and_determinism(name, xor_fold):
+    a, b = run(name, xor_fold), run(name, xor_fold)
+    assert a.scores.shape == (xor_fold.n_features,)
+    assert np.all(np.isfinite(a.scores))
+    np.testing.assert_array_equal(a.scores, b.scores)
+    if a.local is not None:
+        assert a.local.shape == xor_fold.X_explain.shape
+        np.testing.assert_array_equal(a.local, b.local)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_battery_no_decoys_and_a_single_feature(name):
+    for p in (1, 2):
+        data = fold_of(tiny_dataset(p=p))
+        assert run(name, data).scores.shape == (p,)
+    data = fold_of(datasets.make("ring", n_samples=90, n_decoys=0, seed=0))
+    assert run(name, data).scores.shape == (2,)
+
+
+def test_random_control_depends_on_the_seed_and_fold():
+    a = run("random", fold_of(tiny_dataset(p=50, seed=0)))
+    b = run("random", fold_of(tiny_dataset(p=50, seed=1)))
+    c = run("random", fold_of(tiny_dataset(p=50, seed=0), fold=1))
+    assert not np.array_equal(a.scores, b.scores) and not np.array_equal(a.scores, c.scores)
+
+
+def test_informed_methods_beat_chance_on_an_easy_rule():
+    data = fold_of(tiny_dataset(p=20, n=300))
+    for name in ["rf", "rf_permutation", "treeshap", "mi", "anova", "relief", "mrmr", "mrmr_pymrmr"]:
+        assert np.argmax(np.abs(run(name, data).scores)) == np.flatnonzero(data.relevant)[0], name
+
+
+def test_forest_is_trained_once_and_shared(xor_fold):
+    models = SharedModels(xor_fold)
+    for name in ["rf", "treeshap", "rf_permutation"]:
+        run_method(get_method(name), xor_fold, models)
+    assert models.trainings == 1
+    assert set(models.info["forest"]) >= {"test_accuracy", "test_auroc", "train_seconds"}
+
+
+def test_treeshap_local_values_sum_to_the_prediction(xor_fold):
+    models = SharedModels(xor_fold)
+    out = run_method(get_method("treeshap"), xor_fold, models)
+    forest = models.get("forest")
+    proba = forest.predict_proba(xor_fold.X_explain)[:, 1]
+    # Local accuracy: f(x) = E[f] + sum of SHAP values, with the same E[f] for every row.
+    offset = proba - out.local.sum(axis=1)
+    assert np.ptp(offset) < 1e-6
+    np.testing.assert_allclose(out.scores, np.abs(out.local).mean(axis=0))
+
+
+def test_mrmr_method_matches_pymrmr_method(xor_fold):
+    np.testing.assert_array_equal(run("mrmr", xor_fold).scores, run("mrmr_pymrmr", xor_fold).scores)
+
+
+def test_default_methods_are_registered():
+    assert set(default_methods()) <= set(ALL)
+    assert {"random", "rf", "treeshap", "mi", "anova", "mrmr"} <= set(default_methods())
+
+
+def test_malformed_outputs_are_rejected(monkeypatch, tiny_fold):
+    for bad, match in [(np.ones(2), "shape"), (np.array([np.nan, 1, 1, 1]), "NaN"),
+                       (MethodOutput(np.ones(4), np.ones((1, 4))), "local attributions")]:
+        monkeypatch.setitem(registry._METHODS, "bad", registry.MethodSpec("bad", lambda d, m, r, v=bad: v, "bad"))
+        with pytest.raises(ValueError, match=match):
+            run("bad", tiny_fold)
+
+
+def test_registering_twice_or_with_unknown_needs_fails():
+    with pytest.raises(ValueError, match="already registered"):
+        register_method("rf", description="dup")(lambda d, m, r: None)
+    with pytest.raises(ValueError, match="unknown model kinds"):
+        register_method("needs_gpu_cnn", description="x", needs=("cnn",))(lambda d, m, r: None)
+    with pytest.raises(KeyError, match="valid names"):
+        get_method("nope")

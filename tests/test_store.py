@@ -1,0 +1,113 @@
+"""The SQLite results store: round trip, atomic replacement, refusal of foreign files."""
+
+import hashlib
+import sqlite3
+
+import pytest
+
+from synthbench.runner.grid import Cell, GridSpec
+from synthbench.runner.store import CellResult, ResultStore, StoreError
+
+
+def cell(fold=0, method="random"):
+    return Cell("xor", 100, 3, 0, 2, fold, method)
+
+
+def result(c, status="ok", value=0.5):
+    return CellResult(c, status, None if status == "ok" else "boom", {"best_k": value, "auroc": float("nan")},
+                      {"best_k": 0.4}, 1.5, 1000, n_features=5, k=2, permutation=[1, 0, 2, 3, 4])
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_round_trip_and_finished(tmp_path):
+    with ResultStore(tmp_path / "sub" / "r.sqlite") as store:
+        a, b, c = cell(0), cell(1), cell(0, "rf")
+        store.write(result(a))
+        store.write(result(b, "failed"))
+        assert store.finished([a.cell_id, b.cell_id, c.cell_id]) == {a.cell_id}
+        rows = store.scores([a.cell_id, b.cell_id])
+        ok = rows[rows.cell_id == a.cell_id].set_index("metric")
+        assert ok.loc["best_k", "value"] == 0.5 and ok.loc["best_k", "chance"] == 0.4
+        assert ok.loc["auroc", "value"] != ok.loc["auroc", "value"]  # NaN stored as NULL
+        assert store.cells().set_index("cell_id").loc[a.cell_id, "permutation"] == "[1, 0, 2, 3, 4]"
+
+
+def test_rewriting_a_cell_replaces_it(tmp_path):
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        c = cell()
+        store.write(result(c, "failed"))
+        store.write(result(c, "ok", 1.0))
+        assert len(store.cells()) == 1
+        rows = store.scores()
+        assert rows.loc[rows.metric == "best_k", "value"].tolist() == [1.0]
+
+
+def test_reopening_keeps_results(tmp_path):
+    path = tmp_path / "r.sqlite"
+    with ResultStore(path) as store:
+        store.write(result(cell()))
+    with ResultStore(path, create=False) as store:
+        assert store.finished([cell().cell_id]) == {cell().cell_id}
+
+
+def test_foreign_files_are_refused_untouched(tmp_path):
+    text = tmp_path / "notes.sqlite"
+    text.write_text("not a database\n")
+    before = digest(text)
+    with pytest.raises(StoreError, match="not a synthbench results database"):
+        ResultStore(text)
+    assert digest(text) == before
+
+    other = tmp_path / "other.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    before = digest(other)
+    with pytest.raises(StoreError, match="not a synthbench"):
+        ResultStore(other)
+    assert digest(other) == before
+
+
+def test_other_schema_version_is_refused(tmp_path):
+    path = tmp_path / "r.sqlite"
+    ResultStore(path).close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        ResultStore(path)
+
+
+def test_missing_and_unwritable_paths(tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        ResultStore(tmp_path / "missing.sqlite", create=False)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="cannot create"):
+        ResultStore(blocker / "r.sqlite")
+    with pytest.raises(StoreError, match="directory"):
+        ResultStore(tmp_path)
+
+
+def test_cell_ids_depend_on_every_setting():
+    base = cell()
+    variants = [Cell("xor", 101, 3, 0, 2, 0, "random"), Cell("xor", 100, 4, 0, 2, 0, "random"),
+                Cell("xor", 100, 3, 1, 2, 0, "random"), Cell("xor", 100, 3, 0, 3, 0, "random"),
+                Cell("xor", 100, 3, 0, 2, 1, "random"), Cell("xor", 100, 3, 0, 2, 0, "rf"),
+                Cell("ring", 100, 3, 0, 2, 0, "random"), Cell("xor", 100, 3, 0, 2, 0, "random", "train")]
+    ids = {v.cell_id for v in variants}
+    assert len(ids) == len(variants) and base.cell_id not in ids
+    assert base.cell_id == cell().cell_id
+
+
+def test_grid_groups_cells_by_fold():
+    grid = GridSpec(("xor", "ring"), ("random", "rf"), (0, 5), n_samples=50, n_folds=3)
+    cells = grid.cells()
+    tasks = GridSpec.tasks(cells)
+    assert len(cells) == 2 * 2 * 3 * 2 and len(tasks) == 2 * 2 * 3
+    assert all({c.method for c in t.cells} == {"random", "rf"} for t in tasks)
