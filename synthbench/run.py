@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -67,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", choices=("test", "train"), default="test", help="rows attribution methods explain (default: %(default)s)")
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="SQLite results database (default: %(default)s)")
     p.add_argument("--export", type=Path, help="also write this grid's tidy rows to a CSV file")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (default: %(default)s)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="worker processes; 1 runs in this process (default: the machine's cores, %(default)s)")
     p.add_argument("--metric", default="best_k", help="metric of the printed leaderboard (default: %(default)s)")
     p.add_argument("--force", action="store_true", help="recompute cells already in the store")
     p.add_argument("--list", action="store_true", help="list datasets and methods, then exit")

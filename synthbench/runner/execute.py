@@ -1,7 +1,8 @@
 """How to run: execute fold tasks serially or in worker processes, writing each cell as it ends.
 
-The parent process is the only writer of the store. Workers (``jobs > 1``) return a fold
-task's results when it ends; in the serial path each cell is written the moment it finishes.
+The parent process is the only writer of the store. With ``jobs > 1`` each worker runs whole
+fold tasks (so a fold's models are trained once) and sends every cell's result through a queue
+the moment it finishes; either way a cell is in the store as soon as it is done.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import os
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
+from queue import Empty, Queue
 
 from synthbench import datasets
 from synthbench.evaluation import FoldData, GroundTruthScorer, make_folds
@@ -88,8 +90,9 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: GroundTr
     return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, int(peak), model=model_info, **base)
 
 
-def _run_task_list(task: FoldTask, n_jobs: int) -> list[CellResult]:
-    return list(run_task(task, n_jobs=n_jobs))
+def _run_task_into(task: FoldTask, n_jobs: int, queue: Queue) -> None:
+    for result in run_task(task, n_jobs=n_jobs):
+        queue.put(result)
 
 
 @dataclass
@@ -140,15 +143,22 @@ def execute(
                 record(result)
     else:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            futures = [pool.submit(_run_task_list, task, 1) for task in tasks]
+        with ctx.Manager() as manager, ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            queue = manager.Queue()
+            running = {pool.submit(_run_task_into, task, 1, queue) for task in tasks}
             try:
-                for fut in as_completed(futures):
-                    for result in fut.result():
-                        record(result)
+                while running or not queue.empty():
+                    try:
+                        record(queue.get(timeout=0.1))
+                    except Empty:
+                        pass
+                    finished = {f for f in running if f.done()}
+                    for f in finished:
+                        f.result()  # a worker that crashed raises here
+                    running -= finished
             except BaseException:
-                for fut in futures:
-                    fut.cancel()
+                for f in running:
+                    f.cancel()
                 raise
     summary.wall_seconds = time.perf_counter() - t0
     return summary
