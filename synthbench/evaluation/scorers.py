@@ -9,14 +9,14 @@ retrain) or a model-randomisation scorer implements the same protocol with its o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from synthbench import metrics as M
 from synthbench.evaluation.protocol import FoldData
 
-__all__ = ["MethodOutput", "Scorer", "GroundTruthScorer"]
+__all__ = ["MethodOutput", "Scorer", "GroundTruthScorer", "SCORERS", "get_scorer"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,17 +50,30 @@ class MethodOutput:
 
 
 class Scorer(Protocol):
-    """Protocol every scorer implements."""
+    """Protocol every scorer implements.
+
+    ``models`` is the fold's :class:`~synthbench.models.SharedModels`: a randomisation scorer
+    asks it for the trained model and reruns ``method`` on a randomised copy; a retraining
+    scorer (ROAR) trains anew on ``data`` without the top-ranked features.
+    """
 
     name: str
 
-    def metric_names(self, data: FoldData, output: MethodOutput) -> list[str]:
-        """Metrics this scorer reports for this output."""
-        ...
-
-    def score(self, output: MethodOutput, data: FoldData, method: str) -> dict[str, float]:
+    def score(self, output: MethodOutput, data: FoldData, method: str, models: Any) -> dict[str, float]:
         """Metric values for ``method`` on one fold; random draws come from ``data.rng(...)``."""
         ...
+
+    def chance(self, data: FoldData) -> dict[str, float]:
+        """Each metric's expected value for a uniformly random ranking on this fold."""
+        ...
+
+
+def get_scorer(name: str) -> Scorer:
+    """The scorer registered as ``name``; the error lists the valid names."""
+    try:
+        return SCORERS[name]
+    except KeyError:
+        raise KeyError(f"unknown scorer {name!r}; valid names: {', '.join(SCORERS)}") from None
 
 
 @dataclass(frozen=True)
@@ -79,15 +92,20 @@ class GroundTruthScorer:
         has_local = data.relevant_local is not None and output.local is not None
         return [m for m in self.metrics if M.get(m).scope == "global" or has_local]
 
-    def score(self, output: MethodOutput, data: FoldData, method: str) -> dict[str, float]:
+    def score(self, output: MethodOutput, data: FoldData, method: str, models: Any = None) -> dict[str, float]:
+        """Every applicable metric; raises ValueError if one falls outside its declared bounds."""
         values = {}
         for name in self.metric_names(data, output):
             metric = M.get(name)
             stream = data.rng("ties", method, name)
             if metric.scope == "global":
-                values[name] = metric(output.scores, data.relevant, stream)
+                truth, value = data.relevant, metric(output.scores, data.relevant, stream)
             else:
-                values[name] = metric(output.local, data.relevant_local, stream)
+                truth, value = data.relevant_local, metric(output.local, data.relevant_local, stream)
+            lo, hi = metric.bounds(truth)
+            if not (lo - 1e-9 <= value <= hi + 1e-9) and value == value:
+                raise ValueError(f"{name} = {value} outside its declared bounds [{lo}, {hi}]")
+            values[name] = value
         return values
 
     def chance(self, data: FoldData) -> dict[str, float]:
@@ -99,3 +117,7 @@ class GroundTruthScorer:
             if truth is not None:
                 out[name] = metric.chance(truth)
         return out
+
+
+#: Scorers by name; a cell's ``scorer`` field names one of these.
+SCORERS: dict[str, Scorer] = {"ground_truth": GroundTruthScorer()}

@@ -19,7 +19,7 @@ from importlib import metadata
 from queue import Empty, Queue
 
 from synthbench import datasets
-from synthbench.evaluation import FoldData, GroundTruthScorer, make_folds
+from synthbench.evaluation import FoldData, Scorer, get_scorer, make_folds
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.runner.grid import Cell, FoldTask, GridSpec
@@ -61,12 +61,12 @@ def run_task(task: FoldTask, *, n_jobs: int = 1) -> Iterator[CellResult]:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
         return
     models = SharedModels(data, n_jobs=n_jobs)
-    scorer = GroundTruthScorer()
     for cell in task.cells:
+        scorer = get_scorer(cell.scorer)
         yield _run_cell(cell, data, models, scorer, versions, fold.permutation.tolist())
 
 
-def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: GroundTruthScorer,
+def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
               versions: dict[str, str], permutation: list[int]) -> CellResult:
     spec = get_method(cell.method)
     base = dict(n_features=data.n_features, k=int(data.relevant.sum()), permutation=permutation, versions=versions)
@@ -75,7 +75,7 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: GroundTr
     t0 = time.perf_counter()
     try:
         output = run_method(spec, data, models)
-        scores = scorer.score(output, data, cell.method)
+        scores = scorer.score(output, data, cell.method, models)
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
         log.debug("cell %s failed", cell, exc_info=True)
         return CellResult(cell, "failed", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0, **base)
