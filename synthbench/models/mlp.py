@@ -1,0 +1,96 @@
+"""The benchmark's multilayer perceptron (architecture of the 2023 quantitative benchmark).
+
+Default: ``GaussianNoise(0.1) -> Linear(p, 16) -> LeakyReLU(0.2) -> Linear(16, 16) ->
+LeakyReLU(0.2) -> Linear(16, 1)``; the output is a single logit of ``P(y = 1)``, shape ``(n, 1)``.
+The network is a flat ``nn.Sequential`` so attribution rules (DeepLIFT, LRP, guided
+backpropagation) can walk its layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+__all__ = ["GaussianNoise", "MLPConfig", "build_mlp", "ACTIVATIONS"]
+
+ACTIVATIONS = ("leaky_relu", "relu", "softplus")
+
+
+class GaussianNoise(nn.Module):
+    """Adds ``N(0, sigma^2)`` noise in training mode; the identity in evaluation mode.
+
+    The noise is drawn from ``generator`` when one is set (for reproducible training), else
+    from torch's default generator.
+    """
+
+    def __init__(self, sigma: float = 0.1) -> None:
+        super().__init__()
+        self.sigma = float(sigma)
+        self.generator: torch.Generator | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.sigma == 0.0:
+            return x
+        noise = torch.randn(x.shape, generator=self.generator, device=x.device, dtype=x.dtype)
+        return x + self.sigma * noise
+
+    def extra_repr(self) -> str:
+        return f"sigma={self.sigma}"
+
+
+@dataclass(frozen=True)
+class MLPConfig:
+    """Architecture and training settings of the MLP (defaults: the 2023 benchmark's)."""
+
+    width: int = 16
+    depth: int = 2  # hidden layers
+    activation: Literal["leaky_relu", "relu", "softplus"] = "leaky_relu"
+    negative_slope: float = 0.2
+    noise_sigma: float = 0.1
+    lr: float = 5e-4
+    weight_decay: float = 1e-5
+    batch_size: int = 64
+    max_epochs: int = 1000
+    patience: int = 5
+    validation_fraction: float = 0.2
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _activation(config: MLPConfig) -> nn.Module:
+    if config.activation == "leaky_relu":
+        return nn.LeakyReLU(config.negative_slope)
+    if config.activation == "relu":
+        return nn.ReLU()
+    if config.activation == "softplus":
+        return nn.Softplus()
+    raise ValueError(f"unknown activation {config.activation!r}; valid: {', '.join(ACTIVATIONS)}")
+
+
+def build_mlp(n_features: int, config: MLPConfig = MLPConfig(), *, generator: torch.Generator | None = None) -> nn.Sequential:
+    """A fresh MLP for ``n_features`` inputs, Kaiming-uniform initialised from ``generator``.
+
+    Returns an ``nn.Sequential``: ``GaussianNoise``, then ``depth`` blocks of ``Linear`` +
+    activation, then ``Linear(width, 1)``. Biases are drawn like PyTorch's default
+    (``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``).
+    """
+    if n_features < 1 or config.width < 1 or config.depth < 1:
+        raise ValueError("n_features, width and depth must be positive")
+    layers: list[nn.Module] = [GaussianNoise(config.noise_sigma)]
+    fan_in = n_features
+    for _ in range(config.depth):
+        layers += [nn.Linear(fan_in, config.width), _activation(config)]
+        fan_in = config.width
+    layers.append(nn.Linear(fan_in, 1))
+    net = nn.Sequential(*layers)
+    with torch.no_grad():
+        for layer in net:
+            if isinstance(layer, nn.Linear):
+                nn.init.kaiming_uniform_(layer.weight, a=5**0.5, generator=generator)
+                bound = 1.0 / layer.in_features**0.5
+                nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+    return net
