@@ -14,6 +14,7 @@ from pathlib import Path
 
 from synthbench import __version__, datasets
 from synthbench.methods import default_methods, get_method, method_names
+from synthbench.models import TrainSettings
 from synthbench.runner.execute import execute
 from synthbench.runner.grid import GridSpec
 from synthbench.runner.leaderboard import format_leaderboard, leaderboard
@@ -22,7 +23,7 @@ from synthbench.runner.store import ResultStore, StoreError
 DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
 DEFAULT_STORE = Path("results") / "synthbench.sqlite"
 EXPORT_COLUMNS = ["dataset", "n_samples", "n_decoys", "n_features", "k", "method", "fold", "seed", "metric",
-                  "value", "chance", "seconds", "peak_memory_bytes", "status", "message", "cell_id"]
+                  "value", "chance", "seconds", "peak_memory_bytes", "status", "message", "flags", "cell_id"]
 
 
 class UsageError(Exception):
@@ -70,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export", type=Path, help="also write this grid's tidy rows to a CSV file")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="worker processes; 1 runs in this process (default: the machine's cores, %(default)s)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where torch models train: CUDA when available under auto (default: %(default)s)")
+    p.add_argument("--cache-dir", type=Path,
+                   help="on-disk cache of trained models (default: a 'cache' folder beside the store)")
     p.add_argument("--metric", default="best_k", help="metric of the printed leaderboard (default: %(default)s)")
     p.add_argument("--force", action="store_true", help="recompute cells already in the store")
     p.add_argument("--list", action="store_true", help="list datasets and methods, then exit")
@@ -100,6 +105,11 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
         raise UsageError(f"--n-samples ({args.n_samples}) must be at least --folds ({args.folds})")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: no CUDA device is available (use --device auto or cpu)")
     grid = GridSpec(ds, methods, _decoys(args.decoys), args.n_samples, args.folds, args.seed, args.explain)
     return args, grid
 
@@ -145,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with store:
-            summary = execute(cells, store, jobs=args.jobs, force=args.force, on_start=start, on_cell=advance)
+            settings = TrainSettings(device=args.device,
+                                     cache_dir=str(args.cache_dir or args.store.parent / "cache"))
+            summary = execute(cells, store, jobs=args.jobs, force=args.force, settings=settings,
+                              on_start=start, on_cell=advance)
             if bar is not None:
                 bar.close()
             rows = store.scores(c.cell_id for c in cells)

@@ -163,3 +163,29 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, jobs):
     con.close()
     assert n_rows == len(after) == total
     assert {k: after[k] for k in before} == before  # finished cells untouched, not recomputed
+
+
+def test_cells_on_a_model_near_chance_are_flagged_not_hidden(tmp_path):
+    from synthbench.runner.execute import NEAR_CHANCE_AUROC, execute
+    from synthbench.runner.grid import Cell
+    from synthbench.runner.leaderboard import leaderboard
+    from synthbench.runner.store import ResultStore
+
+    noise = (("flip_y", 1.0),)  # every label redrawn at random: nothing to learn
+    cells = [Cell("hypercube", 300, 20, 0, 3, f, m, dataset_params=noise) for f in range(3) for m in ("rf", "anova")]
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        assert execute(cells, store).failed == 0
+        table = store.cells()
+        rows = store.scores()
+    import json
+
+    for _, c in table.iterrows():
+        if c["method"] == "anova":
+            assert c["flags"] == "" and pd.isna(c["model"])
+        else:
+            auroc = json.loads(c["model"])["forest"]["test_auroc"]
+            assert (c["flags"] == "model_near_chance") == (auroc < NEAR_CHANCE_AUROC)
+    assert (table["flags"] == "model_near_chance").sum() >= 2
+    board = leaderboard(rows)
+    assert board.loc["rf", "near_chance"] >= 2 and board.loc["anova", "near_chance"] == 0
+    assert not np.isnan(board.loc["rf", "hypercube/20"])  # still recorded and averaged

@@ -1,13 +1,13 @@
 """Models shared by the methods of one fold, trained once and reused.
 
-A model kind is registered with a trainer ``fn(data: FoldData, n_jobs: int) -> model``. The
+A model kind is registered with a trainer ``fn(data: FoldData, settings: TrainSettings) -> model``. The
 :class:`SharedModels` of a fold trains each kind at most once, on first request, and records
 its held-out accuracy and AUROC so a result can be judged against what the model learned.
 """
 
-from synthbench.models.shared import ModelKind, SharedModels, kinds, register_model
+from synthbench.models.shared import ModelKind, SharedModels, TrainSettings, kinds, register_model
 
 # Register the built-in kinds.
 from synthbench.models import forest as _forest  # noqa: F401,E402
 
-__all__ = ["ModelKind", "SharedModels", "kinds", "register_model"]
+__all__ = ["ModelKind", "SharedModels", "TrainSettings", "kinds", "register_model"]

@@ -5,18 +5,18 @@ from __future__ import annotations
 from sklearn.ensemble import RandomForestClassifier
 
 from synthbench.evaluation.protocol import FoldData
-from synthbench.models.shared import ModelKind, register_model
+from synthbench.models.shared import ModelKind, TrainSettings, register_model
 
 N_TREES = 500
 
 
-def train_forest(data: FoldData, n_jobs: int) -> RandomForestClassifier:
+def train_forest(data: FoldData, settings: TrainSettings) -> RandomForestClassifier:
     """A ``RandomForestClassifier`` with 500 trees fitted on the training part.
 
     Its ``random_state`` comes from the fold's seed; results do not depend on ``n_jobs``.
     """
     model = RandomForestClassifier(
-        n_estimators=N_TREES, random_state=data.random_state("model", "forest"), n_jobs=n_jobs
+        n_estimators=N_TREES, random_state=data.random_state("model", "forest"), n_jobs=settings.n_jobs
     )
     return model.fit(data.X_train, data.y_train)
 

@@ -13,21 +13,37 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 from synthbench.evaluation.protocol import FoldData
 
-__all__ = ["ModelKind", "SharedModels", "register_model", "kinds"]
+__all__ = ["ModelKind", "SharedModels", "TrainSettings", "register_model", "kinds"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """How models are trained, as opposed to what they are (which the cell's config fixes).
+
+    Attributes
+    ----------
+    n_jobs : threads a trainer may use
+    device : ``"auto"``, ``"cpu"`` or ``"cuda"`` for torch models
+    cache_dir : folder of the on-disk model cache, or None for no disk cache
+    """
+
+    n_jobs: int = 1
+    device: str = "cpu"
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True)
 class ModelKind:
     """A kind of model methods may ask for.
 
-    ``train(data, n_jobs) -> model`` fits on ``data.X_train``; the model must offer
+    ``train(data, settings) -> model`` fits on ``data.X_train``; the model must offer
     ``predict_proba`` (scikit-learn convention) so the cache can score it on the held-out part.
     """
 
     name: str
-    train: Callable[[FoldData, int], Any]
+    train: Callable[[FoldData, TrainSettings], Any]
     description: str
 
 
@@ -53,13 +69,12 @@ class SharedModels:
     Parameters
     ----------
     data : FoldData
-    n_jobs : int
-        Threads a trainer may use.
+    settings : TrainSettings
     """
 
-    def __init__(self, data: FoldData, n_jobs: int = 1) -> None:
+    def __init__(self, data: FoldData, settings: TrainSettings = TrainSettings()) -> None:
         self._data = data
-        self._n_jobs = n_jobs
+        self._settings = settings
         self._models: dict[str, Any] = {}
         self.info: dict[str, dict[str, float]] = {}
         self.trainings = 0
@@ -70,7 +85,7 @@ class SharedModels:
             if name not in _KINDS:
                 raise KeyError(f"unknown model kind {name!r}; valid kinds: {', '.join(_KINDS)}")
             t0 = time.perf_counter()
-            model = _KINDS[name].train(self._data, self._n_jobs)
+            model = _KINDS[name].train(self._data, self._settings)
             seconds = time.perf_counter() - t0
             self.trainings += 1
             self._models[name] = model

@@ -14,20 +14,24 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from queue import Empty, Queue
 
 from synthbench import datasets
 from synthbench.evaluation import FoldData, Scorer, get_scorer, make_folds
 from synthbench.methods import get_method, run_method
-from synthbench.models import SharedModels
+from synthbench.models import SharedModels, TrainSettings
 from synthbench.runner.grid import Cell, FoldTask, GridSpec
 from synthbench.runner.store import CellResult, ResultStore
 
 __all__ = ["run_task", "execute", "RunSummary"]
 
 log = logging.getLogger(__name__)
+
+#: A cell whose model's held-out AUROC is below this is flagged ``model_near_chance``: an
+#: explanation of a model that learned nothing says nothing about the method.
+NEAR_CHANCE_AUROC = 0.6
 
 _VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", "skrebate", "pymrmr", "torch", "lassonet")
 
@@ -43,7 +47,7 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def run_task(task: FoldTask, *, n_jobs: int = 1) -> Iterator[CellResult]:
+def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> Iterator[CellResult]:
     """Run every cell of one fold task, yielding each result when it is ready.
 
     A failure to build the data fails every cell of the task; a failing method fails only its
@@ -60,7 +64,7 @@ def run_task(task: FoldTask, *, n_jobs: int = 1) -> Iterator[CellResult]:
         for cell in task.cells:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
         return
-    models = SharedModels(data, n_jobs=n_jobs)
+    models = SharedModels(data, settings)
     for cell in task.cells:
         scorer = get_scorer(cell.scorer)
         yield _run_cell(cell, data, models, scorer, versions, fold.permutation.tolist())
@@ -87,11 +91,15 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
     trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
     seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in spec.needs if k in models.info)
     model_info = {k: models.info[k] for k in spec.needs if k in models.info} or None
-    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, int(peak), model=model_info, **base)
+    flags = ("model_near_chance",) if any(
+        info.get("test_auroc", 1.0) < NEAR_CHANCE_AUROC for info in (model_info or {}).values()
+    ) else ()
+    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, int(peak), model=model_info,
+                      flags=flags, **base)
 
 
-def _run_task_into(task: FoldTask, n_jobs: int, queue: Queue) -> None:
-    for result in run_task(task, n_jobs=n_jobs):
+def _run_task_into(task: FoldTask, settings: TrainSettings, queue: Queue) -> None:
+    for result in run_task(task, settings=settings):
         queue.put(result)
 
 
@@ -112,10 +120,14 @@ def execute(
     *,
     jobs: int = 1,
     force: bool = False,
+    settings: TrainSettings = TrainSettings(),
     on_cell: Callable[[CellResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> RunSummary:
     """Run the cells not yet finished in ``store`` (all of them with ``force``) and store each result.
+
+    ``settings`` says how models are trained (device, disk cache); its ``n_jobs`` is replaced by
+    the machine's cores in the serial path and by 1 in each worker process.
 
     ``on_start(n_pending)`` is called once before work starts; ``on_cell(result)`` after each
     cell is written (progress bars hook in here).
@@ -139,13 +151,13 @@ def execute(
     tasks = GridSpec.tasks(pending)
     if jobs <= 1:
         for task in tasks:
-            for result in run_task(task, n_jobs=os.cpu_count() or 1):
+            for result in run_task(task, settings=replace(settings, n_jobs=os.cpu_count() or 1)):
                 record(result)
     else:
         ctx = multiprocessing.get_context("spawn")
         with ctx.Manager() as manager, ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             queue = manager.Queue()
-            running = {pool.submit(_run_task_into, task, 1, queue) for task in tasks}
+            running = {pool.submit(_run_task_into, task, replace(settings, n_jobs=1), queue) for task in tasks}
             try:
                 while running or not queue.empty():
                     try:

@@ -14,7 +14,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
 
     ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. Adds a ``chance``
     row (the metric's expected value under a random ranking), a ``s/cell`` column (mean wall
-    seconds per cell over every cell of the method) and a ``failed`` column. Methods are
+    seconds per cell over every cell of the method), a ``failed`` column and a ``near_chance``
+    column counting cells whose model scored AUROC < 0.6 on held-out rows (still averaged in). Methods are
     sorted best first by their mean over all columns, following the metric's direction.
     """
     m = M.get(metric)
@@ -29,6 +30,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     cells = rows.drop_duplicates("cell_id")
     table["s/cell"] = cells[cells["status"] == "ok"].groupby("method")["seconds"].mean()
     table["failed"] = cells.groupby("method")["status"].apply(lambda s: int((s == "failed").sum()))
+    flagged = cells["flags"].fillna("").str.contains("model_near_chance")
+    table["near_chance"] = flagged.groupby(cells["method"]).sum().astype(int)
     chance.index = ["chance"]
     return pd.concat([table, chance])
 
@@ -38,8 +41,9 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     if table.empty:
         return f"(no finished cell has {metric})"
     t = table.copy()
-    if "failed" in t:
-        t["failed"] = t["failed"].map(lambda v: "" if pd.isna(v) else str(int(v)))
+    for col in ("failed", "near_chance"):
+        if col in t:
+            t[col] = t[col].map(lambda v: "" if pd.isna(v) else str(int(v)))
     if "s/cell" in t:
         t["s/cell"] = t["s/cell"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     body = t.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")

@@ -7,7 +7,7 @@ Schema (version 1)::
 
     meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 1
     cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
-          method, method_params, fold, n_folds, seed, explain, scorer, status, message,
+          method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
           seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at)
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
 """
@@ -41,6 +41,7 @@ CREATE TABLE cells (
     fold INTEGER NOT NULL, n_folds INTEGER NOT NULL, seed INTEGER NOT NULL,
     explain TEXT NOT NULL, scorer TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('ok', 'failed')), message TEXT,
+    flags TEXT NOT NULL DEFAULT '',
     seconds REAL, peak_memory_bytes INTEGER,
     model TEXT, permutation TEXT, versions TEXT, package_version TEXT NOT NULL,
     finished_at TEXT NOT NULL
@@ -74,6 +75,7 @@ class CellResult:
     model: dict[str, Any] | None = None
     permutation: list[int] | None = None
     versions: dict[str, str] | None = None
+    flags: tuple[str, ...] = ()
 
 
 class ResultStore:
@@ -158,7 +160,7 @@ class ResultStore:
         row = (
             c.cell_id, c.dataset, json.dumps(dict(c.dataset_params), sort_keys=True), c.n_samples, c.n_decoys,
             result.n_features, result.k, c.method, json.dumps(c.method_params, sort_keys=True), c.fold,
-            c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, result.seconds,
+            c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, ",".join(result.flags), result.seconds,
             result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
             c.config()["version"], datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
@@ -181,12 +183,13 @@ class ResultStore:
         """Tidy rows, one per cell and metric, with the cell's configuration and status.
 
         Columns: cell_id, dataset, n_samples, n_decoys, n_features, k, method, fold, seed,
-        metric, value, chance, seconds, status, message. Failed cells appear once with a null
+        metric, value, chance, seconds, peak_memory_bytes, status, message, flags (comma-separated,
+        e.g. ``model_near_chance``). Failed cells appear once with a null
         metric, so they are never silently missing.
         """
         sql = (
             "SELECT c.cell_id, c.dataset, c.n_samples, c.n_decoys, c.n_features, c.k, c.method, c.fold, c.seed,"
-            " s.metric, s.value, s.chance, c.seconds, c.peak_memory_bytes, c.status, c.message"
+            " s.metric, s.value, s.chance, c.seconds, c.peak_memory_bytes, c.status, c.message, c.flags"
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"
         )
         return self._query(sql, cell_ids, alias="c.")
