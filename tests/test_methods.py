@@ -14,8 +14,14 @@ from conftest import fold_of, tiny_dataset
 ALL = method_names()
 
 
+_SHARED: dict[int, tuple] = {}
+
+
 def run(name, data):
-    return run_method(get_method(name), data, SharedModels(data))
+    """Run ``name`` on ``data``, training each model kind once per fold across the whole module."""
+    if id(data) not in _SHARED:
+        _SHARED[id(data)] = (data, SharedModels(data))  # keep data alive so its id is not reused
+    return run_method(get_method(name), data, _SHARED[id(data)][1])
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +40,13 @@ def test_battery_shape_finiteness_and_determinism(name, xor_fold):
         np.testing.assert_array_equal(a.local, b.local)
 
 
+SMALL_FOLDS = {1: fold_of(tiny_dataset(p=1)), 2: fold_of(datasets.make("ring", n_samples=90, n_decoys=0, seed=0))}
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_battery_no_decoys_and_a_single_feature(name):
-    for p in (1, 2):
-        data = fold_of(tiny_dataset(p=p))
+    for p, data in SMALL_FOLDS.items():
         assert run(name, data).scores.shape == (p,)
-    data = fold_of(datasets.make("ring", n_samples=90, n_decoys=0, seed=0))
-    assert run(name, data).scores.shape == (2,)
 
 
 def test_random_control_depends_on_the_seed_and_fold():
