@@ -13,6 +13,7 @@ from typing import Literal
 
 import torch
 from torch import nn
+from torch.nn.utils import skip_init
 
 __all__ = ["GaussianNoise", "MLPConfig", "build_mlp", "ACTIVATIONS"]
 
@@ -71,26 +72,32 @@ def _activation(config: MLPConfig) -> nn.Module:
     raise ValueError(f"unknown activation {config.activation!r}; valid: {', '.join(ACTIVATIONS)}")
 
 
+BIAS_INIT = 1e-3
+
+
 def build_mlp(n_features: int, config: MLPConfig = MLPConfig(), *, generator: torch.Generator | None = None) -> nn.Sequential:
-    """A fresh MLP for ``n_features`` inputs, Kaiming-uniform initialised from ``generator``.
+    """A fresh MLP for ``n_features`` inputs, initialised from ``generator`` as the 2023 benchmark does.
 
     Returns an ``nn.Sequential``: ``GaussianNoise``, then ``depth`` blocks of ``Linear`` +
-    activation, then ``Linear(width, 1)``. Biases are drawn like PyTorch's default
-    (``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``).
+    activation, then ``Linear(width, 1)``. Weights: Kaiming uniform for a leaky ReLU with
+    ``a = 0`` (bound ``sqrt(6 / fan_in)``), Xavier uniform where ``fan_in == 1``; every bias 1e-3.
+    Torch's global generator is never drawn from (layers are created uninitialised).
     """
     if n_features < 1 or config.width < 1 or config.depth < 1:
         raise ValueError("n_features, width and depth must be positive")
     layers: list[nn.Module] = [GaussianNoise(config.noise_sigma)]
     fan_in = n_features
     for _ in range(config.depth):
-        layers += [nn.Linear(fan_in, config.width), _activation(config)]
+        layers += [skip_init(nn.Linear, fan_in, config.width), _activation(config)]
         fan_in = config.width
-    layers.append(nn.Linear(fan_in, 1))
+    layers.append(skip_init(nn.Linear, fan_in, 1))
     net = nn.Sequential(*layers)
     with torch.no_grad():
         for layer in net:
             if isinstance(layer, nn.Linear):
-                nn.init.kaiming_uniform_(layer.weight, a=5**0.5, generator=generator)
-                bound = 1.0 / layer.in_features**0.5
-                nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+                if layer.in_features == 1:
+                    nn.init.xavier_uniform_(layer.weight, generator=generator)
+                else:
+                    nn.init.kaiming_uniform_(layer.weight, nonlinearity="leaky_relu", generator=generator)
+                nn.init.constant_(layer.bias, BIAS_INIT)
     return net

@@ -1,0 +1,279 @@
+"""Tests of synthbench.models.training: determinism, early stopping, learning, pickling, cache."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from sklearn.metrics import roc_auc_score
+
+from synthbench import datasets
+from synthbench.models import training
+from synthbench.models.mlp import GaussianNoise, MLPConfig
+from synthbench.models.training import TrainedMLP, cached_train_mlp, select_device, torch_threads, train_mlp
+
+# Short runs for the tests that do not need a converged model.
+QUICK = MLPConfig(max_epochs=8, patience=100)
+
+
+def _linear_problem(n: int = 300, p: int = 10, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """An easy, linearly separable problem: ``y = [x0 + x1 > 0]``."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n, p)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(np.int64)
+    return X, y
+
+
+def _assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for key in sa:
+        assert torch.equal(sa[key].cpu(), sb[key].cpu()), key
+
+
+@pytest.fixture(scope="module")
+def easy_model() -> tuple[np.ndarray, np.ndarray, TrainedMLP]:
+    X, y = _linear_problem()
+    return X, y, train_mlp(X, y, config=MLPConfig(lr=5e-3), seed=0)
+
+
+# ---------------------------------------------------------------- device selection
+
+
+def test_select_device_cpu_and_auto() -> None:
+    assert select_device("cpu") == torch.device("cpu")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert select_device("auto").type == expected
+    assert select_device().type == expected
+    assert select_device(torch.device("cpu")) == torch.device("cpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.parametrize("name", ["cuda", "cuda:0"])
+def test_select_device_cuda_unavailable(name: str) -> None:
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        select_device(name)
+
+
+@pytest.mark.parametrize("name", ["gpu", "tpu", "", "cuda:x"])
+def test_select_device_unknown(name: str) -> None:
+    with pytest.raises(ValueError):
+        select_device(name)
+
+
+def test_train_rejects_bad_input() -> None:
+    X, y = _linear_problem(n=20, p=3)
+    with pytest.raises(ValueError, match="binary"):
+        train_mlp(X, y + 1, seed=0, config=QUICK)
+    with pytest.raises(ValueError, match="shape"):
+        train_mlp(X, y[:-1], seed=0, config=QUICK)
+    with pytest.raises(ValueError, match="2-D"):
+        train_mlp(X[:, 0], y, seed=0, config=QUICK)
+    with pytest.raises(ValueError, match="positive"):
+        train_mlp(X, y, seed=0, config=MLPConfig(max_epochs=0))
+    with pytest.raises(ValueError, match="too few"):
+        train_mlp(X[:1], y[:1], seed=0, config=QUICK)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA"):
+            train_mlp(X, y, seed=0, config=QUICK, device="cuda")
+
+
+# ---------------------------------------------------------------- determinism
+
+
+def test_same_seed_bit_identical() -> None:
+    X, y = _linear_problem()
+    a = train_mlp(X, y, config=QUICK, seed=3)
+    b = train_mlp(X, y, config=QUICK, seed=3)
+    _assert_same_weights(a.module, b.module)
+    assert a.history == b.history
+    np.testing.assert_array_equal(a.validation_indices, b.validation_indices)
+
+
+def test_different_seeds_differ() -> None:
+    X, y = _linear_problem()
+    a = train_mlp(X, y, config=QUICK, seed=3)
+    b = train_mlp(X, y, config=QUICK, seed=4)
+    assert not torch.equal(a.module[1].weight, b.module[1].weight)
+    assert not np.array_equal(a.validation_indices, b.validation_indices)
+
+
+def test_global_state_untouched() -> None:
+    X, y = _linear_problem(n=100)
+    threads = torch.get_num_threads()
+    rng_state = torch.get_rng_state()
+    train_mlp(X, y, config=MLPConfig(max_epochs=2), seed=0)
+    assert torch.get_num_threads() == threads
+    assert torch.equal(torch.get_rng_state(), rng_state)
+
+
+def test_torch_threads_restores() -> None:
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError):
+        with torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+
+
+# ---------------------------------------------------------------- early stopping, validation split
+
+
+def test_validation_split(easy_model: tuple[np.ndarray, np.ndarray, TrainedMLP]) -> None:
+    X, _, model = easy_model
+    idx = model.validation_indices
+    assert len(idx) == int(np.ceil(0.2 * len(X)))  # like train_test_split(test_size=0.2)
+    assert len(np.unique(idx)) == len(idx) and idx.min() >= 0 and idx.max() < len(X)
+    assert np.all(np.diff(idx) > 0)
+
+
+def test_early_stopping_restores_best(easy_model: tuple[np.ndarray, np.ndarray, TrainedMLP]) -> None:
+    X, y, model = easy_model
+    val = model.history["val_loss"]
+    assert len(val) == len(model.history["train_loss"]) == model.epochs_run
+    assert model.epochs_run < model.config.max_epochs
+    assert model.best_epoch == int(np.argmin(val))
+    # Stopped exactly `patience` epochs after the best one.
+    assert model.epochs_run == model.best_epoch + 1 + model.config.patience
+    assert min(val[model.best_epoch + 1 :]) >= val[model.best_epoch]
+    # The returned weights are the best epoch's: recompute its validation loss.
+    idx = model.validation_indices
+    assert not model.module.training
+    with torch.no_grad():
+        logits = model.module(torch.from_numpy(X[idx])).reshape(-1)
+        loss = F.binary_cross_entropy_with_logits(logits, torch.from_numpy(y[idx]).float()).item()
+    assert loss == pytest.approx(min(val), rel=1e-6, abs=1e-7)
+    # ... and not the last epoch's (whose loss is higher).
+    assert loss < val[-1]
+
+
+def test_noise_only_in_training(easy_model: tuple[np.ndarray, np.ndarray, TrainedMLP]) -> None:
+    X, _, model = easy_model
+    noise = model.module[0]
+    assert isinstance(noise, GaussianNoise) and noise.sigma > 0
+    assert noise.generator is None  # restored after training
+    p1 = model.predict_proba(X)
+    np.testing.assert_array_equal(p1, model.predict_proba(X))  # eval mode: no noise
+    x = torch.from_numpy(X[:5])
+    assert torch.equal(noise(x), x)
+    noise.train()
+    try:
+        assert not torch.equal(noise(x), x)
+    finally:
+        noise.eval()
+
+
+def test_noise_is_used_in_training() -> None:
+    X, y = _linear_problem(n=100)
+    with_noise = train_mlp(X, y, config=MLPConfig(max_epochs=3, noise_sigma=0.1), seed=0)
+    without = train_mlp(X, y, config=MLPConfig(max_epochs=3, noise_sigma=0.0), seed=0)
+    # Same initialisation and split; the training differs only through the noise draws.
+    np.testing.assert_array_equal(with_noise.validation_indices, without.validation_indices)
+    assert with_noise.history["train_loss"] != without.history["train_loss"]
+
+
+# ---------------------------------------------------------------- learning, prediction API
+
+
+def test_learns_xor() -> None:
+    ds = datasets.make("xor", n_samples=1000, n_decoys=10, seed=0)
+    n_train = 800
+    # The benchmark's own settings and initialisation learn xor for every one of these seeds.
+    for seed in range(3):
+        model = train_mlp(ds.X[:n_train], ds.y[:n_train], config=MLPConfig(), seed=seed)
+        proba = model.predict_proba(ds.X[n_train:])
+        assert roc_auc_score(ds.y[n_train:], proba[:, 1]) > 0.9, seed
+
+
+def test_predict_api(easy_model: tuple[np.ndarray, np.ndarray, TrainedMLP]) -> None:
+    X, y, model = easy_model
+    np.testing.assert_array_equal(model.classes_, [0, 1])
+    proba = model.predict_proba(X)
+    assert proba.shape == (len(X), 2) and proba.dtype == np.float64
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert np.all((proba >= 0) & (proba <= 1))
+    pred = model.predict(X)
+    assert pred.shape == (len(X),)
+    np.testing.assert_array_equal(pred, (proba[:, 1] > 0.5).astype(int))
+    assert np.mean(pred == y) > 0.9
+    # Batched prediction agrees with one big batch.
+    old = training.PREDICT_BATCH
+    training.PREDICT_BATCH = 7
+    try:
+        np.testing.assert_allclose(model.predict_proba(X), proba, rtol=1e-6, atol=1e-7)
+    finally:
+        training.PREDICT_BATCH = old
+    with pytest.raises(ValueError, match="shape"):
+        model.predict_proba(X[:, :3])
+
+
+def test_pickle_round_trip(easy_model: tuple[np.ndarray, np.ndarray, TrainedMLP]) -> None:
+    X, _, model = easy_model
+    rng_state = torch.get_rng_state()
+    clone = pickle.loads(pickle.dumps(model))
+    assert torch.equal(torch.get_rng_state(), rng_state)
+    _assert_same_weights(model.module, clone.module)
+    assert not clone.module.training
+    assert clone.device == torch.device("cpu")
+    assert clone.history == model.history and clone.best_epoch == model.best_epoch
+    assert clone.config == model.config
+    np.testing.assert_array_equal(clone.predict_proba(X), model.predict_proba(X))
+
+
+# ---------------------------------------------------------------- disk cache
+
+
+def test_cache_loads_instead_of_training(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = _linear_problem(n=120)
+    calls: list[int] = []
+    real = training.train_mlp
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs["seed"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "train_mlp", counting)
+    first = cached_train_mlp(X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    assert calls == [1]
+    second = cached_train_mlp(X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    assert calls == [1]  # loaded, not trained
+    _assert_same_weights(first.module, second.module)
+    assert second.history == first.history
+    # float64 input with the same values hits the same entry.
+    cached_train_mlp(X.astype(np.float64), y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    assert calls == [1]
+    # Any change of seed, config or data trains anew.
+    cached_train_mlp(X, y, config=QUICK, seed=2, device="cpu", cache_dir=tmp_path)
+    cached_train_mlp(X, y, config=MLPConfig(max_epochs=8, patience=100, lr=1e-3), seed=1, cache_dir=tmp_path)
+    X2 = X.copy()
+    X2[0, 0] += 1.0
+    cached_train_mlp(X2, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    assert calls == [1, 2, 1, 1]
+
+
+def test_cache_key_uses_device_type(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    X, y = _linear_problem(n=60)
+    keys: list[tuple] = []
+    real = training._train_cached
+
+    def spy(X_train, y_train, config, seed, device_type, torch_version, training_version, device):
+        keys.append((device_type, torch_version, training_version, str(device)))
+        return real(X_train, y_train, config, seed, device_type, torch_version, training_version, device)
+
+    # joblib keys on the cached function's name and code, so wrap the one cached_train_mlp uses.
+    spy.__name__ = real.__name__
+    monkeypatch.setattr(training, "_train_cached", spy)
+    cached_train_mlp(X, y, config=QUICK, seed=0, device="cpu", cache_dir=tmp_path)
+    assert keys == [("cpu", torch.__version__, training.TRAINING_VERSION, "cpu")]
+
+
+def test_no_cache_dir_trains() -> None:
+    X, y = _linear_problem(n=60)
+    a = cached_train_mlp(X, y, config=QUICK, seed=0, cache_dir=None)
+    b = train_mlp(X, y, config=QUICK, seed=0)
+    _assert_same_weights(a.module, b.module)
