@@ -1,7 +1,8 @@
 """Feature-scoring methods and their registry.
 
 ``synthbench.methods.mrmr(X_discrete, y, k, *, scheme="MIQ")`` is the vectorised mRMR
-selector; every benchmark method is listed by :func:`method_names` and described by
+selector; ``synthbench.methods.attribute(name, model, inputs, target=None, **params)`` explains
+any torch model with one of the attribution methods (captum's verb); every benchmark method is listed by :func:`method_names` and described by
 :func:`get_method`.
 """
 
@@ -18,6 +19,8 @@ from synthbench.methods.registry import (
 from synthbench.methods import controls as _controls  # noqa: E402,F401
 from synthbench.methods import trees as _trees  # noqa: E402,F401
 from synthbench.methods import filters as _filters  # noqa: E402,F401
+from synthbench.methods import neural as _neural  # noqa: E402,F401
+from synthbench.methods.attribution import attribute  # noqa: E402
 from synthbench.methods.mrmr import mrmr  # noqa: E402
 
-__all__ = ["MethodSpec", "register_method", "get_method", "method_names", "default_methods", "run_method", "mrmr"]
+__all__ = ["MethodSpec", "register_method", "get_method", "method_names", "default_methods", "run_method", "mrmr", "attribute"]

@@ -9,5 +9,6 @@ from synthbench.models.shared import ModelKind, SharedModels, TrainSettings, kin
 
 # Register the built-in kinds.
 from synthbench.models import forest as _forest  # noqa: F401,E402
+from synthbench.models import neural as _neural  # noqa: F401,E402
 
 __all__ = ["ModelKind", "SharedModels", "TrainSettings", "kinds", "register_model"]

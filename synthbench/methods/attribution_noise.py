@@ -1,0 +1,352 @@
+"""Noise ensembles: SmoothGrad, SmoothGrad-squared, VarGrad (NoiseTunnel-style) and GradientSHAP.
+
+All noisy copies of the inputs are stacked along the batch dimension (sample-major,
+``(n_samples * n, p)``) and evaluated in chunks of at most ``max_batch_elements`` elements.
+Random draws come from an explicit ``torch.Generator`` (``generator=``, or one seeded from
+``seed``); torch's global RNG is never used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from synthbench.methods.attribution_core import (
+    DEFAULT_MAX_BATCH_ELEMENTS,
+    gradient_target,
+    make_generator,
+    rows_per_chunk,
+    split_linear_head,
+)
+from synthbench.methods.attribution_gradient import (
+    gradient,
+    input_x_gradient,
+    integrated_gradients,
+    saliency,
+)
+from synthbench.methods.attribution_rules import deconvolution, deeplift, guided_backprop
+
+__all__ = ["NOISE_BASES", "noise_sigma", "smoothgrad", "smoothgrad_sq", "vargrad", "gradient_shap"]
+
+NOISE_BASES: dict[str, Callable[..., torch.Tensor]] = {
+    "gradient": gradient,
+    "saliency": saliency,
+    "input_x_gradient": input_x_gradient,
+    "integrated_gradients": integrated_gradients,
+    "guided_backprop": guided_backprop,
+    "deconvolution": deconvolution,
+    "deeplift": deeplift,
+}
+"""Base methods the noise ensembles accept (``base=`` name)."""
+
+def noise_sigma(inputs: torch.Tensor, noise_level: float, per_feature: bool = True) -> torch.Tensor:
+    """Noise standard deviation ``noise_level * (max - min)`` of ``inputs``.
+
+    Parameters
+    ----------
+    inputs
+        ``(n, p)``.
+    per_feature
+        True: the range of each column over the ``n`` rows, shape ``(p,)`` (columns of a tabular
+        data set have different scales); False: the global range, a 0-d tensor. A constant column
+        (or ``n == 1`` with ``per_feature``) gets ``sigma = 0``.
+    """
+    if per_feature:
+        return noise_level * (inputs.amax(dim=0) - inputs.amin(dim=0))
+    return noise_level * (inputs.max() - inputs.min())
+
+
+def _sigma(
+    inputs: torch.Tensor, noise_level: float, stdevs: float | None, per_feature: bool
+) -> torch.Tensor:
+    """Noise sd: absolute ``stdevs`` (0-d) if given, else :func:`noise_sigma`."""
+    if stdevs is not None:
+        return torch.as_tensor(float(stdevs), dtype=inputs.dtype, device=inputs.device)
+    return noise_sigma(inputs, noise_level, per_feature)
+
+
+def _projected_noise_factor(weight: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+    """``L`` with ``L L^T = W diag(sigma^2) W^T``: the law of ``W eps`` for ``eps ~ N(0, diag sigma^2)``.
+
+    ``weight`` is ``(h, p)``; returns ``(h, h)`` (symmetric square root, eigenvalues clamped at 0).
+    """
+    w = weight.to(torch.float64)
+    s2 = sigma.to(torch.float64) ** 2
+    cov = (w * s2) @ w.t()
+    evals, evecs = torch.linalg.eigh(cov)
+    return (evecs * evals.clamp(min=0).sqrt()).to(weight.dtype)
+
+
+def _gradient_moments_fast(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    target: int,
+    noise: torch.Tensor | None,
+    n_samples: int,
+    sigma: torch.Tensor,
+    generator: torch.Generator | None,
+    seed: int,
+    max_batch_elements: int,
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Moments of the gradient under input noise, computed after the first Linear layer.
+
+    With ``z = W x + c`` first, ``grad_x f(x + eps) = W^T u`` where ``u = grad_z tail(z + W eps)``.
+    Only the ``h``-dimensional ``W eps`` is needed: from explicit noise it is ``noise @ W^T``;
+    otherwise it is drawn directly from its Gaussian law (``h`` normals per sample and row instead
+    of ``p``; a different random stream from the generic path, same distribution). Then
+    ``E[grad] = W^T E[u]`` and ``E[grad_j^2] = sum_ab W_aj W_bj E[u_a u_b]``.
+    Returns None when the model does not start with a Linear layer.
+    """
+    split = split_linear_head(model)
+    if split is None:
+        return None
+    head, tail = split
+    n, p = inputs.shape
+    w = head.weight.detach()
+    h = w.shape[0]
+    with torch.no_grad():
+        z = head(inputs)
+        if noise is not None:
+            z_noise = noise @ w.t()  # (S, n, h)
+        else:
+            g = make_generator(generator, seed, inputs.device)
+            xi = torch.randn((int(n_samples), n, h), generator=g, dtype=inputs.dtype, device=inputs.device)
+            z_noise = xi @ _projected_noise_factor(w, sigma).t()
+    s_total = z_noise.shape[0]
+    u = gradient_target(tail, (z.unsqueeze(0) + z_noise).reshape(-1, h), target, max_batch_elements)
+    u = u.view(s_total, n, h)
+    mean = u.mean(dim=0) @ w
+    second = torch.einsum("sna,snb->nab", u, u) / s_total  # (n, h, h)
+    mean_sq = torch.empty_like(inputs)
+    step = rows_per_chunk(h * p, max_batch_elements)
+    for i in range(0, n, step):
+        mean_sq[i : i + step] = ((second[i : i + step] @ w) * w).sum(dim=1)
+    return mean, mean_sq
+
+
+def _noise_moments(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    target: int,
+    *,
+    base: str,
+    base_params: dict | None,
+    n_samples: int,
+    noise_level: float,
+    stdevs: float | None,
+    per_feature: bool,
+    noise: torch.Tensor | None,
+    generator: torch.Generator | None,
+    seed: int,
+    fast: bool,
+    max_batch_elements: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and mean square over noise samples of ``base`` attributions, each ``(n, p)``."""
+    if base not in NOISE_BASES:
+        raise ValueError(f"unknown base method {base!r}; valid: {', '.join(NOISE_BASES)}")
+    method = NOISE_BASES[base]
+    params = dict(base_params or {})
+    n, p = inputs.shape
+    if noise is not None:
+        noise = torch.as_tensor(noise, dtype=inputs.dtype, device=inputs.device)
+        if noise.dim() != 3 or tuple(noise.shape[1:]) != (n, p) or noise.shape[0] < 1:
+            raise ValueError(f"noise must have shape (n_samples >= 1, {n}, {p}), got {tuple(noise.shape)}")
+    elif int(n_samples) < 1:
+        raise ValueError("need at least one noise sample")
+    sigma = _sigma(inputs, noise_level, stdevs, per_feature)
+    if fast and base == "gradient" and not params:
+        moments = _gradient_moments_fast(
+            model, inputs, target, noise, n_samples, sigma, generator, seed, max_batch_elements
+        )
+        if moments is not None:
+            return moments
+    if noise is None:
+        g = make_generator(generator, seed, inputs.device)
+        noise = sigma * torch.randn((int(n_samples), n, p), generator=g, dtype=inputs.dtype, device=inputs.device)
+    s_total = noise.shape[0]
+    cost = int(params.get("n_steps", 50)) if base == "integrated_gradients" else 1  # rows per row
+    # Samples per chunk: the base method chunks further if one sample alone is too large.
+    s_step = rows_per_chunk(n * p * cost, max_batch_elements)
+    per_row = {
+        k: v for k, v in params.items() if isinstance(v, torch.Tensor) and v.dim() == 2 and v.shape[0] == n and n > 1
+    }
+    total = torch.zeros_like(inputs)
+    total_sq = torch.zeros_like(inputs)
+    for s0 in range(0, s_total, s_step):
+        chunk = noise[s0 : s0 + s_step]
+        s = chunk.shape[0]
+        noisy = (inputs.unsqueeze(0) + chunk).reshape(s * n, p)
+        call = dict(params)
+        for k, v in per_row.items():
+            call[k] = v.repeat(s, 1)
+        attr = method(model, noisy, target, max_batch_elements=max_batch_elements, **call).view(s, n, p)
+        total += attr.sum(dim=0)
+        total_sq += attr.pow(2).sum(dim=0)
+    return total / s_total, total_sq / s_total
+
+
+def smoothgrad(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    target: int,
+    *,
+    base: str = "gradient",
+    base_params: dict | None = None,
+    n_samples: int = 50,
+    noise_level: float = 0.15,
+    stdevs: float | None = None,
+    per_feature: bool = True,
+    noise: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    seed: int = 0,
+    fast: bool = True,
+    max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
+) -> torch.Tensor:
+    """SmoothGrad: mean of ``base`` attributions at ``x + noise`` over ``n_samples`` draws.
+
+    Parameters
+    ----------
+    base, base_params
+        Base method name (:data:`NOISE_BASES`) and its keyword parameters. A 2-D tensor parameter
+        with ``n`` rows (e.g. per-row ``baselines``) is repeated for every noise sample.
+    noise_level, per_feature
+        Noise sd ``sigma = noise_level * (max - min)`` of the inputs, per column by default
+        (see :func:`noise_sigma`).
+    stdevs
+        Absolute noise sd; overrides ``noise_level`` (captum ``NoiseTunnel(stdevs=...)``).
+    noise
+        Explicit noise ``(n_samples, n, p)``; overrides the draw (sample ``s`` of row ``i`` is
+        ``x_i + noise[s, i]``).
+    generator, seed
+        Source of the noise draw (``randn`` of shape ``(n_samples, n, p)``; on the fast path
+        ``(n_samples, n, h)``, see ``fast``).
+    fast
+        For ``base="gradient"`` without ``base_params`` on a model starting with a Linear layer
+        (``h`` units): compute everything after that layer (see ``_gradient_moments_fast``). With
+        explicit ``noise`` the result equals the generic path up to rounding; with drawn noise the
+        draws differ from ``fast=False`` but have the same distribution.
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(n, p)``, same sign convention as the base method.
+    """
+    mean, _ = _noise_moments(
+        model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
+        noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
+        generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
+    )
+    return mean
+
+
+def smoothgrad_sq(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    target: int,
+    *,
+    base: str = "gradient",
+    base_params: dict | None = None,
+    n_samples: int = 50,
+    noise_level: float = 0.15,
+    stdevs: float | None = None,
+    per_feature: bool = True,
+    noise: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    seed: int = 0,
+    fast: bool = True,
+    max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
+) -> torch.Tensor:
+    """SmoothGrad-squared: mean of squared ``base`` attributions; ``(n, p)``, >= 0.
+
+    Parameters as :func:`smoothgrad`.
+    """
+    _, mean_sq = _noise_moments(
+        model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
+        noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
+        generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
+    )
+    return mean_sq
+
+
+def vargrad(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    target: int,
+    *,
+    base: str = "gradient",
+    base_params: dict | None = None,
+    n_samples: int = 50,
+    noise_level: float = 0.15,
+    stdevs: float | None = None,
+    per_feature: bool = True,
+    noise: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    seed: int = 0,
+    fast: bool = True,
+    max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
+) -> torch.Tensor:
+    """VarGrad: population variance ``E[a^2] - E[a]^2`` of ``base`` attributions; ``(n, p)``, >= 0.
+
+    Parameters as :func:`smoothgrad` (same formula as captum's ``nt_type="vargrad"``).
+    """
+    mean, mean_sq = _noise_moments(
+        model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
+        noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
+        generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
+    )
+    return mean_sq - mean * mean
+
+
+def gradient_shap(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    target: int,
+    *,
+    baselines: torch.Tensor | None = None,
+    n_samples: int = 50,
+    stdevs: float = 0.0,
+    generator: torch.Generator | None = None,
+    seed: int = 0,
+    max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
+) -> torch.Tensor:
+    """GradientSHAP / expected gradients: ``E[(x~ - b) * grad f(b + alpha (x~ - b))]``.
+
+    For every row and each of ``n_samples`` draws: a baseline ``b`` drawn uniformly from the rows
+    of ``baselines``, ``x~ = x + N(0, stdevs^2)`` and ``alpha ~ U(0, 1)`` (as captum's
+    ``GradientShap``).
+
+    Parameters
+    ----------
+    baselines
+        Background distribution, ``(m, p)`` (or ``(p,)``); None uses the inputs themselves.
+
+    Returns
+    -------
+    torch.Tensor
+        Shape ``(n, p)``; in expectation rows sum to ``f(x) - E_b f(b)`` (for ``stdevs = 0``).
+    """
+    n, p = inputs.shape
+    background = inputs if baselines is None else torch.as_tensor(baselines, dtype=inputs.dtype, device=inputs.device)
+    background = background.reshape(-1, p)
+    g = make_generator(generator, seed, inputs.device)
+    s_total = int(n_samples)
+    idx = torch.randint(0, background.shape[0], (s_total, n), generator=g, device=inputs.device)
+    alphas = torch.rand((s_total, n, 1), generator=g, dtype=inputs.dtype, device=inputs.device)
+    noise = None
+    if stdevs:
+        noise = float(stdevs) * torch.randn((s_total, n, p), generator=g, dtype=inputs.dtype, device=inputs.device)
+    s_step = rows_per_chunk(n * p, max_batch_elements)
+    total = torch.zeros_like(inputs)
+    for s0 in range(0, s_total, s_step):
+        s1 = min(s_total, s0 + s_step)
+        x = inputs.unsqueeze(0).expand(s1 - s0, n, p)
+        if noise is not None:
+            x = x + noise[s0:s1]
+        b = background[idx[s0:s1]]
+        diff = x - b
+        points = (b + alphas[s0:s1] * diff).reshape(-1, p)
+        grads = gradient_target(model, points, target, max_batch_elements).view(s1 - s0, n, p)
+        total += (grads * diff).sum(dim=0)
+    return total / s_total
