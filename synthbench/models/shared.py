@@ -79,6 +79,11 @@ class SharedModels:
         self.info: dict[str, dict[str, float]] = {}
         self.trainings = 0
 
+    @property
+    def settings(self) -> TrainSettings:
+        """How models are trained (device, threads, cache); methods that train their own nets read it too."""
+        return self._settings
+
     def get(self, name: str) -> Any:
         """The trained model of kind ``name``, training it on first request."""
         if name not in self._models:
