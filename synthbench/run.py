@@ -116,11 +116,11 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
 
 def _listing() -> str:
     lines = ["datasets:"]
-    lines += [f"  {n:<22} {d}" for n, d in datasets.describe().items()]
+    lines += [f"  {n:<24} {d}" for n, d in datasets.describe().items()]
     lines.append("methods (* = run by default):")
     for n in method_names():
         spec = get_method(n)
-        lines.append(f"  {n:<20}{'*' if spec.default else ' '} {spec.description}")
+        lines.append(f"  {n:<22}{'*' if spec.default else ' '} {spec.description}")
     return "\n".join(lines)
 
 

@@ -138,9 +138,17 @@ def test_early_stopping_restores_best(easy_model: tuple[np.ndarray, np.ndarray, 
     assert len(val) == len(model.history["train_loss"]) == model.epochs_run
     assert model.epochs_run < model.config.max_epochs
     assert model.best_epoch == int(np.argmin(val))
-    # Stopped exactly `patience` epochs after the best one.
-    assert model.epochs_run == model.best_epoch + 1 + model.config.patience
-    assert min(val[model.best_epoch + 1 :]) >= val[model.best_epoch]
+    # Default rule (the 2023 benchmark's): stop after `patience` epochs in a row that do not
+    # beat their predecessor, and not earlier.
+    patience = model.config.patience
+    assert model.config.stopping == "previous"
+    worse = [val[i] >= val[i - 1] for i in range(1, len(val))]
+    assert all(worse[-patience:])
+    assert not any(all(worse[i : i + patience]) for i in range(len(worse) - patience))
+    # "best" rule: stop exactly `patience` epochs after the best one.
+    strict = train_mlp(X, y, config=MLPConfig(lr=5e-3, stopping="best"), seed=0)
+    assert strict.epochs_run == strict.best_epoch + 1 + patience
+    assert min(strict.history["val_loss"][strict.best_epoch + 1 :]) >= strict.history["val_loss"][strict.best_epoch]
     # The returned weights are the best epoch's: recompute its validation loss.
     idx = model.validation_indices
     assert not model.module.training

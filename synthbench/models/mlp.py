@@ -56,6 +56,7 @@ class MLPConfig:
     batch_size: int = 64
     max_epochs: int = 1000
     patience: int = 5
+    stopping: Literal["previous", "best"] = "previous"  # what an epoch must beat to reset patience
     validation_fraction: float = 0.2
 
     def to_dict(self) -> dict:

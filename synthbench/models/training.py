@@ -43,7 +43,7 @@ __all__ = ["TrainedMLP", "select_device", "train_mlp", "cached_train_mlp", "torc
 log = logging.getLogger(__name__)
 
 #: Part of the cache key; bump it whenever a change to this module changes trained weights.
-TRAINING_VERSION = 1
+TRAINING_VERSION = 2
 
 #: Rows per forward pass in :meth:`TrainedMLP.predict_proba`.
 PREDICT_BATCH = 8192
@@ -282,7 +282,9 @@ def train_mlp(
     of ``config.batch_size`` (the last one may be smaller), one Adam step each; then the
     validation loss (mean BCE on the logit, noise off) is computed in one forward pass.
     Training stops once ``config.patience`` epochs in a row bring no validation loss below
-    the best so far, or after ``config.max_epochs`` epochs.
+    the previous epoch's (``config.stopping == "previous"``, the 2023 benchmark's rule) or below
+    the best so far (``"best"``), or after ``config.max_epochs`` epochs. Either way the weights
+    of the epoch with the lowest validation loss are restored.
 
     On CPU the result is bit-identical for a seed on one machine and torch build (not
     guaranteed across torch versions or CPU instruction sets). On CUDA the
@@ -300,6 +302,8 @@ def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torc
     n, p = X.shape
     if config.batch_size < 1 or config.max_epochs < 1 or config.patience < 1:
         raise ValueError("batch_size, max_epochs and patience must be positive")
+    if config.stopping not in ("previous", "best"):
+        raise ValueError(f"stopping must be 'previous' or 'best', got {config.stopping!r}")
     n_val = _n_validation(n, config.validation_fraction)
 
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
@@ -325,7 +329,7 @@ def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torc
     noise = module[0] if isinstance(module[0], GaussianNoise) else None
 
     history: dict[str, list[float]] = {"train_loss": [], "val_loss": []}
-    best_loss = math.inf
+    best_loss = previous = math.inf
     best_epoch = -1
     best_state: dict[str, torch.Tensor] = {}
     stale = 0
@@ -351,13 +355,14 @@ def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torc
             train_mean, val = torch.stack([train_sum / len(starts), val_loss]).tolist()  # one sync per epoch
             history["train_loss"].append(train_mean)
             history["val_loss"].append(val)
+            reference = previous if config.stopping == "previous" else best_loss
+            stale = 0 if val < reference else stale + 1
+            previous = val
             if val < best_loss:
-                best_loss, best_epoch, stale = val, epoch, 0
+                best_loss, best_epoch = val, epoch
                 best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-            else:
-                stale += 1
-                if stale >= config.patience:
-                    break
+            if stale >= config.patience:
+                break
     finally:
         if noise is not None:
             noise.generator = None

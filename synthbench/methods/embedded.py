@@ -1,0 +1,686 @@
+"""Embedded feature selection: methods whose importances come out of training a network.
+
+Registered methods (none runs by default; none uses a shared model, each trains its own):
+
+``lassonet``
+    The ``lassonet`` package's :class:`~lassonet.LassoNetClassifier` (Lemhadri et al., 2021),
+    one hidden layer of 16 units. The score of a feature is the penalty ``lambda`` at which it
+    leaves the regularisation path, made finite and tie-broken by :func:`path_scores`.
+``cancelout_sigmoid``, ``cancelout_softmax``
+    CancelOut (Borisov et al., 2019): a learnable per-feature gate in front of the benchmark MLP,
+    trained jointly with it; the score is the trained gate value (see :class:`CancelOutGate`).
+``deep_lasso``
+    Deep Lasso (Cherepanova et al., 2023): the benchmark MLP trained with a group-lasso penalty on
+    the input gradients of the loss; the score is the per-feature norm of the loss's input
+    gradient on the explained rows (see :func:`input_gradient_norms`).
+
+The neural methods reuse :func:`~synthbench.models.mlp.build_mlp` and the benchmark's training
+protocol (Adam, mini-batches of 64, binary cross-entropy on the logit, early stopping on the
+loss of a random 20 % validation part, best weights restored) through one shared loop,
+:func:`train_penalised`, that adds a penalty term to the batch loss. Each accepts
+``ensemble = B``: with ``B > 1`` it is trained on ``B`` bootstrap samples of the training rows
+and the scores are averaged (:func:`bootstrap_ensemble`).
+
+Randomness: every draw comes from the method's ``rng`` (a NumPy generator), through integer
+seeds for ``torch.Generator`` objects; torch's global generator is never left changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from synthbench.evaluation.protocol import FoldData
+from synthbench.methods.registry import register_method
+from synthbench.models import SharedModels
+from synthbench.models.mlp import GaussianNoise, MLPConfig, build_mlp
+from synthbench.models.training import select_device, torch_threads
+
+__all__ = [
+    "CancelOutGate",
+    "Penalty",
+    "TrainResult",
+    "bootstrap_ensemble",
+    "bootstrap_indices",
+    "cancelout_penalty",
+    "deep_lasso_penalty",
+    "ensemble_seeds",
+    "fit_cancelout",
+    "fit_deep_lasso",
+    "fit_lassonet",
+    "input_gradient_norms",
+    "path_scores",
+    "train_penalised",
+]
+
+#: Largest seed drawn from ``rng`` for a member of an ensemble (fits torch's 64-bit seeds).
+_SEED_BOUND = 2**62
+
+# ---------------------------------------------------------------------------------------------
+# Shared training loop
+# ---------------------------------------------------------------------------------------------
+
+#: ``penalty(module, xb, loss) -> scalar tensor`` added to the batch loss. ``xb`` is the batch
+#: ``(b, p)`` (requiring grad when the loop is told ``input_grad=True``), ``loss`` the batch's
+#: mean binary cross-entropy, still attached to the graph.
+Penalty = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclasses.dataclass(eq=False)
+class TrainResult:
+    """What :func:`train_penalised` returns.
+
+    Attributes
+    ----------
+    module : nn.Module, trained, in eval mode, on ``device``; maps ``(n, p)`` to logits ``(n, 1)``
+    epochs_run : int
+    best_epoch : int, 0-based epoch whose weights were restored (-1 when none had a finite loss)
+    history : dict of lists, ``"train_objective"`` (loss + penalty, mean over batches) and
+        ``"val_loss"`` (validation binary cross-entropy, penalty excluded), one per epoch
+    """
+
+    module: nn.Module
+    epochs_run: int
+    best_epoch: int
+    history: dict[str, list[float]]
+
+
+def _adam(param_groups: list[dict], lr: float) -> torch.optim.Adam:
+    """Adam over ``param_groups``, the fused kernel where the torch build has one for the device."""
+    try:
+        return torch.optim.Adam(param_groups, lr=lr, fused=True)
+    except RuntimeError:
+        return torch.optim.Adam(param_groups, lr=lr)
+
+
+def train_penalised(
+    module: nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    config: MLPConfig,
+    generator: torch.Generator,
+    device: torch.device,
+    penalty: Penalty | None = None,
+    input_grad: bool = False,
+    gate_params: tuple[nn.Parameter, ...] = (),
+    gate_lr: float | None = None,
+) -> TrainResult:
+    """Train ``module`` with the benchmark protocol plus a penalty on each batch.
+
+    Parameters
+    ----------
+    module : nn.Module mapping float32 ``(b, p)`` to logits ``(b, 1)``; already initialised
+        (on the CPU or ``device``). Every ``GaussianNoise`` layer inside draws from the run's
+        generator while training.
+    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
+    config : MLPConfig
+        ``lr``, ``weight_decay``, ``batch_size``, ``max_epochs``, ``patience`` and
+        ``validation_fraction`` are used as in :func:`~synthbench.models.training.train_mlp`.
+    generator : CPU ``torch.Generator``; draws the validation split, then (on CPU) the batch
+        order and noise (on CUDA those come from a CUDA generator seeded from it).
+    device : where to train.
+    penalty : Penalty or None
+        Added to each batch's mean binary cross-entropy before the backward pass.
+    input_grad : bool
+        Mark each batch as requiring grad before the forward pass (for penalties on input
+        gradients).
+    gate_params : parameters put in their own Adam group: no weight decay (a gate has its own
+        penalty) and learning rate ``gate_lr`` (None: ``config.lr``).
+    gate_lr : float or None
+
+    Returns
+    -------
+    TrainResult
+        The module holds the weights of the epoch of lowest validation loss (binary
+        cross-entropy without the penalty, noise off).
+    """
+    n = X.shape[0]
+    n_val = math.ceil(config.validation_fraction * n)
+    if not 0.0 < config.validation_fraction < 1.0 or n_val < 1 or n - n_val < 1:
+        raise ValueError(f"{n} rows are too few for a validation fraction of {config.validation_fraction}")
+    perm = torch.randperm(n, generator=generator)
+    val_idx, tr_idx = torch.sort(perm[:n_val]).values, torch.sort(perm[n_val:]).values
+    if device.type == "cpu":
+        dev_gen = generator
+    else:
+        dev_gen = torch.Generator(device=device).manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
+
+    X_all = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+    y_all = torch.from_numpy(np.asarray(y)).to(torch.float32)
+    X_tr, y_tr = X_all[tr_idx].to(device), y_all[tr_idx].to(device)
+    X_val, y_val = X_all[val_idx].to(device), y_all[val_idx].to(device)
+    n_tr, bs = n - n_val, int(config.batch_size)
+    starts = list(range(0, n_tr, bs))
+
+    module = module.to(device)
+    own = {id(q) for q in gate_params}
+    groups = [
+        {"params": [q for q in module.parameters() if id(q) not in own], "weight_decay": config.weight_decay},
+        {
+            "params": [q for q in module.parameters() if id(q) in own],
+            "weight_decay": 0.0,
+            "lr": config.lr if gate_lr is None else float(gate_lr),
+        },
+    ]
+    optimizer = _adam([g for g in groups if g["params"]], config.lr)
+    noises = [m for m in module.modules() if isinstance(m, GaussianNoise)]
+
+    history: dict[str, list[float]] = {"train_objective": [], "val_loss": []}
+    best_loss, best_epoch, stale = math.inf, -1, 0
+    best_state: dict[str, torch.Tensor] = {}
+    for m in noises:
+        m.generator = dev_gen
+    try:
+        for epoch in range(int(config.max_epochs)):
+            module.train()
+            order = torch.randperm(n_tr, generator=dev_gen, device=device)
+            Xe, ye = X_tr[order], y_tr[order]
+            total = torch.zeros((), device=device)
+            for s in starts:
+                xb, yb = Xe[s : s + bs], ye[s : s + bs]
+                if input_grad:
+                    xb = xb.clone().requires_grad_(True)
+                loss = F.binary_cross_entropy_with_logits(module(xb).reshape(-1), yb)
+                objective = loss if penalty is None else loss + penalty(module, xb, loss)
+                optimizer.zero_grad(set_to_none=True)
+                objective.backward()
+                optimizer.step()
+                total += objective.detach()
+            module.eval()
+            with torch.no_grad():
+                val_loss = F.binary_cross_entropy_with_logits(module(X_val).reshape(-1), y_val)
+            train_mean, val = torch.stack([total / len(starts), val_loss]).tolist()
+            history["train_objective"].append(train_mean)
+            history["val_loss"].append(val)
+            if val < best_loss:
+                best_loss, best_epoch, stale = val, epoch, 0
+                best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            else:
+                stale += 1
+                if stale >= config.patience:
+                    break
+    finally:
+        for m in noises:
+            m.generator = None
+    if best_state:
+        module.load_state_dict(best_state)
+    module.eval()
+    return TrainResult(module, len(history["val_loss"]), best_epoch, history)
+
+
+def _mlp(p: int, config: MLPConfig, generator: torch.Generator) -> nn.Sequential:
+    """``build_mlp`` without touching torch's global generator (layers draw nothing from it)."""
+    with torch.random.fork_rng(devices=[]):
+        return build_mlp(p, config, generator=generator)
+
+
+def _device(models: SharedModels) -> torch.device:
+    return select_device(models.settings.device)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bootstrap ensembles
+# ---------------------------------------------------------------------------------------------
+
+
+def ensemble_seeds(rng: np.random.Generator, n_members: int) -> list[int]:
+    """The seeds of the ``n_members`` members of an ensemble: one draw of ``n_members`` integers
+    in ``[0, 2**62)`` from ``rng``."""
+    if n_members < 1:
+        raise ValueError(f"ensemble must be a positive integer, got {n_members}")
+    return [int(s) for s in rng.integers(0, _SEED_BOUND, size=n_members)]
+
+
+def bootstrap_indices(n: int, seed: int) -> np.ndarray:
+    """``n`` row indices drawn uniformly with replacement from ``range(n)`` by
+    ``np.random.default_rng(seed)``; int64 ``(n,)``."""
+    return np.random.default_rng(seed).integers(0, n, size=n)
+
+
+def bootstrap_ensemble(
+    fit: Callable[[FoldData, int], np.ndarray],
+    data: FoldData,
+    rng: np.random.Generator,
+    n_members: int = 1,
+) -> np.ndarray:
+    """Mean importances of ``fit`` over bootstrap samples of the training rows.
+
+    Parameters
+    ----------
+    fit : ``fit(data, seed) -> (p,)`` importances of one model trained on ``data.X_train`` with
+        all its randomness from ``seed``.
+    data : FoldData
+    rng : the method's generator; :func:`ensemble_seeds` draws the members' seeds from it.
+    n_members : int
+        1: a single ``fit(data, seed)`` on the whole training part, no resampling. ``B > 1``:
+        member ``b`` gets seed ``s_b`` and ``data`` with ``X_train, y_train`` replaced by the
+        rows :func:`bootstrap_indices` ``(n_train, s_b)``; the result is the mean of the ``B``
+        importance vectors.
+
+    Returns
+    -------
+    ndarray of float64, shape (p,)
+    """
+    seeds = ensemble_seeds(rng, n_members)
+    if n_members == 1:
+        return np.asarray(fit(data, seeds[0]), dtype=np.float64)
+    total = np.zeros(data.n_features)
+    for seed in seeds:
+        rows = bootstrap_indices(data.X_train.shape[0], seed)
+        member = dataclasses.replace(data, X_train=np.ascontiguousarray(data.X_train[rows]), y_train=data.y_train[rows])
+        total += np.asarray(fit(member, seed), dtype=np.float64)
+    return total / n_members
+
+
+# ---------------------------------------------------------------------------------------------
+# CancelOut
+# ---------------------------------------------------------------------------------------------
+
+
+class CancelOutGate(nn.Module):
+    """Per-feature gate ``x -> x * g(w)`` of CancelOut (Borisov et al., 2019).
+
+    Parameters
+    ----------
+    n_features : int, ``p``
+    activation : ``"sigmoid"``: ``g(w) = sigmoid(w)``, weights start at ``init = 4`` (as the
+        reference code: every gate starts at ``sigmoid(4) ≈ 0.982``). ``"softmax"``:
+        ``g(w) = p * softmax(w)``, weights start at 0 (every gate at 1; the gates always
+        average 1, so the input scale is kept).
+    init : float or None, the starting weight (None: the default of the activation).
+
+    Attributes
+    ----------
+    weight : nn.Parameter ``(p,)``, the raw gate weights ``w``
+    """
+
+    def __init__(self, n_features: int, activation: Literal["sigmoid", "softmax"] = "sigmoid", init: float | None = None) -> None:
+        super().__init__()
+        if activation not in ("sigmoid", "softmax"):
+            raise ValueError(f"activation must be 'sigmoid' or 'softmax', got {activation!r}")
+        self.activation = activation
+        start = (4.0 if activation == "sigmoid" else 0.0) if init is None else float(init)
+        self.weight = nn.Parameter(torch.full((n_features,), start))
+
+    def gates(self) -> torch.Tensor:
+        """The gate values ``g(w)``, shape ``(p,)``: in (0, 1) for sigmoid, positive summing to
+        ``p`` for softmax."""
+        if self.activation == "sigmoid":
+            return torch.sigmoid(self.weight)
+        return torch.softmax(self.weight, dim=0) * self.weight.shape[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gates()
+
+    def extra_repr(self) -> str:
+        return f"n_features={self.weight.shape[0]}, activation={self.activation}"
+
+
+def cancelout_penalty(gate: CancelOutGate, lambda_var: float, lambda_l1: float) -> torch.Tensor:
+    """The CancelOut regulariser ``-lambda_var * var(w / p) + lambda_l1 * ||w / p||_1``.
+
+    As in the paper's loss, on the raw gate weights ``w`` (before the activation) divided by
+    the number of features ``p``; ``var`` is the unbiased sample variance (0 when ``p = 1``).
+    Rewarding variance pushes the gates apart; the L1 term pulls the weights towards 0.
+    """
+    w = gate.weight / gate.weight.shape[0]
+    var = torch.var(w) if w.shape[0] > 1 else w.new_zeros(())
+    return -lambda_var * var + lambda_l1 * w.abs().sum()
+
+
+def fit_cancelout(
+    X: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    *,
+    activation: Literal["sigmoid", "softmax"],
+    lambda_var: float,
+    lambda_l1: float,
+    gate_lr: float,
+    device: torch.device | str = "cpu",
+    config: MLPConfig = MLPConfig(),
+) -> tuple[np.ndarray, nn.Sequential]:
+    """Train ``CancelOutGate -> benchmark MLP`` on ``(X, y)`` and return the gate values.
+
+    Parameters
+    ----------
+    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
+    seed : seeds the MLP's initialisation, the validation split, batch order and noise.
+    activation, lambda_var, lambda_l1 : see :class:`CancelOutGate` and :func:`cancelout_penalty`.
+    gate_lr : Adam learning rate of the gate weights (no weight decay on them). The MLP keeps
+        ``config.lr``; at that rate (5e-4) and with early stopping after some tens of epochs a
+        gate weight moves by well under 0.1, too little for ``sigmoid(w)`` near ``w = 4`` to
+        separate features.
+    device, config : where to train and the MLP's architecture and training settings.
+
+    Returns
+    -------
+    gates : float64 ``(p,)``, the trained ``g(w)``; higher = more important
+    module : the trained ``nn.Sequential(gate, *mlp)`` in eval mode
+    """
+    dev = select_device(device)
+    gen = torch.Generator().manual_seed(int(seed))
+    gate = CancelOutGate(X.shape[1], activation)
+    module = nn.Sequential(gate, *_mlp(X.shape[1], config, gen))
+    penalty = None
+    if lambda_var != 0.0 or lambda_l1 != 0.0:
+        penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1)  # noqa: E731
+    with torch_threads(1 if dev.type == "cpu" else None):
+        result = train_penalised(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, gate_params=(gate.weight,), gate_lr=gate_lr)
+    with torch.no_grad():
+        gates = gate.gates().double().cpu().numpy()
+    return gates, result.module
+
+
+def _register_cancelout(activation: Literal["sigmoid", "softmax"]) -> None:
+    gate = "sigmoid(w), w starting at 4" if activation == "sigmoid" else "p·softmax(w), w starting at 0"
+
+    def method(
+        data: FoldData,
+        models: SharedModels,
+        rng: np.random.Generator,
+        *,
+        lambda_var: float,
+        lambda_l1: float,
+        gate_lr: float,
+        ensemble: int,
+    ) -> np.ndarray:
+        def fit(d: FoldData, seed: int) -> np.ndarray:
+            return fit_cancelout(
+                d.X_train, d.y_train, seed, activation=activation, lambda_var=lambda_var, lambda_l1=lambda_l1,
+                gate_lr=gate_lr, device=_device(models),
+            )[0]
+
+        return bootstrap_ensemble(fit, data, rng, ensemble)
+
+    method.__name__ = f"cancelout_{activation}"
+    method.__doc__ = f"CancelOut gate {gate} in front of the benchmark MLP; scores = trained gates, shape (p,)."
+    register_method(
+        f"cancelout_{activation}",
+        description=f"CancelOut (Borisov et al. 2019): gate {gate} before the benchmark MLP, "
+        "loss − λ_var·var(w/p) + λ_l1·‖w/p‖₁; score = trained gate",
+        default=False,
+        params={"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1},
+    )(method)
+
+
+_register_cancelout("sigmoid")
+_register_cancelout("softmax")
+
+
+# ---------------------------------------------------------------------------------------------
+# Deep Lasso
+# ---------------------------------------------------------------------------------------------
+
+
+def deep_lasso_penalty(xb: torch.Tensor, loss: torch.Tensor, lam: float) -> torch.Tensor:
+    """``lam * sum_j ||dL/dx_{:, j}||_2``: group lasso on the batch's input gradients.
+
+    ``loss`` is the batch's mean loss, ``xb`` the batch ``(b, p)`` it was computed from
+    (requiring grad); the gradient is taken with ``create_graph=True`` so the penalty is
+    differentiated through. The norm of each column is over the ``b`` rows of the batch.
+    """
+    (grad,) = torch.autograd.grad(loss, xb, create_graph=True)
+    # sqrt(sum of squares + tiny): the plain norm has a NaN gradient at an all-zero column.
+    return lam * torch.sqrt(grad.pow(2).sum(dim=0) + 1e-20).sum()
+
+
+def input_gradient_norms(module: nn.Module, X: np.ndarray, y: np.ndarray, device: torch.device) -> np.ndarray:
+    """``||dL/dx_{:, j}||_2`` of the mean binary cross-entropy ``L`` of ``module`` on ``(X, y)``.
+
+    Parameters
+    ----------
+    module : eval-mode network mapping ``(n, p)`` to logits ``(n, 1)``
+    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
+    device : where ``module`` lives
+
+    Returns
+    -------
+    ndarray of float64, shape (p,), non-negative
+    """
+    x = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32), device=device).requires_grad_(True)
+    target = torch.as_tensor(np.asarray(y), device=device).to(torch.float32)
+    module.eval()
+    loss = F.binary_cross_entropy_with_logits(module(x).reshape(-1), target)
+    (grad,) = torch.autograd.grad(loss, x)
+    return grad.double().norm(dim=0).cpu().numpy()
+
+
+def fit_deep_lasso(
+    X: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    *,
+    lam: float,
+    device: torch.device | str = "cpu",
+    config: MLPConfig = MLPConfig(),
+) -> nn.Sequential:
+    """Train the benchmark MLP with the Deep Lasso penalty (:func:`deep_lasso_penalty`).
+
+    Parameters
+    ----------
+    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
+    seed : seeds the initialisation, validation split, batch order and noise
+    lam : float, the penalty weight (0: plain training, still through this loop)
+    device, config : as for :func:`fit_cancelout`
+
+    Returns
+    -------
+    nn.Sequential, the trained MLP in eval mode on ``device``
+    """
+    dev = select_device(device)
+    gen = torch.Generator().manual_seed(int(seed))
+    module = _mlp(X.shape[1], config, gen)
+    penalty = None if lam == 0.0 else (lambda _m, xb, loss: deep_lasso_penalty(xb, loss, lam))  # noqa: E731
+    with torch_threads(1 if dev.type == "cpu" else None):
+        return train_penalised(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, input_grad=penalty is not None).module
+
+
+@register_method(
+    "deep_lasso",
+    description="Deep Lasso (Cherepanova et al. 2023): benchmark MLP trained with loss + λ·Σ_j ‖∂L/∂x_j‖₂ "
+    "over each batch; score = ‖∂L/∂x_j‖₂ on the explained rows",
+    default=False,
+    params={"lam": 0.1, "ensemble": 1},
+)
+def deep_lasso(data: FoldData, models: SharedModels, rng: np.random.Generator, *, lam: float, ensemble: int) -> np.ndarray:
+    """Per-feature input-gradient norm of the loss on the explained rows, shape ``(p,)``, of an
+    MLP trained with the Deep Lasso penalty (averaged over a bootstrap ensemble when
+    ``ensemble > 1``)."""
+    dev = _device(models)
+
+    def fit(d: FoldData, seed: int) -> np.ndarray:
+        module = fit_deep_lasso(d.X_train, d.y_train, seed, lam=lam, device=dev)
+        return input_gradient_norms(module, d.X_explain, d.y_explain, dev)
+
+    return bootstrap_ensemble(fit, data, rng, ensemble)
+
+
+# ---------------------------------------------------------------------------------------------
+# LassoNet
+# ---------------------------------------------------------------------------------------------
+
+
+def path_scores(leave_lambda: np.ndarray, tiebreak: np.ndarray, multiplier: float = 2.0) -> np.ndarray:
+    """Finite scores from the penalties at which features leave a regularisation path.
+
+    Parameters
+    ----------
+    leave_lambda : float ``(p,)``, ``>= 0`` or ``+inf``; ``inf`` = the feature never left.
+    tiebreak : float ``(p,)``, ``>= 0``; orders features with equal ``leave_lambda`` (higher =
+        more important); equal values stay tied.
+    multiplier : float > 1; ``inf`` becomes ``multiplier * max finite lambda`` (1 when no value
+        is finite or the largest is 0), i.e. a value above every finite one.
+
+    Returns
+    -------
+    ndarray of float64, shape (p,), finite
+        ``lambda' + 0.5 * gap * tiebreak / max(tiebreak)``, where ``lambda'`` is ``leave_lambda``
+        with ``inf`` replaced and ``gap`` the smallest difference between distinct ``lambda'``
+        (1 when all are equal). The order is lexicographic in ``(leave_lambda, tiebreak)``:
+        a later leave always ranks higher, whatever the tie-break (up to float rounding, which
+        can only leave a tie unbroken).
+    """
+    lam = np.asarray(leave_lambda, dtype=np.float64).copy()
+    tb = np.asarray(tiebreak, dtype=np.float64)
+    if lam.shape != tb.shape or lam.ndim != 1:
+        raise ValueError(f"leave_lambda and tiebreak must be 1-D of the same shape, got {lam.shape} and {tb.shape}")
+    if np.isnan(lam).any() or (lam < 0).any() or not np.isfinite(tb).all() or (tb < 0).any():
+        raise ValueError("leave_lambda must be >= 0 or +inf and tiebreak finite and >= 0")
+    if multiplier <= 1.0:
+        raise ValueError(f"multiplier must exceed 1, got {multiplier}")
+    finite = np.isfinite(lam)
+    top = lam[finite].max() if finite.any() else 0.0
+    lam[~finite] = multiplier * top if top > 0 else 1.0
+    distinct = np.unique(lam)
+    gap = float(np.diff(distinct).min()) if distinct.size > 1 else 1.0
+    scale = tb.max()
+    return lam + (0.5 * gap * tb / scale if scale > 0 else 0.0)
+
+
+def fit_lassonet(
+    X: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    *,
+    hidden_dims: tuple[int, ...],
+    lambda_start: float,
+    warmup_multiplier: float,
+    path_multiplier: float,
+    n_iters: tuple[int, int],
+    patience: tuple[int, int],
+    M: float,
+    device: torch.device | str = "cpu",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fit a LassoNet path and return, per feature, when it leaves and its last skip weight.
+
+    Parameters
+    ----------
+    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
+    seed : the validation split's ``random_state`` and the seed of torch's CPU generator for
+        the network's initialisation (set inside ``torch.random.fork_rng``, so the global
+        state is restored afterwards).
+    hidden_dims, n_iters, patience, M : passed to ``LassoNetClassifier``; full-batch training
+        (``batch_size=None``), no dropout, 10 % validation split, the package's optimisers
+        (Adam 1e-3 for the dense model, SGD 1e-3 with momentum 0.9 along the path).
+    lambda_start, warmup_multiplier, path_multiplier : the penalty sequence. It starts at
+        ``lambda_start`` and is multiplied by ``warmup_multiplier`` after each step while
+        every feature is still selected, then by ``path_multiplier`` once one has left. (The
+        package's automatic start takes seconds at p = 10 and minutes at p = 1000, and its
+        fine steps below the first departure cost most of the path.)
+    device : where to train.
+
+    Returns
+    -------
+    leave_lambda : float64 ``(p,)``
+        The ``lambda`` of the first path step (after the dense model) at which the feature is
+        no longer selected; 0 when the dense model already drops it; ``inf`` when it is still
+        selected at the end of the path (the path stops when no feature is left, so this
+        happens only on a truncated path). Agrees with ``feature_importances_`` except that the
+        package gives ``inf`` to features the dense model drops.
+    last_norm : float64 ``(p,)``
+        ``||theta_j||_2`` (the feature's skip-connection weights) at the last path step where
+        it was still selected (0 if never): the tie-break among features leaving together.
+    """
+    from lassonet import LassoNetClassifier
+
+    dev = select_device(device)
+    norms: list[torch.Tensor] = []
+
+    def record(model: LassoNetClassifier, hist: list) -> None:
+        norms.append(model.model.skip.weight.detach().norm(dim=0).double().cpu())
+
+    if lambda_start <= 0 or warmup_multiplier <= 1 or path_multiplier <= 1:
+        raise ValueError("lambda_start must be positive and the multipliers above 1")
+    p = X.shape[1]
+
+    def lambdas_seq() -> Iterator[float]:
+        # Advanced by the package after each step, so the model shows what that step selected.
+        lam = float(lambda_start)
+        while True:
+            yield lam
+            dense = clf.model is not None and int(clf.model.selected_count()) == p
+            lam *= warmup_multiplier if dense else path_multiplier
+
+    clf = LassoNetClassifier(
+        hidden_dims=tuple(hidden_dims),
+        lambda_seq=lambdas_seq(),
+        path_multiplier=path_multiplier,
+        n_iters=tuple(n_iters),
+        patience=tuple(patience),
+        M=M,
+        dropout=None,
+        batch_size=None,
+        val_size=0.1,
+        device=dev,
+        verbose=0,
+        random_state=int(seed) % (2**32),
+        torch_seed=None,
+    )
+    with torch.random.fork_rng(devices=[]), torch_threads(1 if dev.type == "cpu" else None), warnings.catch_warnings():
+        torch.default_generator.manual_seed(int(seed))
+        warnings.filterwarnings("ignore", message=r"lambda_start=", category=UserWarning)
+        path = clf.path(np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.int64), callback=record)
+    selected = torch.stack([h.selected for h in path]).numpy().astype(bool)  # (steps, p)
+    lambdas = np.array([h.lambda_ for h in path], dtype=np.float64)
+    leave = np.full(p, np.inf)
+    last_norm = np.zeros(p)
+    stack = torch.stack(norms).numpy()  # (steps, p), aligned with path
+    for j in range(p):
+        out = np.flatnonzero(~selected[:, j])
+        if out.size:
+            leave[j] = lambdas[out[0]] if out[0] > 0 else 0.0
+        kept = np.flatnonzero(selected[:, j])
+        if kept.size:
+            last_norm[j] = stack[kept[-1], j]
+    return leave, last_norm
+
+
+_LASSONET_PARAMS = {
+    "hidden_dims": (16,),
+    "lambda_start": 0.1,
+    "warmup_multiplier": 2.0,
+    "path_multiplier": 1.1,
+    "n_iters": (300, 50),
+    "patience": (30, 5),
+    "M": 10.0,
+}
+
+
+@register_method(
+    "lassonet",
+    description="LassoNet (lassonet package), 16 hidden units; score = λ at which a feature leaves the path "
+    "(never leaving: above the largest; ties broken by the skip weight norm)",
+    default=False,
+    params=_LASSONET_PARAMS,
+)
+def lassonet_method(
+    data: FoldData,
+    models: SharedModels,
+    rng: np.random.Generator,
+    *,
+    hidden_dims: tuple[int, ...],
+    lambda_start: float,
+    warmup_multiplier: float,
+    path_multiplier: float,
+    n_iters: tuple[int, int],
+    patience: tuple[int, int],
+    M: float,
+) -> np.ndarray:
+    """Finite path scores (:func:`path_scores`) of a LassoNet path on the training part, ``(p,)``."""
+    seed = int(rng.integers(0, 2**31 - 1))
+    leave, last_norm = fit_lassonet(
+        data.X_train, data.y_train, seed, hidden_dims=hidden_dims, lambda_start=lambda_start,
+        warmup_multiplier=warmup_multiplier, path_multiplier=path_multiplier,
+        n_iters=n_iters, patience=patience, M=M, device=_device(models),
+    )
+    return path_scores(leave, last_norm, multiplier=path_multiplier)
