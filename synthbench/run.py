@@ -15,7 +15,10 @@ from pathlib import Path
 from synthbench import __version__, datasets
 from synthbench.methods import default_methods, get_method, method_names
 from synthbench.models import TrainSettings
+from synthbench.runner.cells import import_plugins
 from synthbench.runner.execute import execute
+from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
+                                         SerialExecutor)
 from synthbench.runner.grid import GridSpec
 from synthbench.runner.leaderboard import format_leaderboard, leaderboard
 from synthbench.runner.store import ResultStore, StoreError
@@ -70,7 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="SQLite results database (default: %(default)s)")
     p.add_argument("--export", type=Path, help="also write this grid's tidy rows to a CSV file")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                   help="worker processes; 1 runs in this process (default: the machine's cores, %(default)s)")
+                   help="local worker processes (1 runs in this process), or the CPUs of a local Ray cluster "
+                        "(default: the machine's cores, %(default)s)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where cells run: local processes, or Ray tasks (default: %(default)s)")
+    p.add_argument("--address", help="with --executor ray: address of an existing Ray cluster (host:port, ray://host:port "
+                                     "or auto); without it a local cluster is started for the run")
+    p.add_argument("--gpus-per-cell", type=float,
+                   help=f"with --executor ray: share of a GPU each neural task asks for where the cluster has GPUs "
+                        f"(default: {DEFAULT_GPUS_PER_CELL})")
+    p.add_argument("--max-retries", type=int, default=2,
+                   help="times a task whose worker died is run again before its cells are recorded as failed "
+                        "(default: %(default)s)")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (it may register datasets or methods); repeatable")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where torch models train: CUDA when available under auto (default: %(default)s)")
     p.add_argument("--cache-dir", type=Path,
@@ -86,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
     """Parse and validate ``argv`` into options and a grid; :class:`UsageError` on bad input."""
     args = build_parser().parse_args(argv)
+    try:
+        import_plugins(args.plugin)
+    except ImportError as exc:
+        raise UsageError(f"--plugin: {exc}") from None
     if args.list:
         return args, None  # type: ignore[return-value]
     ds = _names(args.datasets, datasets.names(), "datasets")
@@ -105,6 +125,10 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
         raise UsageError(f"--n-samples ({args.n_samples}) must be at least --folds ({args.folds})")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.max_retries < 0:
+        raise UsageError(f"--max-retries must be non-negative, got {args.max_retries}")
+    if args.executor != "ray" and (args.address is not None or args.gpus_per_cell is not None):
+        raise UsageError("--address and --gpus-per-cell need --executor ray")
     if args.device == "cuda":
         import torch
 
@@ -112,6 +136,20 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
             raise UsageError("--device cuda: no CUDA device is available (use --device auto or cpu)")
     grid = GridSpec(ds, methods, _decoys(args.decoys), args.n_samples, args.folds, args.seed, args.explain)
     return args, grid
+
+
+def make_executor(args: argparse.Namespace) -> Executor:
+    """The engine the options ask for, checked (:class:`ExecutorError` when it cannot run)."""
+    plugins = tuple(args.plugin)
+    if args.executor == "ray":
+        executor: Executor = RayExecutor(address=args.address, gpus_per_cell=args.gpus_per_cell,
+                                         max_retries=args.max_retries, num_cpus=args.jobs, plugins=plugins)
+    elif args.jobs == 1:
+        executor = SerialExecutor()
+    else:
+        executor = ProcessExecutor(args.jobs, max_retries=args.max_retries, plugins=plugins)
+    executor.check()
+    return executor
 
 
 def _listing() -> str:
@@ -135,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         print(_listing())
         return 0
     try:
+        executor = make_executor(args)
         store = ResultStore(args.store)
-    except StoreError as exc:
+    except (ExecutorError, StoreError) as exc:
         print(f"synthbench.run: error: {exc}", file=sys.stderr)
         return 2
 
@@ -157,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         with store:
             settings = TrainSettings(device=args.device,
                                      cache_dir=str(args.cache_dir or args.store.parent / "cache"))
-            summary = execute(cells, store, jobs=args.jobs, force=args.force, settings=settings,
+            summary = execute(cells, store, executor=executor, force=args.force, settings=settings,
                               on_start=start, on_cell=advance)
             if bar is not None:
                 bar.close()
@@ -165,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nsynthbench.run: interrupted; finished cells are stored, rerun the command to resume", file=sys.stderr)
         return 130
-    except StoreError as exc:
+    except (ExecutorError, StoreError) as exc:
         print(f"synthbench.run: error: {exc}", file=sys.stderr)
         return 2
     print(format_leaderboard(leaderboard(rows, args.metric), args.metric))

@@ -99,6 +99,10 @@ def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, monkeypatch
     (["--n-samples", "3", "--folds", "6"], "--n-samples (3) must be at least --folds (6)"),
     (["--folds", "1"], "at least 2"),
     (["--bogus"], "unrecognized arguments"),
+    (["--plugin", "no_such_module_here"], "--plugin: No module named 'no_such_module_here'"),
+    (["--max-retries", "-1"], "--max-retries must be non-negative"),
+    (["--address", "127.0.0.1:6379"], "--address and --gpus-per-cell need --executor ray"),
+    (["--executor", "ray", "--gpus-per-cell", "1.5"], "gpus per cell must be within [0, 1]"),
 ])
 def test_bad_input_is_one_line_exit_2_store_untouched(tmp_path, args, message):
     store = tmp_path / "r.sqlite"

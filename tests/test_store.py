@@ -105,9 +105,10 @@ def test_cell_ids_depend_on_every_setting():
     assert base.cell_id == cell().cell_id
 
 
-def test_grid_groups_cells_by_fold():
-    grid = GridSpec(("xor", "ring"), ("random", "rf"), (0, 5), n_samples=50, n_folds=3)
+def test_grid_groups_cells_by_fold_and_by_the_models_they_need():
+    grid = GridSpec(("xor", "ring"), ("random", "rf", "mi", "treeshap", "saliency"), (0, 5), n_samples=50, n_folds=3)
     cells = grid.cells()
     tasks = GridSpec.tasks(cells)
-    assert len(cells) == 2 * 2 * 3 * 2 and len(tasks) == 2 * 2 * 3
-    assert all({c.method for c in t.cells} == {"random", "rf"} for t in tasks)
+    assert len(cells) == 2 * 2 * 3 * 5 and len(tasks) == 2 * 2 * 3 * 3
+    assert sorted({tuple(c.method for c in t.cells) for t in tasks}) == [("random", "mi"), ("rf", "treeshap"), ("saliency",)]
+    assert all(len({c.task_key for c in t.cells}) == 1 for t in tasks)

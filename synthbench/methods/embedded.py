@@ -409,6 +409,7 @@ def _register_cancelout(activation: Literal["sigmoid", "softmax"]) -> None:
         description=f"CancelOut (Borisov et al. 2019): gate {gate} before the benchmark MLP, "
         "loss − λ_var·var(w/p) + λ_l1·‖w/p‖₁; score = trained gate",
         default=False,
+        accelerated=True,
         params={"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1},
     )(method)
 
@@ -490,6 +491,7 @@ def fit_deep_lasso(
     description="Deep Lasso (Cherepanova et al. 2023): benchmark MLP trained with loss + λ·Σ_j ‖∂L/∂x_j‖₂ "
     "over each batch; score = ‖∂L/∂x_j‖₂ on the explained rows",
     default=False,
+    accelerated=True,
     params={"lam": 0.1, "ensemble": 1},
 )
 def deep_lasso(data: FoldData, models: SharedModels, rng: np.random.Generator, *, lam: float, ensemble: int) -> np.ndarray:
@@ -661,6 +663,7 @@ _LASSONET_PARAMS = {
     description="LassoNet (lassonet package), 16 hidden units; score = λ at which a feature leaves the path "
     "(never leaving: above the largest; ties broken by the skip weight norm)",
     default=False,
+    accelerated=True,
     params=_LASSONET_PARAMS,
 )
 def lassonet_method(

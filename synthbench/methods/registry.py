@@ -26,7 +26,7 @@ import numpy as np
 
 from synthbench.evaluation.protocol import FoldData
 from synthbench.evaluation.scorers import MethodOutput
-from synthbench.models import SharedModels, kinds
+from synthbench.models import SharedModels, kinds, model_kind
 
 __all__ = ["MethodSpec", "register_method", "get_method", "method_names", "default_methods", "run_method"]
 
@@ -44,6 +44,8 @@ class MethodSpec:
     needs : model kinds it asks for (empty: raw data only)
     default : whether ``python -m synthbench.run`` runs it without ``--methods``
     params : default keyword parameters, recorded with each result
+    accelerated : it runs torch code on the configured device (itself or through a model it
+        needs), so executors may give its cells a share of a GPU
     """
 
     name: str
@@ -52,6 +54,7 @@ class MethodSpec:
     needs: tuple[str, ...] = ()
     default: bool = True
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    accelerated: bool = False
 
 
 _METHODS: dict[str, MethodSpec] = {}
@@ -64,8 +67,13 @@ def register_method(
     needs: tuple[str, ...] = (),
     default: bool = True,
     params: Mapping[str, Any] | None = None,
+    accelerated: bool = False,
 ) -> Callable[[MethodFn], MethodFn]:
-    """Decorator registering ``fn`` as method ``name`` (see the module docstring)."""
+    """Decorator registering ``fn`` as method ``name`` (see the module docstring).
+
+    ``accelerated``: the method itself trains or runs torch models on ``models.settings.device``;
+    methods that need an accelerated model kind are accelerated without saying so.
+    """
 
     def deco(fn: MethodFn) -> MethodFn:
         if name in _METHODS:
@@ -73,7 +81,9 @@ def register_method(
         unknown = set(needs) - set(kinds())
         if unknown:
             raise ValueError(f"method {name!r} needs unknown model kinds {sorted(unknown)}")
-        _METHODS[name] = MethodSpec(name, fn, description, tuple(needs), default, MappingProxyType(dict(params or {})))
+        on_device = accelerated or any(model_kind(k).accelerated for k in needs)
+        _METHODS[name] = MethodSpec(name, fn, description, tuple(needs), default, MappingProxyType(dict(params or {})),
+                                    on_device)
         return fn
 
     return deco

@@ -433,6 +433,7 @@ _CONCRETE_TRAINING = {"epochs": 100, "batch_size": 64, "lr": 3e-3, "start_temp":
     "k and 2k selector runs, ranked k-run choices, then 2k-run additions, then max probability",
     needs=(),
     default=False,
+    accelerated=True,
     params={"n_select": 10, "double_run": True, "target": "y", **_CONCRETE_TRAINING},
 )
 def concrete_autoencoder(data: FoldData, models: SharedModels, rng: np.random.Generator, **params) -> np.ndarray:
@@ -446,6 +447,7 @@ def concrete_autoencoder(data: FoldData, models: SharedModels, rng: np.random.Ge
     "predictor, classification + reconstruction loss; k and 2k runs ranked as the concrete autoencoder",
     needs=(),
     default=False,
+    accelerated=True,
     params={"n_select": 10, "double_run": True, "n_bins": 20, "reconstruction_weight": 1.0, **_CONCRETE_TRAINING},
 )
 def fsnet(data: FoldData, models: SharedModels, rng: np.random.Generator, **params) -> np.ndarray:
@@ -568,6 +570,7 @@ def fit_deeppink(
     "importance W_j - min(W) with W_j = Z_j^2 - Zt_j^2",
     needs=(),
     default=False,
+    accelerated=True,
     params={"knockoffs": "auto", "l1": "auto", "width": HIDDEN, "epochs": 100, "batch_size": 64, "lr": 1e-3},
 )
 def deeppink(data: FoldData, models: SharedModels, rng: np.random.Generator, **params) -> np.ndarray:

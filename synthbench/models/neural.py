@@ -23,4 +23,5 @@ def train_fold_mlp(data: FoldData, settings: TrainSettings, config: MLPConfig = 
     )
 
 
-MLP = register_model(ModelKind("mlp", train_fold_mlp, "the 2023 benchmark's MLP: 2 hidden layers of 16, LeakyReLU(0.2), Adam, early stopping"))
+MLP = register_model(ModelKind("mlp", train_fold_mlp, "the 2023 benchmark's MLP: 2 hidden layers of 16, LeakyReLU(0.2), Adam, early stopping",
+                             accelerated=True))

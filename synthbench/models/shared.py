@@ -13,7 +13,7 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 from synthbench.evaluation.protocol import FoldData
 
-__all__ = ["ModelKind", "SharedModels", "TrainSettings", "register_model", "kinds"]
+__all__ = ["ModelKind", "SharedModels", "TrainSettings", "register_model", "kinds", "model_kind"]
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +40,13 @@ class ModelKind:
 
     ``train(data, settings) -> model`` fits on ``data.X_train``; the model must offer
     ``predict_proba`` (scikit-learn convention) so the cache can score it on the held-out part.
+    ``accelerated``: training runs on ``settings.device`` (torch), so a GPU speeds it up.
     """
 
     name: str
     train: Callable[[FoldData, TrainSettings], Any]
     description: str
+    accelerated: bool = False
 
 
 _KINDS: dict[str, ModelKind] = {}
@@ -61,6 +63,14 @@ def register_model(kind: ModelKind) -> ModelKind:
 def kinds() -> list[str]:
     """Names of the registered model kinds."""
     return list(_KINDS)
+
+
+def model_kind(name: str) -> ModelKind:
+    """The registered kind ``name``; the error lists the valid kinds."""
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise KeyError(f"unknown model kind {name!r}; valid kinds: {', '.join(_KINDS)}") from None
 
 
 class SharedModels:
@@ -87,10 +97,9 @@ class SharedModels:
     def get(self, name: str) -> Any:
         """The trained model of kind ``name``, training it on first request."""
         if name not in self._models:
-            if name not in _KINDS:
-                raise KeyError(f"unknown model kind {name!r}; valid kinds: {', '.join(_KINDS)}")
+            kind = model_kind(name)
             t0 = time.perf_counter()
-            model = _KINDS[name].train(self._data, self._settings)
+            model = kind.train(self._data, self._settings)
             seconds = time.perf_counter() - t0
             self.trainings += 1
             self._models[name] = model

@@ -2,8 +2,10 @@
 
 A *cell* is one method on one fold of one dataset configuration; it is the unit stored and
 skipped on resume, keyed by a hash of its full configuration and the package version. A
-*fold task* is every pending cell of one (dataset, n_samples, n_decoys, seed, fold): they share
-the generated data, the column permutation and the trained models.
+*fold task* is the pending cells of one (dataset, n_samples, n_decoys, seed, fold) that need the
+same models: they share the generated data, the column permutation and the trained models. Cells
+whose methods need different models go to different tasks, so an executor can run them
+side by side and give torch tasks a share of a GPU.
 """
 
 from __future__ import annotations
@@ -105,8 +107,9 @@ class GridSpec:
 
     @staticmethod
     def tasks(cells: list[Cell]) -> list[FoldTask]:
-        """Group cells by fold, keeping the grid's order."""
+        """Group cells by fold and by the models (and device) their methods need, keeping the grid's order."""
         groups: dict[tuple, list[Cell]] = {}
         for c in cells:
-            groups.setdefault(c.task_key, []).append(c)
+            spec = get_method(c.method)
+            groups.setdefault((c.task_key, spec.needs, spec.accelerated), []).append(c)
         return [FoldTask(tuple(g)) for g in groups.values()]

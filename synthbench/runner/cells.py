@@ -1,0 +1,103 @@
+"""The cell runner: one fold task's data, shared models and cells, each turned into a stored result.
+
+Engine-independent: every executor (this process, local workers, Ray) calls :func:`run_task`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+import tracemalloc
+from collections.abc import Iterable, Iterator
+from importlib import metadata
+
+from synthbench import datasets
+from synthbench.evaluation import FoldData, Scorer, get_scorer, make_folds
+from synthbench.methods import get_method, run_method
+from synthbench.models import SharedModels, TrainSettings
+from synthbench.runner.grid import Cell, FoldTask
+from synthbench.runner.store import CellResult
+
+__all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_AUROC"]
+
+log = logging.getLogger(__name__)
+
+
+def import_plugins(modules: Iterable[str]) -> None:
+    """Import each module named in ``modules`` (they register extra datasets or methods).
+
+    Worker processes and Ray workers call this before running a task, so methods registered
+    outside synthbench exist wherever cells run.
+    """
+    for name in modules:
+        importlib.import_module(name)
+
+
+#: A cell whose model's held-out AUROC is below this is flagged ``model_near_chance``: an
+#: explanation of a model that learned nothing says nothing about the method.
+NEAR_CHANCE_AUROC = 0.6
+
+_VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", "skrebate", "pymrmr", "torch", "lassonet")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that can move a result."""
+    out = {}
+    for name in _VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> Iterator[CellResult]:
+    """Run every cell of one fold task, yielding each result when it is ready.
+
+    A failure to build the data fails every cell of the task; a failing method fails only its
+    own cell (the message records the exception).
+    """
+    head = task.head
+    versions = package_versions()
+    try:
+        ds = datasets.make(head.dataset, n_samples=head.n_samples, n_decoys=head.n_decoys, seed=head.seed,
+                           **dict(head.dataset_params))
+        fold = make_folds(ds.n_samples, ds.n_features, n_folds=head.n_folds, seed=head.seed)[head.fold]
+        data = FoldData.from_dataset(ds, fold, explain=head.explain)
+    except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
+        for cell in task.cells:
+            yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
+        return
+    models = SharedModels(data, settings)
+    for cell in task.cells:
+        scorer = get_scorer(cell.scorer)
+        yield _run_cell(cell, data, models, scorer, versions, fold.permutation.tolist())
+
+
+def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
+              versions: dict[str, str], permutation: list[int]) -> CellResult:
+    spec = get_method(cell.method)
+    base = dict(n_features=data.n_features, k=int(data.relevant.sum()), permutation=permutation, versions=versions)
+    trained_before = {k: v["train_seconds"] for k, v in models.info.items()}
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        output = run_method(spec, data, models)
+        scores = scorer.score(output, data, cell.method, models)
+    except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
+        log.debug("cell %s failed", cell, exc_info=True)
+        return CellResult(cell, "failed", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0, **base)
+    finally:
+        elapsed = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    # Seconds as if the method ran alone: its own time plus the training of every model it needs.
+    trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+    seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in spec.needs if k in models.info)
+    model_info = {k: models.info[k] for k in spec.needs if k in models.info} or None
+    flags = ("model_near_chance",) if any(
+        info.get("test_auroc", 1.0) < NEAR_CHANCE_AUROC for info in (model_info or {}).values()
+    ) else ()
+    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, int(peak), model=model_info,
+                      flags=flags, **base)

@@ -1,0 +1,305 @@
+"""How to run fold tasks: in this process, in local worker processes, or as Ray tasks.
+
+Every engine implements :class:`Executor`: ``run(tasks, settings, record)`` calls ``record(result)``
+in the calling process once for every cell of every task, as results come back, so the caller
+stays the only writer of the results store. Cells are computed by
+:func:`synthbench.runner.cells.run_task` in every engine, so all engines give the same numbers.
+
+A task whose worker dies (killed process, lost node, out of memory) is run again, without the
+cells already recorded, at most ``max_retries`` times; then its remaining cells are recorded as
+failed with the reason, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import socket
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection, wait
+from typing import Any, Protocol
+
+from synthbench.methods import get_method
+from synthbench.models import TrainSettings
+from synthbench.runner.cells import import_plugins, package_versions, run_task
+from synthbench.runner.grid import Cell, FoldTask
+from synthbench.runner.store import CellResult
+
+__all__ = ["Executor", "ExecutorError", "SerialExecutor", "ProcessExecutor", "RayExecutor", "DEFAULT_GPUS_PER_CELL"]
+
+log = logging.getLogger(__name__)
+
+Record = Callable[[CellResult], None]
+
+#: Share of a GPU each accelerated (torch) task asks Ray for where the cluster has GPUs.
+DEFAULT_GPUS_PER_CELL = 0.25
+
+
+class ExecutorError(Exception):
+    """The executor cannot start (for example, no Ray cluster at the given address)."""
+
+
+class Executor(Protocol):
+    """An engine that runs fold tasks and hands every cell's result to ``record``."""
+
+    name: str
+
+    def check(self) -> None:
+        """Fail fast with :class:`ExecutorError` when the engine cannot run (before anything is written)."""
+
+    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
+        """Run ``tasks``; call ``record`` once per cell, in this process."""
+
+
+def _died(cells: Sequence[Cell], reason: str) -> list[CellResult]:
+    versions = package_versions()
+    return [CellResult(c, "failed", reason, versions=versions) for c in cells]
+
+
+@dataclass
+class SerialExecutor:
+    """Every task in this process, one after the other; models may use all the machine's cores."""
+
+    name: str = "serial"
+
+    def check(self) -> None:
+        return None
+
+    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
+        threads = replace(settings, n_jobs=os.cpu_count() or 1)
+        for task in tasks:
+            for result in run_task(task, settings=threads):
+                record(result)
+
+
+# --------------------------------------------------------------------------- local processes
+
+_TASK_DONE = "task-done"
+
+
+def _worker_main(conn: Connection, settings: TrainSettings, plugins: tuple[str, ...]) -> None:
+    """A worker process: run each task received on ``conn``, sending back each cell's result."""
+    import_plugins(plugins)
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        for result in run_task(task, settings=settings):
+            conn.send(result)
+        conn.send(_TASK_DONE)
+
+
+class _Worker:
+    """One worker process, its private pipe, and the task it is running (an index, or None)."""
+
+    def __init__(self, ctx: Any, settings: TrainSettings, plugins: tuple[str, ...]) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, settings, plugins), daemon=True)
+        self.process.start()
+        child.close()
+        self.task: int | None = None
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+@dataclass
+class ProcessExecutor:
+    """``jobs`` local worker processes (spawned, one thread each), each running whole tasks.
+
+    Each worker has its own pipe, so the parent always knows which task a worker was running
+    when it died, and a process killed in the middle of a message cannot corrupt the others'
+    results (a shared queue could). ``plugins`` are modules every worker imports first.
+    """
+
+    jobs: int
+    max_retries: int = 2
+    plugins: tuple[str, ...] = ()
+    name: str = "local"
+
+    def check(self) -> None:
+        if self.jobs < 1:
+            raise ExecutorError(f"jobs must be at least 1, got {self.jobs}")
+        if self.max_retries < 0:
+            raise ExecutorError(f"max_retries must be non-negative, got {self.max_retries}")
+
+    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
+        if not tasks:
+            return
+        ctx = multiprocessing.get_context("spawn")
+        settings = replace(settings, n_jobs=1)
+        remaining = [{c.cell_id: c for c in t.cells} for t in tasks]  # cells not yet recorded, per task
+        attempts = [0] * len(tasks)
+        pending = deque(range(len(tasks)))
+        workers = [_Worker(ctx, settings, self.plugins) for _ in range(min(self.jobs, len(tasks)))]
+
+        def receive(w: _Worker) -> bool:
+            """Record everything ``w`` has sent; False once its pipe is broken."""
+            try:
+                while w.conn.poll():
+                    msg = w.conn.recv()
+                    if msg == _TASK_DONE:
+                        w.task = None
+                    else:
+                        remaining[w.task].pop(msg.cell.cell_id, None)
+                        record(msg)
+            except (EOFError, OSError):
+                return False
+            return True
+
+        def bury(i: int) -> None:
+            """Worker ``i`` died: retry or fail its task's remaining cells, and replace it."""
+            w = workers[i]
+            code = w.process.exitcode
+            w.conn.close()
+            if w.task is not None and remaining[w.task]:
+                left = list(remaining[w.task].values())
+                if attempts[w.task] > self.max_retries:
+                    reason = f"worker died (exit code {code}) on each of {attempts[w.task]} attempts"
+                    log.warning("%s: %d cells of %s fold %d", reason, len(left), left[0].dataset, left[0].fold)
+                    for result in _died(left, reason):
+                        remaining[w.task].pop(result.cell.cell_id)
+                        record(result)
+                else:
+                    log.warning("worker died (exit code %s); retrying %d cells", code, len(left))
+                    pending.appendleft(w.task)
+            workers[i] = _Worker(ctx, settings, self.plugins)
+
+        try:
+            while pending or any(w.task is not None for w in workers):
+                for w in workers:
+                    if w.task is None and pending:
+                        w.task = pending.popleft()
+                        attempts[w.task] += 1
+                        try:
+                            w.conn.send(FoldTask(tuple(remaining[w.task].values())))
+                        except OSError:
+                            pass  # found dead below
+                busy = [i for i, w in enumerate(workers) if w.task is not None]
+                waitables = [workers[i].conn for i in busy] + [workers[i].process.sentinel for i in busy]
+                wait(waitables, timeout=1.0)
+                for i in busy:
+                    w = workers[i]
+                    intact = receive(w)
+                    if not intact or not w.process.is_alive():
+                        if intact:
+                            receive(w)  # whatever it sent before dying
+                        bury(i)
+        finally:
+            for w in workers:
+                w.stop()
+
+
+# --------------------------------------------------------------------------- Ray
+
+
+def _ray_task(task: FoldTask, settings: TrainSettings, plugins: tuple[str, ...]) -> list[CellResult]:
+    """Body of a Ray task: every cell of ``task``, in a Ray worker."""
+    import_plugins(plugins)
+    return list(run_task(task, settings=settings))
+
+
+def _reachable(address: str, timeout: float) -> None:
+    """Raise ExecutorError unless a TCP connection to ``address`` (``[ray://]host:port``) opens."""
+    hostport = address.split("://", 1)[-1]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ExecutorError(f"Ray address {address!r} is not host:port (or ray://host:port, or auto)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ExecutorError(f"no Ray cluster answers at {address} ({exc})") from None
+
+
+@dataclass
+class RayExecutor:
+    """Tasks as Ray tasks on an existing cluster (``address``) or a local one started for the run.
+
+    Each task asks for one CPU; tasks whose methods run torch models (``accelerated``) also ask
+    for ``gpus_per_cell`` of a GPU where the cluster has GPUs (default
+    :data:`DEFAULT_GPUS_PER_CELL`, so four small MLP tasks share one GPU) and train there.
+    Results are handed to ``record`` task by task as they finish, so an interrupted run keeps
+    every finished task. Ray reruns a task whose worker died up to ``max_retries`` times.
+
+    ``num_cpus`` bounds a local cluster (default: all cores); ``plugins`` are modules each task
+    imports first (they must be importable on the workers).
+    """
+
+    address: str | None = None
+    gpus_per_cell: float | None = None
+    max_retries: int = 2
+    num_cpus: int | None = None
+    plugins: tuple[str, ...] = ()
+    connect_timeout: float = 5.0
+    name: str = "ray"
+
+    def check(self) -> None:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ExecutorError("--executor ray needs the ray package: python -m pip install 'ray>=2.9'") from None
+        if self.gpus_per_cell is not None and not 0 <= self.gpus_per_cell <= 1:
+            raise ExecutorError(f"gpus per cell must be within [0, 1], got {self.gpus_per_cell}")
+        if self.max_retries < 0:
+            raise ExecutorError(f"max_retries must be non-negative, got {self.max_retries}")
+        if self.address not in (None, "auto", "local"):
+            _reachable(self.address, self.connect_timeout)
+
+    def _connect(self, ray: Any) -> None:
+        kwargs: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        if self.address is None:
+            kwargs["num_cpus"] = self.num_cpus
+        else:
+            kwargs["address"] = self.address
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - ray raises ConnectionError, RuntimeError, ...
+            raise ExecutorError(f"cannot start or join a Ray cluster: {exc}") from exc
+
+    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
+        import ray
+
+        self.check()
+        owned = not ray.is_initialized()
+        if owned:
+            self._connect(ray)
+        try:
+            has_gpu = settings.device != "cpu" and ray.cluster_resources().get("GPU", 0) > 0
+            gpus = (DEFAULT_GPUS_PER_CELL if self.gpus_per_cell is None else self.gpus_per_cell) if has_gpu else 0
+            settings = replace(settings, n_jobs=1)
+            remote = ray.remote(_ray_task)
+            running: dict[Any, FoldTask] = {}
+            for task in tasks:
+                on_gpu = gpus > 0 and any(get_method(c.method).accelerated for c in task.cells)
+                options = dict(num_cpus=1, num_gpus=gpus if on_gpu else 0, max_retries=self.max_retries,
+                               retry_exceptions=False)
+                running[remote.options(**options).remote(task, settings, self.plugins)] = task
+            while running:
+                done, _ = ray.wait(list(running), num_returns=1)
+                for ref in done:
+                    task = running.pop(ref)
+                    try:
+                        results = ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        reason = f"Ray task failed after {self.max_retries} retries: {type(exc).__name__}: {exc}"
+                        log.warning("%s", reason.splitlines()[0])
+                        results = _died(task.cells, reason.splitlines()[0])
+                    for result in results:
+                        record(result)
+        finally:
+            if owned:
+                ray.shutdown()
