@@ -19,11 +19,22 @@ from synthbench.runner.cells import import_plugins
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
                                          SerialExecutor)
-from synthbench.runner.grid import GridSpec
+from synthbench.runner.grid import Cell, GridSpec
 from synthbench.runner.leaderboard import format_leaderboard, leaderboard
 from synthbench.runner.store import ResultStore, StoreError
+from synthbench.suites import SuiteError, load_suite, suite_names
 
 DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
+#: Flags that define a grid; a suite defines its own, so they cannot be combined with --suite.
+GRID_FLAGS = {
+    "--datasets": (",".join(DEFAULT_DATASETS), dict(help="comma-separated dataset names")),
+    "--methods": ("default", dict(help="comma-separated method names, 'default' or 'all'")),
+    "--decoys": ("100,1000", dict(help="comma-separated decoy counts")),
+    "--n-samples": (1000, dict(type=int, help="samples per dataset")),
+    "--folds": (6, dict(type=int, help="cross-validation folds, unshuffled")),
+    "--seed": (0, dict(type=int, help="seed of every random stream")),
+    "--explain": ("test", dict(choices=("test", "train"), help="rows attribution methods explain")),
+}
 DEFAULT_STORE = Path("results") / "synthbench.sqlite"
 EXPORT_COLUMNS = ["dataset", "n_samples", "n_decoys", "n_features", "k", "method", "fold", "seed", "metric",
                   "value", "chance", "seconds", "peak_memory_bytes", "status", "message", "flags", "cell_id"]
@@ -63,13 +74,11 @@ def _decoys(text: str) -> tuple[int, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m synthbench.run", description=__doc__.split("\n\n")[1].replace("\n", " "))
-    p.add_argument("--datasets", default=",".join(DEFAULT_DATASETS), help="comma-separated dataset names (default: %(default)s)")
-    p.add_argument("--methods", default="default", help="comma-separated method names, 'default' or 'all' (default: %(default)s)")
-    p.add_argument("--decoys", default="100,1000", help="comma-separated decoy counts (default: %(default)s)")
-    p.add_argument("--n-samples", type=int, default=1000, help="samples per dataset (default: %(default)s)")
-    p.add_argument("--folds", type=int, default=6, help="cross-validation folds, unshuffled (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random stream (default: %(default)s)")
-    p.add_argument("--explain", choices=("test", "train"), default="test", help="rows attribution methods explain (default: %(default)s)")
+    p.add_argument("--suite", metavar="NAME|PATH.toml",
+                   help="run a frozen suite (a shipped name, see --list, or your own TOML file) instead of a grid "
+                        "built from the flags below")
+    for flag, (default, options) in GRID_FLAGS.items():
+        p.add_argument(flag, **{**options, "help": f"{options['help']} (default: {default})"})
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="SQLite results database (default: %(default)s)")
     p.add_argument("--export", type=Path, help="also write this grid's tidy rows to a CSV file")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
@@ -99,15 +108,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
-    """Parse and validate ``argv`` into options and a grid; :class:`UsageError` on bad input."""
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
+    """Parse and validate ``argv`` into options and the cells to run; :class:`UsageError` on bad input."""
     args = build_parser().parse_args(argv)
     try:
         import_plugins(args.plugin)
     except ImportError as exc:
         raise UsageError(f"--plugin: {exc}") from None
+    _check_run_options(args)
     if args.list:
-        return args, None  # type: ignore[return-value]
+        return args, []
+    grid_options = {flag: flag[2:].replace("-", "_") for flag in GRID_FLAGS}
+    if args.suite is not None:
+        given = [flag for flag, name in grid_options.items() if getattr(args, name) is not None]
+        if given:
+            raise UsageError(f"--suite fixes the grid; drop {', '.join(given)}")
+        try:
+            return args, load_suite(args.suite).cells()
+        except SuiteError as exc:
+            raise UsageError(str(exc)) from None
+    for flag, name in grid_options.items():
+        if getattr(args, name) is None:
+            setattr(args, name, GRID_FLAGS[flag][0])
     ds = _names(args.datasets, datasets.names(), "datasets")
     if args.methods == "default":
         methods = tuple(default_methods())
@@ -115,14 +137,19 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
         methods = tuple(method_names())
     else:
         methods = _names(args.methods, method_names(), "methods")
-    from synthbench import metrics
-
-    if args.metric not in metrics.names():
-        raise UsageError(f"unknown metric {args.metric!r}; valid: {', '.join(metrics.names())}")
     if args.folds < 2:
         raise UsageError(f"--folds must be at least 2, got {args.folds}")
     if args.n_samples < args.folds:
         raise UsageError(f"--n-samples ({args.n_samples}) must be at least --folds ({args.folds})")
+    grid = GridSpec(ds, methods, _decoys(args.decoys), args.n_samples, args.folds, args.seed, args.explain)
+    return args, grid.cells()
+
+
+def _check_run_options(args: argparse.Namespace) -> None:
+    from synthbench import metrics
+
+    if args.metric not in metrics.names():
+        raise UsageError(f"unknown metric {args.metric!r}; valid: {', '.join(metrics.names())}")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     if args.max_retries < 0:
@@ -134,8 +161,6 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, GridSpec]:
 
         if not torch.cuda.is_available():
             raise UsageError("--device cuda: no CUDA device is available (use --device auto or cpu)")
-    grid = GridSpec(ds, methods, _decoys(args.decoys), args.n_samples, args.folds, args.seed, args.explain)
-    return args, grid
 
 
 def make_executor(args: argparse.Namespace) -> Executor:
@@ -155,6 +180,9 @@ def make_executor(args: argparse.Namespace) -> Executor:
 def _listing() -> str:
     lines = ["datasets:"]
     lines += [f"  {n:<24} {d}" for n, d in datasets.describe().items()]
+    lines.append("suites (--suite NAME):")
+    for n in suite_names():
+        lines.append(f"  {n:<24} {load_suite(n).description}")
     lines.append("methods (* = run by default):")
     for n in method_names():
         spec = get_method(n)
@@ -165,7 +193,7 @@ def _listing() -> str:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        args, grid = parse(argv)
+        args, cells = parse(argv)
     except UsageError as exc:
         print(f"synthbench.run: error: {exc}", file=sys.stderr)
         return 2
@@ -181,7 +209,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from tqdm import tqdm
 
-    cells = grid.cells()
     bar = None
 
     def start(n: int) -> None:
@@ -205,10 +232,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\nsynthbench.run: interrupted; finished cells are stored, rerun the command to resume", file=sys.stderr)
         return 130
     except (ExecutorError, StoreError) as exc:
-        print(f"synthbench.run: error: {exc}", file=sys.stderr)
+        print(f"synthbench.run: error: {exc}; the run stopped, cells finished before are kept in {args.store}",
+              file=sys.stderr)
         return 2
     print(format_leaderboard(leaderboard(rows, args.metric), args.metric))
-    print(f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed "
+    over = f", {summary.over_limit} over a method's feature limit (skipped)" if summary.over_limit else ""
+    print(f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed{over} "
           f"in {summary.wall_seconds:.1f}s")
     if args.export is not None:
         args.export.parent.mkdir(parents=True, exist_ok=True)

@@ -283,6 +283,20 @@ def test_noise_tunnel_gradient_matches_captum(nt_type):
     torch.testing.assert_close(attribute(nt_type, model, x, noise=noise), ref, atol=ATOL, rtol=0)
 
 
+def test_smoothgrad_of_saliency_matches_captum_as_the_2023_benchmark_calls_it():
+    # NoiseTunnel(Saliency(model)) with abs=True (captum's default), as registered "smoothgrad_saliency"
+    from synthbench.methods import get_method
+
+    model, x = make_model("leaky_relu"), make_inputs()
+    s, seed = 6, 11
+    params = dict(get_method("smoothgrad_saliency").params)
+    assert params == {"base": "saliency", "n_samples": 50, "stdevs": 0.1}
+    ref = _captum_nt(Saliency(model), x, "smoothgrad", s, params["stdevs"], seed)
+    noise = _captum_noise(N, s, P, params["stdevs"], seed)
+    ours = attribute("smoothgrad", model, x, base="saliency", noise=noise)
+    torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)
+
+
 def test_noise_tunnel_ig_and_guided_bases_match_captum():
     model, x = make_model("relu"), make_inputs()
     s, stdev, seed = 4, 0.2, 5

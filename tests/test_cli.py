@@ -14,6 +14,7 @@ import pytest
 
 from synthbench import run as cli
 from synthbench.methods import registry
+from synthbench.runner.store import ResultStore
 
 SMALL = ["--datasets", "xor,ring", "--decoys", "0,3", "--n-samples", "120", "--folds", "2", "--jobs", "1",
          "--methods", "random,anova,mrmr", "--quiet"]
@@ -89,6 +90,23 @@ def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, monkeypatch
     rows = pd.read_csv(export).drop_duplicates(["dataset", "n_decoys", "fold", "method"])
     assert (rows[rows.method == "random"].status == "ok").all()
     assert (rows[rows.method != "random"].status == "failed").all()
+
+
+def test_cells_over_a_methods_declared_feature_limit_are_skipped_with_the_reason(tmp_path, capsys):
+    small = registry.MethodSpec("small", lambda d, m, r: r.random(d.n_features), "handles 3 features", max_features=3)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(registry._METHODS, "small", small)
+        args = ["--datasets", "xor", "--decoys", "0,3", "--n-samples", "60", "--folds", "2", "--jobs", "1",
+                "--methods", "small,random", "--quiet", "--store", str(tmp_path / "r.sqlite")]
+        assert cli.main(args) == 0  # a declared limit is not a failure
+        out = capsys.readouterr().out
+        assert "6 cells run, 0 already" in out and "2 over a method's feature limit (skipped)" in out
+        rows = ResultStore(tmp_path / "r.sqlite").cells()
+        over = rows[rows.status == "skipped"]
+        assert set(zip(over.method, over.n_decoys)) == {("small", 3)}
+        assert over.message.str.contains("small declares a limit of 3 features; this cell has 5").all()
+        assert cli.main(args) == 0
+        assert "0 cells run, 8 already" in capsys.readouterr().out  # skipped cells are not retried
 
 
 @pytest.mark.parametrize("args,message", [

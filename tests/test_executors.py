@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import crashing_methods  # noqa: F401 - registers crash_once / crash_always in this process
+from synthbench.methods import registry
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import ExecutorError, ProcessExecutor, RayExecutor, SerialExecutor
 from synthbench.runner.grid import GridSpec
@@ -20,6 +20,21 @@ from synthbench.runner.store import ResultStore
 TESTS = Path(__file__).parent
 PLUGINS = ("crashing_methods",)
 GRID = GridSpec(("xor", "ring"), ("random", "mi", "saliency"), (0, 3), n_samples=120, n_folds=2, seed=3)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def crashing_plugin():
+    """Register crash_once / crash_always in this process for this module only.
+
+    Imported at collection time they would join every other test's method list (the shared battery).
+    """
+    import importlib
+
+    module = importlib.import_module("crashing_methods")
+    yield module
+    for name in ("crash_once", "crash_always"):
+        registry._METHODS.pop(name, None)
+    sys.modules.pop("crashing_methods", None)
 
 
 @pytest.fixture(scope="module")

@@ -112,3 +112,70 @@ def test_grid_groups_cells_by_fold_and_by_the_models_they_need():
     assert len(cells) == 2 * 2 * 3 * 5 and len(tasks) == 2 * 2 * 3 * 3
     assert sorted({tuple(c.method for c in t.cells) for t in tasks}) == [("random", "mi"), ("rf", "treeshap"), ("saliency",)]
     assert all(len({c.task_key for c in t.cells}) == 1 for t in tasks)
+
+
+V1_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('application', 'synthbench'), ('schema_version', '1');
+CREATE TABLE cells (
+    cell_id TEXT PRIMARY KEY, dataset TEXT NOT NULL, dataset_params TEXT NOT NULL,
+    n_samples INTEGER NOT NULL, n_decoys INTEGER NOT NULL, n_features INTEGER, k INTEGER,
+    method TEXT NOT NULL, method_params TEXT NOT NULL, fold INTEGER NOT NULL, n_folds INTEGER NOT NULL,
+    seed INTEGER NOT NULL, explain TEXT NOT NULL, scorer TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')), message TEXT, flags TEXT NOT NULL DEFAULT '',
+    seconds REAL, peak_memory_bytes INTEGER, model TEXT, permutation TEXT, versions TEXT,
+    package_version TEXT NOT NULL, finished_at TEXT NOT NULL
+);
+CREATE TABLE scores (
+    cell_id TEXT NOT NULL REFERENCES cells(cell_id) ON DELETE CASCADE,
+    metric TEXT NOT NULL, value REAL, chance REAL, PRIMARY KEY (cell_id, metric)
+);
+CREATE INDEX cells_grid ON cells(dataset, n_decoys, method);
+"""
+
+
+def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_cells(tmp_path):
+    new, old = tmp_path / "new.sqlite", tmp_path / "old.sqlite"
+    with ResultStore(new) as store:
+        store.write(result(cell()))
+    con = sqlite3.connect(old)  # what synthbench wrote before suites: schema 1, same cell
+    con.executescript(V1_SCHEMA)
+    con.execute("ATTACH ? AS new", (str(new),))
+    con.execute("INSERT INTO cells SELECT cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method,"
+                " method_params, fold, n_folds, seed, explain, scorer, status, message, flags, seconds,"
+                " peak_memory_bytes, model, permutation, versions, package_version, finished_at FROM new.cells")
+    con.execute("INSERT INTO scores SELECT * FROM new.scores")
+    con.commit()
+    con.close()
+    with ResultStore(old) as store:
+        assert store.finished([cell().cell_id]) == {cell().cell_id}
+        assert len(store.scores()) == 2  # the upgrade kept the cell's scores
+        suited = Cell("xor", 100, 3, 0, 2, 1, "random", suite=("s", "abc"))
+        store.write(result(suited))
+        store.write(CellResult(cell(2), "skipped", "over the limit"))
+        cells = store.cells().set_index("cell_id")
+        assert cells.loc[suited.cell_id, ["suite", "suite_hash"]].tolist() == ["s", "abc"]
+        assert store.finished([cell(2).cell_id]) == {cell(2).cell_id}
+    con = sqlite3.connect(old)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+    con.execute("PRAGMA foreign_keys = ON")
+    con.execute("DELETE FROM cells WHERE cell_id = ?", (cell().cell_id,))  # the cascade survived the rebuild
+    assert con.execute("SELECT count(*) FROM scores WHERE cell_id = ?", (cell().cell_id,)).fetchone()[0] == 0
+
+
+def test_a_full_disk_stops_the_run_with_a_clear_error_and_keeps_finished_cells(tmp_path):
+    from synthbench.runner.execute import execute
+
+    path = tmp_path / "r.sqlite"
+    cells = GridSpec(("xor",), ("random", "anova"), tuple(range(12)), n_samples=60, n_folds=2).cells()
+    with ResultStore(path) as store:
+        pages = store._con.execute("PRAGMA page_count").fetchone()[0]
+        store._con.execute(f"PRAGMA max_page_count = {pages + 3}")  # SQLite's own "database or disk is full"
+        with pytest.raises(StoreError, match="cannot write to store .*database or disk is full"):
+            execute(cells, store)
+    with ResultStore(path, create=False) as store:
+        kept = store.cells()
+        assert 0 < len(kept) < len(cells)
+        scores = store.scores()
+        assert (scores.groupby("cell_id").size() == scores.groupby("cell_id").size().max()).all()  # whole cells only
+        assert store.finished(c.cell_id for c in cells) == set(kept.cell_id)

@@ -14,7 +14,7 @@ from synthbench.evaluation.scorers import MethodOutput
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 
-__all__ = ["NEURAL_METHODS"]
+__all__ = ["NEURAL_METHODS", "VARIANTS"]
 
 #: name -> (description, run by default, parameters passed to ``attribute``)
 NEURAL_METHODS: dict[str, tuple[str, bool, dict]] = {
@@ -37,11 +37,27 @@ NEURAL_METHODS: dict[str, tuple[str, bool, dict]] = {
 }
 
 
+#: Parameter variants registered under their own names (not run by default):
+#: name -> (attribution method, description, parameters). These are the 2023 benchmark's captum calls.
+VARIANTS: dict[str, tuple[str, str, dict]] = {
+    "integrated_gradients_nomul": (
+        "integrated_gradients", "integrated gradients without the input factor (mean path gradient), zero "
+        "baseline, 50 steps (captum multiply_by_inputs=False, as the 2023 benchmark)",
+        {"n_steps": 50, "multiply_by_inputs": False}),
+    "deeplift_nomul": (
+        "deeplift", "DeepLIFT rescale multipliers, zero baseline (captum multiply_by_inputs=False, as the 2023 benchmark)",
+        {"multiply_by_inputs": False}),
+    "smoothgrad_saliency": (
+        "smoothgrad", "SmoothGrad of |gradient|, 50 samples, absolute noise sd 0.1 (captum NoiseTunnel(Saliency), "
+        "as the 2023 benchmark)",
+        {"base": "saliency", "n_samples": 50, "stdevs": 0.1}),
+}
+
 #: Methods that draw random numbers (noise, permutations, baselines) from the cell's seed.
 STOCHASTIC = frozenset({"smoothgrad", "smoothgrad_sq", "vargrad", "feature_permutation", "shapley_sampling", "gradient_shap"})
 
 
-def _make(name: str):
+def _make(name: str, attribution: str):
     def method(data: FoldData, models: SharedModels, rng: np.random.Generator, **params) -> MethodOutput:
         import torch
 
@@ -50,15 +66,19 @@ def _make(name: str):
         trained = models.get("mlp")
         device = next(trained.module.parameters()).device
         inputs = torch.as_tensor(data.X_explain, device=device)
-        if name in STOCHASTIC:
+        if attribution in STOCHASTIC:
             params = {**params, "generator": torch.Generator(device=device).manual_seed(int(rng.integers(2**63 - 1)))}
-        local = attribute(name, trained.module, inputs, **params).detach().cpu().numpy()
+        local = attribute(attribution, trained.module, inputs, **params).detach().cpu().numpy()
         return MethodOutput(np.abs(local).mean(axis=0), local)
 
     method.__name__ = name
-    method.__doc__ = f"{NEURAL_METHODS[name][0]}; local attributions (n_explain, p), score = mean |attribution|."
+    method.__doc__ = f"{name} on the fold's MLP; local attributions (n_explain, p), score = mean |attribution|."
     return method
 
 
 for _name, (_description, _default, _params) in NEURAL_METHODS.items():
-    register_method(_name, description=f"MLP: {_description}", needs=("mlp",), default=_default, params=_params)(_make(_name))
+    register_method(_name, description=f"MLP: {_description}", needs=("mlp",), default=_default,
+                    params=_params)(_make(_name, _name))
+for _name, (_attribution, _description, _params) in VARIANTS.items():
+    register_method(_name, description=f"MLP: {_description}", needs=("mlp",), default=False,
+                    params=_params)(_make(_name, _attribution))

@@ -46,6 +46,8 @@ class MethodSpec:
     params : default keyword parameters, recorded with each result
     accelerated : it runs torch code on the configured device (itself or through a model it
         needs), so executors may give its cells a share of a GPU
+    max_features : the most features it handles within the benchmark's budget (24 GB, hours
+        not days at n = 1000), or None; cells above it are recorded as skipped with the reason
     """
 
     name: str
@@ -55,6 +57,7 @@ class MethodSpec:
     default: bool = True
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     accelerated: bool = False
+    max_features: int | None = None
 
 
 _METHODS: dict[str, MethodSpec] = {}
@@ -68,11 +71,13 @@ def register_method(
     default: bool = True,
     params: Mapping[str, Any] | None = None,
     accelerated: bool = False,
+    max_features: int | None = None,
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator registering ``fn`` as method ``name`` (see the module docstring).
 
     ``accelerated``: the method itself trains or runs torch models on ``models.settings.device``;
     methods that need an accelerated model kind are accelerated without saying so.
+    ``max_features``: the declared limit (see :class:`MethodSpec`).
     """
 
     def deco(fn: MethodFn) -> MethodFn:
@@ -83,7 +88,7 @@ def register_method(
             raise ValueError(f"method {name!r} needs unknown model kinds {sorted(unknown)}")
         on_device = accelerated or any(model_kind(k).accelerated for k in needs)
         _METHODS[name] = MethodSpec(name, fn, description, tuple(needs), default, MappingProxyType(dict(params or {})),
-                                    on_device)
+                                    on_device, max_features)
         return fn
 
     return deco

@@ -79,6 +79,9 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
               versions: dict[str, str], permutation: list[int]) -> CellResult:
     spec = get_method(cell.method)
     base = dict(n_features=data.n_features, k=int(data.relevant.sum()), permutation=permutation, versions=versions)
+    if spec.max_features is not None and data.n_features > spec.max_features:
+        return CellResult(cell, "skipped", f"{spec.name} declares a limit of {spec.max_features} features; "
+                          f"this cell has {data.n_features}", **base)
     trained_before = {k: v["train_seconds"] for k, v in models.info.items()}
     tracemalloc.start()
     t0 = time.perf_counter()

@@ -24,9 +24,10 @@ class RunSummary:
     """Counts of one execution."""
 
     total: int
-    skipped: int
+    skipped: int  # already finished in the store
     ok: int = 0
     failed: int = 0
+    over_limit: int = 0  # recorded as skipped: more features than the method's declared limit
     wall_seconds: float = 0.0
 
 
@@ -58,6 +59,8 @@ def execute(
         store.write(result)
         if result.status == "ok":
             summary.ok += 1
+        elif result.status == "skipped":
+            summary.over_limit += 1
         else:
             summary.failed += 1
         if on_cell is not None:

@@ -39,14 +39,15 @@ class Cell:
     explain: str = "test"
     scorer: str = "ground_truth"
     dataset_params: tuple[tuple[str, Any], ...] = ()
+    suite: tuple[str, str] | None = None  # (name, hash) of the suite the cell belongs to
 
     @property
     def method_params(self) -> dict[str, Any]:
         return dict(get_method(self.method).params)
 
     def config(self) -> dict[str, Any]:
-        """Everything that defines the cell's result, including the package version."""
-        return {
+        """Everything that defines the cell's result, including the package version (and suite, if any)."""
+        config = {
             "dataset": self.dataset,
             "dataset_params": dict(self.dataset_params),
             "n_samples": self.n_samples,
@@ -60,6 +61,9 @@ class Cell:
             "scorer": self.scorer,
             "version": __version__,
         }
+        if self.suite is not None:
+            config["suite"] = {"name": self.suite[0], "hash": self.suite[1]}
+        return config
 
     @property
     def cell_id(self) -> str:
@@ -94,11 +98,12 @@ class GridSpec:
     seed: int = 0
     explain: str = "test"
     dataset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    suite: tuple[str, str] | None = None
 
     def cells(self) -> list[Cell]:
         return [
             Cell(d, self.n_samples, n_decoys, self.seed, self.n_folds, fold, m, self.explain,
-                 dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())))
+                 dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite)
             for d in self.datasets
             for n_decoys in self.decoys
             for fold in range(self.n_folds)

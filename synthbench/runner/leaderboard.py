@@ -14,7 +14,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
 
     ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. Adds a ``chance``
     row (the metric's expected value under a random ranking), a ``s/cell`` column (mean wall
-    seconds per cell over every cell of the method), a ``failed`` column and a ``near_chance``
+    seconds per cell over every cell of the method), ``failed`` and ``skipped`` (over the method's
+    declared feature limit) counts, and a ``near_chance``
     column counting cells whose model scored AUROC < 0.6 on held-out rows (still averaged in). Methods are
     sorted best first by their mean over all columns, following the metric's direction.
     """
@@ -29,7 +30,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     table = table.loc[order]
     cells = rows.drop_duplicates("cell_id")
     table["s/cell"] = cells[cells["status"] == "ok"].groupby("method")["seconds"].mean()
-    table["failed"] = cells.groupby("method")["status"].apply(lambda s: int((s == "failed").sum()))
+    for status in ("failed", "skipped"):
+        table[status] = cells.groupby("method")["status"].apply(lambda s, st=status: int((s == st).sum()))
     flagged = cells["flags"].fillna("").str.contains("model_near_chance")
     table["near_chance"] = flagged.groupby(cells["method"]).sum().astype(int)
     chance.index = ["chance"]
@@ -41,7 +43,7 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     if table.empty:
         return f"(no finished cell has {metric})"
     t = table.copy()
-    for col in ("failed", "near_chance"):
+    for col in ("failed", "skipped", "near_chance"):
         if col in t:
             t[col] = t[col].map(lambda v: "" if pd.isna(v) else str(int(v)))
     if "s/cell" in t:

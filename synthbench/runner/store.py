@@ -1,15 +1,19 @@
 """The results database: an embedded SQLite file, one row per cell and one per (cell, metric).
 
 Every cell is written in a single transaction, so a run killed at any instant leaves only
-whole cells behind; a rerun skips cells whose status is ``ok`` (failed cells are retried).
+whole cells behind; a rerun skips cells whose status is ``ok`` or ``skipped`` (the data exceed
+a limit the method declares) and retries failed ones.
 
-Schema (version 1)::
+Schema (version 2)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 1
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 2
     cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
           method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
-          seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at)
+          seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at,
+          suite, suite_hash)
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
+
+A version-1 store (no suite columns) is upgraded in place when opened.
 """
 
 from __future__ import annotations
@@ -28,31 +32,50 @@ from synthbench.runner.grid import Cell
 
 __all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION = "synthbench"
 
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE cells (
+_CELLS = """
+CREATE TABLE {name} (
     cell_id TEXT PRIMARY KEY,
     dataset TEXT NOT NULL, dataset_params TEXT NOT NULL,
     n_samples INTEGER NOT NULL, n_decoys INTEGER NOT NULL, n_features INTEGER, k INTEGER,
     method TEXT NOT NULL, method_params TEXT NOT NULL,
     fold INTEGER NOT NULL, n_folds INTEGER NOT NULL, seed INTEGER NOT NULL,
     explain TEXT NOT NULL, scorer TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('ok', 'failed')), message TEXT,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'skipped')), message TEXT,
     flags TEXT NOT NULL DEFAULT '',
     seconds REAL, peak_memory_bytes INTEGER,
     model TEXT, permutation TEXT, versions TEXT, package_version TEXT NOT NULL,
-    finished_at TEXT NOT NULL
-);
-CREATE TABLE scores (
+    finished_at TEXT NOT NULL,
+    suite TEXT, suite_hash TEXT
+)"""
+_V1_COLUMNS = ("cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
+               "n_folds, seed, explain, scorer, status, message, flags, seconds, peak_memory_bytes, model, "
+               "permutation, versions, package_version, finished_at")
+_SCHEMA = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    _CELLS.format(name="cells"),
+    """CREATE TABLE scores (
     cell_id TEXT NOT NULL REFERENCES cells(cell_id) ON DELETE CASCADE,
     metric TEXT NOT NULL, value REAL, chance REAL,
     PRIMARY KEY (cell_id, metric)
-);
-CREATE INDEX cells_grid ON cells(dataset, n_decoys, method);
-"""
+)""",
+    "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
+)
+
+#: schema version -> statements that bring it to the next version (run with foreign keys off,
+#: in one transaction). 1 -> 2: suite columns, and the status 'skipped'; SQLite cannot change a
+#: CHECK constraint in place, so the cells table is rebuilt as SQLite's documentation prescribes.
+_UPGRADES = {
+    "1": (
+        _CELLS.format(name="cells_v2"),
+        f"INSERT INTO cells_v2 ({_V1_COLUMNS}) SELECT {_V1_COLUMNS} FROM cells",
+        "DROP TABLE cells",
+        "ALTER TABLE cells_v2 RENAME TO cells",
+        "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
+    ),
+}
 
 
 class StoreError(Exception):
@@ -104,8 +127,10 @@ class ResultStore:
             self._con.execute("PRAGMA foreign_keys = ON")
             if not exists:
                 self._create()
+            else:
+                self._upgrade()
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot create store {self.path}: {exc}") from exc
+            raise StoreError(f"cannot {'open' if exists else 'create'} store {self.path}: {exc}") from exc
 
     def _check_existing(self) -> None:
         try:
@@ -118,19 +143,33 @@ class ResultStore:
             raise StoreError(f"{self.path} is not a synthbench results database ({exc})") from None
         if meta.get("application") != APPLICATION:
             raise StoreError(f"{self.path} is not a synthbench results database")
-        if meta.get("schema_version") != str(SCHEMA_VERSION):
+        if meta.get("schema_version") not in (str(SCHEMA_VERSION), *_UPGRADES):
             raise StoreError(
                 f"{self.path} has schema version {meta.get('schema_version')}, this synthbench reads {SCHEMA_VERSION}"
             )
 
     def _create(self) -> None:
         with self._transaction():
-            for stmt in filter(str.strip, _SCHEMA.split(";")):
+            for stmt in _SCHEMA:
                 self._con.execute(stmt)
             self._con.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
                 [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
             )
+
+    def _upgrade(self) -> None:
+        """Bring an older schema up to :data:`SCHEMA_VERSION`, one step per transaction."""
+        while (version := self._con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) in _UPGRADES:
+            self._con.execute("PRAGMA foreign_keys = OFF")
+            try:
+                with self._transaction():
+                    for stmt in _UPGRADES[version]:
+                        self._con.execute(stmt)
+                    if self._con.execute("PRAGMA foreign_key_check").fetchall():
+                        raise sqlite3.IntegrityError("scores without a cell after the upgrade")
+                    self._con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(int(version) + 1),))
+            finally:
+                self._con.execute("PRAGMA foreign_keys = ON")
 
     def _transaction(self):
         return _Transaction(self._con)
@@ -145,12 +184,12 @@ class ResultStore:
         self.close()
 
     def finished(self, cell_ids: Iterable[str]) -> set[str]:
-        """Those of ``cell_ids`` already stored with status ``ok``."""
+        """Those of ``cell_ids`` already stored with status ``ok`` or ``skipped`` (over a method's declared limit)."""
         ids = list(cell_ids)
         done: set[str] = set()
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
-            q = f"SELECT cell_id FROM cells WHERE status = 'ok' AND cell_id IN ({','.join('?' * len(chunk))})"
+            q = f"SELECT cell_id FROM cells WHERE status IN ('ok', 'skipped') AND cell_id IN ({','.join('?' * len(chunk))})"
             done.update(r[0] for r in self._con.execute(q, chunk))
         return done
 
@@ -163,6 +202,7 @@ class ResultStore:
             c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, ",".join(result.flags), result.seconds,
             result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
             c.config()["version"], datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            *(c.suite or (None, None)),
         )
         try:
             with self._transaction():
@@ -184,12 +224,13 @@ class ResultStore:
 
         Columns: cell_id, dataset, n_samples, n_decoys, n_features, k, method, fold, seed,
         metric, value, chance, seconds, peak_memory_bytes, status, message, flags (comma-separated,
-        e.g. ``model_near_chance``). Failed cells appear once with a null
+        e.g. ``model_near_chance``), suite, suite_hash. Failed cells appear once with a null
         metric, so they are never silently missing.
         """
         sql = (
             "SELECT c.cell_id, c.dataset, c.n_samples, c.n_decoys, c.n_features, c.k, c.method, c.fold, c.seed,"
-            " s.metric, s.value, s.chance, c.seconds, c.peak_memory_bytes, c.status, c.message, c.flags"
+            " s.metric, s.value, s.chance, c.seconds, c.peak_memory_bytes, c.status, c.message, c.flags,"
+            " c.suite, c.suite_hash"
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"
         )
         return self._query(sql, cell_ids, alias="c.")
@@ -214,7 +255,10 @@ class _Transaction:
         self._con.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        self._con.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type is None:
+            self._con.execute("COMMIT")
+        elif self._con.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
+            self._con.execute("ROLLBACK")
 
 
 def _json(obj: Any) -> str | None:

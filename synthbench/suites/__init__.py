@@ -1,0 +1,130 @@
+"""Frozen suites: versioned TOML files that say exactly what to run.
+
+A suite file has top-level ``name``, ``version``, ``description``, ``n_samples``, ``folds``,
+``seed``, ``explain`` (``test`` or ``train``) and ``methods`` (registered names), then one or
+more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature counts
+``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and optional
+``params`` (dataset parameters). ``passemiers2023.toml`` ships with the package; users pass their
+own files by path.
+
+The suite's hash (SHA-256 of its parsed content, canonical JSON) enters every cell's id and is
+stored with every result, so editing a suite never silently mixes its numbers with the old ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from synthbench import datasets
+from synthbench.methods import method_names
+from synthbench.runner.grid import Cell, GridSpec
+
+__all__ = ["Suite", "SuiteError", "load_suite", "suite_names"]
+
+_REQUIRED = {"name": str, "version": int, "description": str, "n_samples": int, "folds": int, "seed": int,
+             "methods": list, "grid": list}
+
+
+class SuiteError(Exception):
+    """A suite that cannot be found or is malformed; the message says which field is wrong."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A parsed suite: its grids (one :class:`GridSpec` per dataset block) and its identity."""
+
+    name: str
+    version: int
+    description: str
+    hash: str
+    grids: tuple[GridSpec, ...]
+    source: str
+
+    def cells(self) -> list[Cell]:
+        """Every cell of the suite, in file order, each carrying the suite's name and hash."""
+        return [c for g in self.grids for c in g.cells()]
+
+
+def suite_names() -> list[str]:
+    """Suites shipped with the package."""
+    return sorted(p.name[: -len(".toml")] for p in resources.files(__name__).iterdir() if p.name.endswith(".toml"))
+
+
+def load_suite(name_or_path: str | Path) -> Suite:
+    """A shipped suite by name (see :func:`suite_names`) or a suite file by path."""
+    text, source = _read(str(name_or_path))
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"suite {source} is not valid TOML: {exc}") from None
+    return _parse(raw, source)
+
+
+def _read(name_or_path: str) -> tuple[str, str]:
+    if name_or_path in suite_names():
+        return resources.files(__name__).joinpath(f"{name_or_path}.toml").read_text(encoding="utf-8"), name_or_path
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as exc:
+            raise SuiteError(f"cannot read suite file {path}: {exc.strerror}") from None
+    raise SuiteError(f"unknown suite {name_or_path!r}; shipped suites: {', '.join(suite_names())} (or a path to a .toml file)")
+
+
+def _parse(raw: dict[str, Any], source: str) -> Suite:
+    for key, kind in _REQUIRED.items():
+        if not isinstance(raw.get(key), kind) or isinstance(raw.get(key), bool):
+            raise SuiteError(f"suite {source}: {key!r} must be a {kind.__name__}")
+    explain = raw.get("explain", "test")
+    if explain not in ("test", "train"):
+        raise SuiteError(f"suite {source}: explain must be 'test' or 'train', got {explain!r}")
+    unknown = [m for m in raw["methods"] if m not in method_names()]
+    if unknown:
+        raise SuiteError(f"suite {source}: unknown methods {', '.join(map(repr, unknown))}")
+    if raw["folds"] < 2 or raw["n_samples"] < raw["folds"]:
+        raise SuiteError(f"suite {source}: need folds >= 2 and n_samples >= folds")
+    digest = hashlib.sha256(json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+    grids = tuple(
+        grid
+        for i, block in enumerate(raw["grid"])
+        for grid in _block_grids(block, raw, explain, digest, f"suite {source}: grid block {i + 1}")
+    )
+    if not grids:
+        raise SuiteError(f"suite {source}: no [[grid]] blocks")
+    return Suite(raw["name"], raw["version"], raw["description"], digest, grids, source)
+
+
+def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, digest: str, where: str) -> list[GridSpec]:
+    names = block.get("datasets")
+    if not isinstance(names, list) or not names:
+        raise SuiteError(f"{where}: 'datasets' must be a non-empty list")
+    unknown = [d for d in names if d not in datasets.names()]
+    if unknown:
+        raise SuiteError(f"{where}: unknown datasets {', '.join(map(repr, unknown))}")
+    if ("n_features" in block) == ("n_decoys" in block):
+        raise SuiteError(f"{where}: give exactly one of 'n_features' and 'n_decoys'")
+    params = block.get("params", {})
+    if not isinstance(params, dict):
+        raise SuiteError(f"{where}: 'params' must be a table")
+    out = []
+    for name in names:
+        if "n_decoys" in block:
+            decoys = tuple(block["n_decoys"])
+        else:
+            k = int(datasets.make(name, n_samples=raw["n_samples"], n_decoys=0, seed=raw["seed"], **params).relevant.sum())
+            too_small = [m for m in block["n_features"] if m < k]
+            if too_small:
+                raise SuiteError(f"{where}: n_features {too_small} below the {k} relevant features of {name!r}")
+            decoys = tuple(m - k for m in block["n_features"])
+        if not decoys or any(not isinstance(d, int) or d < 0 for d in decoys):
+            raise SuiteError(f"{where}: decoy counts must be non-negative integers")
+        out.append(GridSpec((name,), tuple(raw["methods"]), decoys, raw["n_samples"], raw["folds"], raw["seed"],
+                            explain, {name: params} if params else {}, suite=(raw["name"], digest)))
+    return out

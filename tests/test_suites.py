@@ -1,0 +1,104 @@
+"""Frozen suites: the shipped 2023 protocol, user suite files, the hash stored with every result."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from synthbench import datasets
+from synthbench import run as cli
+from synthbench.suites import SuiteError, load_suite, suite_names
+
+PAPER_METHODS = {
+    "saliency", "integrated_gradients_nomul", "deeplift_nomul", "input_x_gradient", "smoothgrad_saliency",
+    "guided_backprop", "deconvolution", "feature_ablation", "feature_permutation", "shapley_sampling",
+    "lassonet", "concrete_autoencoder", "fsnet", "cancelout_softmax", "cancelout_sigmoid", "deeppink",
+    "mrmr", "mi", "relief", "rf", "treeshap",
+}
+POWERS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+
+
+def test_passemiers2023_is_the_papers_grid():
+    assert "passemiers2023" in suite_names()
+    suite = load_suite("passemiers2023")
+    cells = suite.cells()
+    k = {"ring": 2, "xor": 2, "ring_xor": 4, "ring_xor_sum": 6}
+    features = {name: sorted({c.n_decoys + k[name] for c in cells if c.dataset == name}) for name in k}
+    assert features == {"ring": [2, 4, *POWERS], "xor": [2, 4, *POWERS], "ring_xor": [4, *POWERS],
+                        "ring_xor_sum": [6, *POWERS]}
+    dag = [c for c in cells if c.dataset == "dag"]
+    assert {c.n_decoys for c in dag} == {0}
+    assert datasets.make("dag", n_samples=1000, n_decoys=0, seed=0).n_features == 2000
+    assert {c.method for c in cells} == PAPER_METHODS
+    assert {(c.n_samples, c.n_folds, c.explain) for c in cells} == {(1000, 6, "test")}
+    n_configs = 11 + 11 + 10 + 10 + 1
+    assert len(cells) == n_configs * 6 * len(PAPER_METHODS) == len({c.cell_id for c in cells})
+    assert {c.suite for c in cells} == {("passemiers2023", suite.hash)}
+
+
+TINY = """
+name = "tiny"
+version = 1
+description = "{description}"
+n_samples = 60
+folds = 2
+seed = 4
+methods = ["random", "anova"]
+
+[[grid]]
+datasets = ["xor"]
+n_features = [2, 5]
+
+[[grid]]
+datasets = ["ring"]
+n_decoys = [1]
+"""
+
+
+def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_path, capsys):
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY.format(description="first"))
+    store = tmp_path / "r.sqlite"
+    assert cli.main(["--suite", str(path), "--store", str(store), "--jobs", "1", "--quiet"]) == 0
+    first = load_suite(path)
+    rows = sqlite3.connect(store).execute("SELECT DISTINCT dataset, n_decoys, suite, suite_hash FROM cells").fetchall()
+    assert sorted(rows) == [("ring", 1, "tiny", first.hash), ("xor", 0, "tiny", first.hash), ("xor", 3, "tiny", first.hash)]
+    assert "12 cells run, 0 already" in capsys.readouterr().out
+
+    assert cli.main(["--suite", str(path), "--store", str(store), "--jobs", "1", "--quiet"]) == 0
+    assert "0 cells run, 12 already" in capsys.readouterr().out
+
+    path.write_text(TINY.format(description="edited"))  # any edit: a new hash, new cells, nothing mixed
+    second = load_suite(path)
+    assert second.hash != first.hash
+    assert not {c.cell_id for c in first.cells()} & {c.cell_id for c in second.cells()}
+    assert cli.main(["--suite", str(path), "--store", str(store), "--jobs", "1", "--quiet"]) == 0
+    assert "12 cells run, 0 already" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace('name = "tiny"\n', ""), "'name' must be a str"),
+    (lambda t: t.replace('"anova"', '"nope"'), "unknown methods 'nope'"),
+    (lambda t: t.replace('["xor"]', '["nope"]'), "unknown datasets 'nope'"),
+    (lambda t: t.replace("[2, 5]", "[1, 5]"), "n_features [1] below the 2 relevant features of 'xor'"),
+    (lambda t: t.replace("n_decoys = [1]", "n_decoys = [1]\nn_features = [3]"), "exactly one of"),
+    (lambda t: t.replace("n_decoys = [1]", "n_decoys = [-1]"), "non-negative integers"),
+    (lambda t: t.replace("folds = 2", "folds = 1"), "folds >= 2"),
+    (lambda t: t + "\n[[[", "not valid TOML"),
+])
+def test_malformed_suites_are_refused_with_the_reason(tmp_path, edit, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(edit(TINY.format(description="x")))
+    with pytest.raises(SuiteError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_suite(path)
+
+
+def test_suite_cli_errors_are_one_line_exit_2(tmp_path, capsys):
+    store = tmp_path / "r.sqlite"
+    for args, message in [(["--suite", str(tmp_path / "missing.toml")], "cannot read suite file"),
+                          (["--suite", "passemiers2023", "--decoys", "5"], "--suite fixes the grid; drop --decoys")]:
+        assert cli.main([*args, "--store", str(store)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
+    assert not store.exists()
