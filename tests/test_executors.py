@@ -153,3 +153,16 @@ def test_ray_address_pointing_at_nothing_fails_fast_and_writes_nothing(tmp_path)
 def test_ray_executor_rejects_bad_settings(kwargs, message):
     with pytest.raises(ExecutorError, match=message.replace("[", r"\[").replace("]", r"\]")):
         RayExecutor(**kwargs).check()
+
+
+def test_ray_gives_neural_tasks_a_share_of_a_gpu_only_where_there_is_one():
+    tasks = {t.cells[0].method: t for t in GridSpec.tasks(GRID.cells()) if t.head.fold == 0 and t.head.dataset == "xor"
+             and t.head.n_decoys == 0}
+    assert set(tasks) == {"random", "saliency"}
+    ex = RayExecutor()
+    assert ex.task_options(tasks["saliency"], cluster_gpus=1, device="auto")["num_gpus"] == 0.25
+    assert ex.task_options(tasks["random"], cluster_gpus=1, device="auto")["num_gpus"] == 0
+    assert ex.task_options(tasks["saliency"], cluster_gpus=0, device="auto")["num_gpus"] == 0
+    assert ex.task_options(tasks["saliency"], cluster_gpus=8, device="cpu")["num_gpus"] == 0
+    assert RayExecutor(gpus_per_cell=0.5).task_options(tasks["saliency"], 1, "cuda")["num_gpus"] == 0.5
+    assert ex.task_options(tasks["random"], 1, "auto")["num_cpus"] == 1

@@ -270,6 +270,13 @@ class RayExecutor:
         except Exception as exc:  # noqa: BLE001 - ray raises ConnectionError, RuntimeError, ...
             raise ExecutorError(f"cannot start or join a Ray cluster: {exc}") from exc
 
+    def task_options(self, task: FoldTask, cluster_gpus: float, device: str) -> dict[str, Any]:
+        """Ray options of one task: one CPU, and a share of a GPU for torch tasks where there is one."""
+        per_cell = DEFAULT_GPUS_PER_CELL if self.gpus_per_cell is None else self.gpus_per_cell
+        on_gpu = device != "cpu" and cluster_gpus > 0 and any(get_method(c.method).accelerated for c in task.cells)
+        return dict(num_cpus=1, num_gpus=per_cell if on_gpu else 0, max_retries=self.max_retries,
+                    retry_exceptions=False)
+
     def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
         import ray
 
@@ -278,15 +285,12 @@ class RayExecutor:
         if owned:
             self._connect(ray)
         try:
-            has_gpu = settings.device != "cpu" and ray.cluster_resources().get("GPU", 0) > 0
-            gpus = (DEFAULT_GPUS_PER_CELL if self.gpus_per_cell is None else self.gpus_per_cell) if has_gpu else 0
+            cluster_gpus = ray.cluster_resources().get("GPU", 0)
             settings = replace(settings, n_jobs=1)
             remote = ray.remote(_ray_task)
             running: dict[Any, FoldTask] = {}
             for task in tasks:
-                on_gpu = gpus > 0 and any(get_method(c.method).accelerated for c in task.cells)
-                options = dict(num_cpus=1, num_gpus=gpus if on_gpu else 0, max_retries=self.max_retries,
-                               retry_exceptions=False)
+                options = self.task_options(task, cluster_gpus, settings.device)
                 running[remote.options(**options).remote(task, settings, self.plugins)] = task
             while running:
                 done, _ = ray.wait(list(running), num_returns=1)
