@@ -37,7 +37,8 @@ GRID_FLAGS = {
 }
 DEFAULT_STORE = Path("results") / "synthbench.sqlite"
 EXPORT_COLUMNS = ["dataset", "n_samples", "n_decoys", "n_features", "k", "method", "fold", "seed", "metric",
-                  "value", "chance", "seconds", "peak_memory_bytes", "status", "message", "flags", "cell_id"]
+                  "value", "chance", "seconds", "peak_memory_bytes", "status", "message", "flags", "suite", "suite_hash",
+                  "cell_id"]
 
 
 class UsageError(Exception):
@@ -186,7 +187,8 @@ def _listing() -> str:
     lines.append("methods (* = run by default):")
     for n in method_names():
         spec = get_method(n)
-        lines.append(f"  {n:<22}{'*' if spec.default else ' '} {spec.description}")
+        limit = f" [at most {spec.max_features} features]" if spec.max_features else ""
+        lines.append(f"  {n:<22}{'*' if spec.default else ' '} {spec.description}{limit}")
     return "\n".join(lines)
 
 

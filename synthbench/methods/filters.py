@@ -43,6 +43,7 @@ def relief(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_
     description="ReliefF, skrebate itself (the reference for relief); slow: about 15 s per fold at p = 1000",
     params={"n_neighbors": 100},
     default=False,
+    max_features=10_000,  # Python-level loops over rows and features: minutes at 2048, hours beyond 10,000
 )
 def relief_skrebate(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_neighbors: int) -> np.ndarray:
     """skrebate ``ReliefF.feature_importances_`` on the training part, shape ``(p,)``, signed."""
@@ -83,6 +84,7 @@ def mrmr_method(data: FoldData, models: SharedModels, rng: np.random.Generator, 
     description="mRMR (MIQ) on round(20·x), the reference C++ implementation (pymrmr); slow",
     params=_MRMR_PARAMS,
     default=False,
+    max_features=10_000,  # 15 s at p = 1000, about an hour at 10,000 (n = 1000)
 )
 def mrmr_pymrmr(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_select: int, scheme: str, scale: float) -> np.ndarray:
     from synthbench.methods.mrmr import pymrmr_select
