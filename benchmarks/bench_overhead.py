@@ -34,7 +34,7 @@ def useful_seconds(cells) -> tuple[float, float]:
     method_s = 0.0
     trainings: dict[tuple, float] = {}
     for row in cells.itertuples():
-        models = json.loads(row.model) if row.model else {}
+        models = json.loads(row.model) if isinstance(row.model, str) else {}  # NULL (NaN): no model
         method_s += row.seconds - sum(info["train_seconds"] for info in models.values())
         for kind, info in models.items():
             trainings[(row.dataset, row.n_decoys, row.seed, row.fold, kind)] = info["train_seconds"]
