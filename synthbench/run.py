@@ -192,6 +192,12 @@ def _listing() -> str:
     return "\n".join(lines)
 
 
+def _command(argv: list[str] | None) -> str:
+    import shlex
+
+    return " ".join(["python -m synthbench.run", shlex.join(sys.argv[1:] if argv is None else argv)]).strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -226,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             settings = TrainSettings(device=args.device,
                                      cache_dir=str(args.cache_dir or args.store.parent / "cache"))
             summary = execute(cells, store, executor=executor, force=args.force, settings=settings,
-                              on_start=start, on_cell=advance)
+                              on_start=start, on_cell=advance, command=_command(argv))
             if bar is not None:
                 bar.close()
             rows = store.scores(c.cell_id for c in cells)

@@ -1,12 +1,13 @@
 """The SQLite results store: round trip, atomic replacement, refusal of foreign files."""
 
 import hashlib
+import json
 import sqlite3
 
 import pytest
 
 from synthbench.runner.grid import Cell, GridSpec
-from synthbench.runner.store import CellResult, ResultStore, StoreError
+from synthbench.runner.store import SCHEMA_VERSION, CellResult, ResultStore, StoreError
 
 
 def cell(fold=0, method="random"):
@@ -157,7 +158,7 @@ def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_cells(tmp_path):
         assert cells.loc[suited.cell_id, ["suite", "suite_hash"]].tolist() == ["s", "abc"]
         assert store.finished([cell(2).cell_id]) == {cell(2).cell_id}
     con = sqlite3.connect(old)
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     con.execute("PRAGMA foreign_keys = ON")
     con.execute("DELETE FROM cells WHERE cell_id = ?", (cell().cell_id,))  # the cascade survived the rebuild
     assert con.execute("SELECT count(*) FROM scores WHERE cell_id = ?", (cell().cell_id,)).fetchone()[0] == 0
@@ -179,3 +180,63 @@ def test_a_full_disk_stops_the_run_with_a_clear_error_and_keeps_finished_cells(t
         scores = store.scores()
         assert (scores.groupby("cell_id").size() == scores.groupby("cell_id").size().max()).all()  # whole cells only
         assert store.finished(c.cell_id for c in cells) == set(kept.cell_id)
+
+
+def _v1_store(path, source):
+    """A schema-1 store at ``path`` holding the cells of the current store ``source``."""
+    con = sqlite3.connect(path)
+    con.executescript(V1_SCHEMA)
+    con.execute("ATTACH ? AS new", (str(source),))
+    con.execute("INSERT INTO cells SELECT cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method,"
+                " method_params, fold, n_folds, seed, explain, scorer, status, message, flags, seconds,"
+                " peak_memory_bytes, model, permutation, versions, package_version, finished_at FROM new.cells")
+    con.execute("INSERT INTO scores SELECT * FROM new.scores")
+    con.commit()
+    con.close()
+
+
+def test_read_only_opening_never_writes_the_file_and_reads_an_old_schema_through_a_private_copy(tmp_path):
+    new, old = tmp_path / "new.sqlite", tmp_path / "old.sqlite"
+    with ResultStore(new) as store:
+        store.write(result(cell()))
+    _v1_store(old, new)
+    before = old.read_bytes()
+    with ResultStore(old, readonly=True) as store:
+        assert len(store.scores()) == 2 and store.scores()["run_id"].isna().all()
+        assert store.runs().empty
+        with pytest.raises(StoreError, match="cannot write"):
+            store.write(result(cell(2)))
+    with ResultStore(new, readonly=True) as store:
+        with pytest.raises(StoreError, match="cannot write"):
+            store.write(result(cell(2)))
+    assert old.read_bytes() == before
+    with pytest.raises(StoreError, match="does not exist"):
+        ResultStore(tmp_path / "missing.sqlite", readonly=True)
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+def test_each_execution_is_recorded_as_a_run_with_its_machine_wall_time_and_outcome(tmp_path):
+    from synthbench.runner.execute import execute
+
+    cells = GridSpec(("xor",), ("random", "anova"), (0, 3), n_samples=60, n_folds=2).cells()
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        first = execute(cells[:4], store, command="python -m synthbench.run --x")
+
+        def stop(_result):
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            execute(cells, store, on_cell=stop)
+        runs = store.runs().set_index("run_id")
+        stored = store.cells().set_index("cell_id")
+    assert runs.loc[first.run_id, ["status", "command", "cells_total", "cells_pending", "cells_ok"]].tolist() == [
+        "finished", "python -m synthbench.run --x", 4, 4, 4]
+    assert runs.loc[first.run_id, "wall_seconds"] == pytest.approx(first.wall_seconds)
+    machine = json.loads(runs.loc[first.run_id, "machine"])
+    assert machine["cores"] >= 1 and machine["python"] and isinstance(machine["gpus"], list)
+    assert json.loads(runs.loc[first.run_id, "executor"])["name"] == "serial"
+    second = runs.index[-1]
+    assert runs.loc[second, ["status", "cells_total", "cells_pending", "cells_ok"]].tolist() == [
+        "interrupted", len(cells), len(cells) - 4, 1]
+    assert (stored.loc[[c.cell_id for c in cells[:4]], "run_id"] == first.run_id).all()
+    assert (stored["run_id"] == second).sum() == 1

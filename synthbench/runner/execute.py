@@ -6,17 +6,23 @@ The calling process is the only writer of the store, whatever the engine (see
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from synthbench import __version__
 from synthbench.models import TrainSettings
 from synthbench.runner.cells import NEAR_CHANCE_AUROC, run_task
 from synthbench.runner.executors import Executor, SerialExecutor
 from synthbench.runner.grid import Cell, GridSpec
-from synthbench.runner.store import CellResult, ResultStore
+from synthbench.runner.machine import describe_machine
+from synthbench.runner.store import CellResult, ResultStore, StoreError
 
 __all__ = ["execute", "RunSummary", "run_task", "NEAR_CHANCE_AUROC"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -29,6 +35,7 @@ class RunSummary:
     failed: int = 0
     over_limit: int = 0  # recorded as skipped: more features than the method's declared limit
     wall_seconds: float = 0.0
+    run_id: int | None = None
 
 
 def execute(
@@ -40,23 +47,29 @@ def execute(
     settings: TrainSettings = TrainSettings(),
     on_cell: Callable[[CellResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    command: str | None = None,
 ) -> RunSummary:
     """Run the cells not yet finished in ``store`` (all of them with ``force``) and store each result.
 
     ``executor`` says where cells run (default: :class:`SerialExecutor`, this process);
     ``settings`` how models are trained (device, disk cache). ``on_start(n_pending)`` is called
     once before work starts; ``on_cell(result)`` after each cell is written (progress bars hook in here).
+    The execution is recorded in the store as a run (``command``, the engine, this machine, its
+    wall time and how it ended: ``finished``, ``interrupted`` by Ctrl-C, or ``failed`` on an error).
     """
     executor = executor or SerialExecutor()
     t0 = time.perf_counter()
     done = set() if force else store.finished(c.cell_id for c in cells)
     pending = [c for c in cells if c.cell_id not in done]
     summary = RunSummary(total=len(cells), skipped=len(cells) - len(pending))
+    summary.run_id = store.start_run(
+        command=command, executor=_describe(executor), machine=describe_machine(),
+        package_version=__version__, cells_total=len(cells), cells_pending=len(pending))
     if on_start is not None:
         on_start(len(pending))
 
     def record(result: CellResult) -> None:
-        store.write(result)
+        store.write(result, summary.run_id)
         if result.status == "ok":
             summary.ok += 1
         elif result.status == "skipped":
@@ -66,6 +79,24 @@ def execute(
         if on_cell is not None:
             on_cell(result)
 
-    executor.run(GridSpec.tasks(pending), settings, record)
-    summary.wall_seconds = time.perf_counter() - t0
+    status = "failed"
+    try:
+        executor.run(GridSpec.tasks(pending), settings, record)
+        status = "finished"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        summary.wall_seconds = time.perf_counter() - t0
+        try:
+            store.finish_run(summary.run_id, status=status, wall_seconds=summary.wall_seconds, ok=summary.ok,
+                             failed=summary.failed, skipped=summary.over_limit)
+        except StoreError as exc:  # the store itself failed (full disk): the cells written before are kept
+            log.warning("could not record the end of run %s: %s", summary.run_id, exc)
     return summary
+
+
+def _describe(executor: Executor) -> dict:
+    """The engine's name and, for the dataclass engines, its settings."""
+    settings = dataclasses.asdict(executor) if dataclasses.is_dataclass(executor) else {}
+    return {**settings, "name": getattr(executor, "name", type(executor).__name__)}

@@ -4,16 +4,21 @@ Every cell is written in a single transaction, so a run killed at any instant le
 whole cells behind; a rerun skips cells whose status is ``ok`` or ``skipped`` (the data exceed
 a limit the method declares) and retries failed ones.
 
-Schema (version 2)::
+Schema (version 3)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 2
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 3
+    runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
+         machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped)
     cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
           method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
           seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at,
-          suite, suite_hash)
+          suite, suite_hash, run_id)
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
 
-A version-1 store (no suite columns) is upgraded in place when opened.
+A run is one execution of a grid (one command): where it ran, how long, and how it ended
+(``running`` until it ends; a run whose process was killed stays ``running`` with no end time).
+Older stores are upgraded in place when opened for writing (version 1 has no suite columns,
+version 2 no runs); opened read-only, they are upgraded in a private in-memory copy.
 """
 
 from __future__ import annotations
@@ -30,12 +35,12 @@ import pandas as pd
 
 from synthbench.runner.grid import Cell
 
-__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION"]
+__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION = "synthbench"
 
-_CELLS = """
+_CELLS_V2 = """
 CREATE TABLE {name} (
     cell_id TEXT PRIMARY KEY,
     dataset TEXT NOT NULL, dataset_params TEXT NOT NULL,
@@ -48,14 +53,25 @@ CREATE TABLE {name} (
     seconds REAL, peak_memory_bytes INTEGER,
     model TEXT, permutation TEXT, versions TEXT, package_version TEXT NOT NULL,
     finished_at TEXT NOT NULL,
-    suite TEXT, suite_hash TEXT
+    suite TEXT, suite_hash TEXT{extra}
 )"""
+_CELLS = _CELLS_V2.format(name="cells", extra=",\n    run_id INTEGER REFERENCES runs(run_id)")
+_RUNS = """
+CREATE TABLE runs (
+    run_id INTEGER PRIMARY KEY,
+    started_at TEXT NOT NULL, finished_at TEXT, wall_seconds REAL,
+    status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'interrupted', 'failed')),
+    command TEXT, executor TEXT, machine TEXT, package_version TEXT NOT NULL,
+    cells_total INTEGER, cells_pending INTEGER, cells_ok INTEGER, cells_failed INTEGER, cells_skipped INTEGER
+)"""
+RUN_STATUSES = ("finished", "interrupted", "failed")
 _V1_COLUMNS = ("cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
                "n_folds, seed, explain, scorer, status, message, flags, seconds, peak_memory_bytes, model, "
                "permutation, versions, package_version, finished_at")
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    _CELLS.format(name="cells"),
+    _RUNS,
+    _CELLS,
     """CREATE TABLE scores (
     cell_id TEXT NOT NULL REFERENCES cells(cell_id) ON DELETE CASCADE,
     metric TEXT NOT NULL, value REAL, chance REAL,
@@ -67,13 +83,18 @@ _SCHEMA = (
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
 #: in one transaction). 1 -> 2: suite columns, and the status 'skipped'; SQLite cannot change a
 #: CHECK constraint in place, so the cells table is rebuilt as SQLite's documentation prescribes.
+#: 2 -> 3: the runs table, and each cell's run.
 _UPGRADES = {
     "1": (
-        _CELLS.format(name="cells_v2"),
+        _CELLS_V2.format(name="cells_v2", extra=""),
         f"INSERT INTO cells_v2 ({_V1_COLUMNS}) SELECT {_V1_COLUMNS} FROM cells",
         "DROP TABLE cells",
         "ALTER TABLE cells_v2 RENAME TO cells",
         "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
+    ),
+    "2": (
+        _RUNS,
+        "ALTER TABLE cells ADD COLUMN run_id INTEGER REFERENCES runs(run_id)",
     ),
 }
 
@@ -109,18 +130,24 @@ class ResultStore:
     path : path of the SQLite file
     create : create the file (and its folder) when it does not exist; otherwise a missing
         file is a :class:`StoreError`.
+    readonly : open without ever writing the file (reports, notebooks); implies ``create=False``.
+        Writes raise :class:`StoreError`.
     """
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly
         exists = self.path.exists()
-        if not exists and not create:
+        if not exists and (readonly or not create):
             raise StoreError(f"store {self.path} does not exist")
         if exists and self.path.is_dir():
             raise StoreError(f"store path {self.path} is a directory, not a database file")
         if exists:
             self._check_existing()
         try:
+            if readonly:
+                self._con = self._open_readonly()
+                return
             if not exists:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self._con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
@@ -131,6 +158,19 @@ class ResultStore:
                 self._upgrade()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot {'open' if exists else 'create'} store {self.path}: {exc}") from exc
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """The file opened read-only; an older schema is upgraded in an in-memory copy instead."""
+        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+        if con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION):
+            return con
+        memory = sqlite3.connect(":memory:", isolation_level=None)
+        con.backup(memory)
+        con.close()
+        self._con = memory
+        self._upgrade()
+        memory.execute("PRAGMA query_only = ON")
+        return memory
 
     def _check_existing(self) -> None:
         try:
@@ -193,16 +233,40 @@ class ResultStore:
             done.update(r[0] for r in self._con.execute(q, chunk))
         return done
 
-    def write(self, result: CellResult) -> None:
-        """Store one cell and its scores atomically, replacing any earlier row of that cell."""
+    def start_run(self, *, command: str | None, executor: dict[str, Any] | None, machine: dict[str, Any] | None,
+                  package_version: str, cells_total: int, cells_pending: int) -> int:
+        """Record the start of a run (status ``running``) and return its ``run_id``."""
+        row = (_now(), "running", command, _json(executor), _json(machine), package_version, cells_total, cells_pending)
+        try:
+            with self._transaction():
+                cur = self._con.execute(
+                    "INSERT INTO runs (started_at, status, command, executor, machine, package_version, cells_total,"
+                    " cells_pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, *, status: str, wall_seconds: float, ok: int, failed: int, skipped: int) -> None:
+        """Record how run ``run_id`` ended: ``status`` is one of :data:`RUN_STATUSES`."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
+        try:
+            with self._transaction():
+                self._con.execute(
+                    "UPDATE runs SET finished_at = ?, status = ?, wall_seconds = ?, cells_ok = ?, cells_failed = ?,"
+                    " cells_skipped = ? WHERE run_id = ?", (_now(), status, wall_seconds, ok, failed, skipped, run_id))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
+
+    def write(self, result: CellResult, run_id: int | None = None) -> None:
+        """Store one cell and its scores atomically (as part of run ``run_id``), replacing any earlier row of that cell."""
         c = result.cell
         row = (
             c.cell_id, c.dataset, json.dumps(dict(c.dataset_params), sort_keys=True), c.n_samples, c.n_decoys,
             result.n_features, result.k, c.method, json.dumps(c.method_params, sort_keys=True), c.fold,
             c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, ",".join(result.flags), result.seconds,
             result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
-            c.config()["version"], datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            *(c.suite or (None, None)),
+            c.config()["version"], _now(), *(c.suite or (None, None)), run_id,
         )
         try:
             with self._transaction():
@@ -215,6 +279,16 @@ class ResultStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
 
+    def runs(self) -> pd.DataFrame:
+        """One row per run, oldest first; ``last_cell_at`` is when its last cell was stored.
+
+        ``executor`` and ``machine`` are JSON text (engine and its settings; host, platform, CPU,
+        memory, GPUs, Python and torch versions).
+        """
+        return pd.read_sql_query(
+            "SELECT r.*, (SELECT MAX(c.finished_at) FROM cells c WHERE c.run_id = r.run_id) AS last_cell_at"
+            " FROM runs r ORDER BY r.run_id", self._con)
+
     def cells(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """One row per stored cell (all, or those of ``cell_ids``)."""
         return self._query("SELECT * FROM cells", cell_ids)
@@ -224,13 +298,13 @@ class ResultStore:
 
         Columns: cell_id, dataset, n_samples, n_decoys, n_features, k, method, fold, seed,
         metric, value, chance, seconds, peak_memory_bytes, status, message, flags (comma-separated,
-        e.g. ``model_near_chance``), suite, suite_hash. Failed cells appear once with a null
+        e.g. ``model_near_chance``), suite, suite_hash, run_id. Failed cells appear once with a null
         metric, so they are never silently missing.
         """
         sql = (
             "SELECT c.cell_id, c.dataset, c.n_samples, c.n_decoys, c.n_features, c.k, c.method, c.fold, c.seed,"
             " s.metric, s.value, s.chance, c.seconds, c.peak_memory_bytes, c.status, c.message, c.flags,"
-            " c.suite, c.suite_hash"
+            " c.suite, c.suite_hash, c.run_id"
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"
         )
         return self._query(sql, cell_ids, alias="c.")
@@ -259,6 +333,10 @@ class _Transaction:
             self._con.execute("COMMIT")
         elif self._con.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
             self._con.execute("ROLLBACK")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _json(obj: Any) -> str | None:
