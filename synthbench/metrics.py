@@ -195,6 +195,8 @@ class Metric:
     bounds : callable ``relevant -> (lowest, highest)`` attainable values
     chance : callable ``relevant -> float``, the expected value under a uniformly random ranking
     description : str
+    limits : ``(lowest, highest)`` the metric can take for any truth (bounds are per truth);
+        reports clip confidence intervals to it
     """
 
     name: str
@@ -204,6 +206,7 @@ class Metric:
     bounds: Callable[[np.ndarray], tuple[float, float]]
     chance: Callable[[np.ndarray], float]
     description: str
+    limits: tuple[float, float] = (0.0, 1.0)
 
     def __call__(self, scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> float:
         return self.fn(scores, relevant, rng)
@@ -236,7 +239,7 @@ METRICS: dict[str, Metric] = {
         Metric("mean_rank", mean_rank, "lower", "global",
                lambda r: ((_kp(r)[0] + 1) / 2, _kp(r)[1] - (_kp(r)[0] - 1) / 2),
                lambda r: (_kp(r)[1] + 1) / 2,
-               "mean rank of the true features (1 = most important)"),
+               "mean rank of the true features (1 = most important)", limits=(1.0, np.inf)),
         Metric("local_tpr_at_k", local_tpr_at_k, "higher", "local", lambda r: (0.0, 1.0),
                lambda r: _kp(r)[0] / _kp(r)[1],
                "per-instance share of the instance's true features within its top k"),

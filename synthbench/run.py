@@ -247,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     over = f", {summary.over_limit} over a method's feature limit (skipped)" if summary.over_limit else ""
     print(f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed{over} "
           f"in {summary.wall_seconds:.1f}s")
+    print(f"report: python -m synthbench.report --store {args.store} --out {args.store.parent / 'report'}")
     if args.export is not None:
         args.export.parent.mkdir(parents=True, exist_ok=True)
         rows.reindex(columns=EXPORT_COLUMNS).to_csv(args.export, index=False)

@@ -1,0 +1,19 @@
+"""Reports of a results database: leaderboards with confidence intervals, decoy curves, breakpoints,
+cost against quality, rank statistics, and a self-contained HTML/Markdown report.
+
+``python -m synthbench.report --store PATH --out DIR`` writes the report; in a notebook::
+
+    from synthbench.report import load_results, summary_table, decoy_table, rank_test, figures
+    results = load_results("results/synthbench.sqlite")
+    summary_table(results)
+"""
+
+from synthbench.report.document import Report, build_report, write_report
+from synthbench.report.results import ReportError, Results, load_results
+from synthbench.report.statistics import RankTest, block_means, rank_test
+from synthbench.report.tables import BREAKPOINT_LEVEL, breakpoints, decoy_table, mean_ci, summary_table
+from synthbench.report import figures
+
+__all__ = ["load_results", "Results", "ReportError", "summary_table", "decoy_table", "breakpoints", "mean_ci",
+           "BREAKPOINT_LEVEL", "rank_test", "RankTest", "block_means", "build_report", "write_report", "Report",
+           "figures"]

@@ -1,0 +1,75 @@
+"""Command line of the report: ``python -m synthbench.report --store PATH --out DIR``.
+
+Bad input (a missing store, a file that is not a synthbench database, an empty one, an output
+folder that cannot be written, an unknown metric) is reported on one line with exit code 2, and
+nothing is left half-written in the output folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from synthbench import metrics
+
+__all__ = ["main"]
+
+DEFAULT_STORE = Path("results") / "synthbench.sqlite"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise _UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m synthbench.report",
+                description="Write a report (Markdown, self-contained HTML, PNG figures) of a synthbench results database.")
+    p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="results database (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("results") / "report",
+                   help="output folder, created if needed (default: %(default)s)")
+    p.add_argument("--suite", help="report only the cells of this suite")
+    p.add_argument("--metrics", default="best_k,best_2k",
+                   help="comma-separated global metrics; the first drives curves, breakpoints and statistics "
+                        "(default: %(default)s)")
+    p.add_argument("--level", type=float, default=0.9,
+                   help="mean of the first metric a method must keep up to its breakpoint (default: %(default)s)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the rank tests (default: %(default)s)")
+    return p
+
+
+def _metrics(text: str) -> tuple[str, ...]:
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    valid = metrics.names("global")
+    bad = [n for n in names if n not in valid]
+    if not names or bad:
+        raise _UsageError(f"--metrics: unknown or empty {', '.join(map(repr, bad)) or 'list'}; valid: {', '.join(valid)}")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    from synthbench.report import ReportError, build_report, load_results, write_report
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        args = build_parser().parse_args(argv)
+        chosen = _metrics(args.metrics)
+        if not 0 < args.alpha < 1:
+            raise _UsageError(f"--alpha must be within (0, 1), got {args.alpha}")
+        results = load_results(args.store, suite=args.suite)
+        report = build_report(results, metrics=chosen, level=args.level, alpha=args.alpha)
+        written = write_report(report, args.out)
+    except (_UsageError, ReportError) as exc:
+        print(f"synthbench.report: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"synthbench.report: error: cannot write the report to {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {', '.join(p.name for p in written)} to {args.out}")
+    return 0

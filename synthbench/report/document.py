@@ -1,0 +1,234 @@
+"""The report document: sections in Markdown, figures as PNG, and one self-contained HTML page.
+
+:func:`build_report` turns loaded results into a :class:`Report` in memory (text and figures);
+:func:`write_report` writes it to a folder all at once: files are made in a hidden staging
+folder inside the target and moved in only when every one of them was written, so a failure
+leaves nothing half-written behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from synthbench import metrics as M
+from synthbench.report import figures, tables
+from synthbench.report.results import Results
+from synthbench.report.statistics import rank_test
+
+__all__ = ["Report", "build_report", "write_report"]
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 7px}
+th{background:#f3f3f3}td{text-align:right}td:first-child{text-align:left}img{max-width:100%}
+code{background:#f3f3f3;padding:0 3px}"""
+
+
+@dataclass
+class Report:
+    """A report in memory: Markdown text referring to figures by file name, and the figures."""
+
+    markdown: str
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+    def html(self, images: dict[str, bytes]) -> str:
+        """The whole report as one HTML page, each figure embedded from its PNG bytes (``images`` by file name)."""
+        import markdown
+
+        body = markdown.markdown(self.markdown, extensions=["tables"])
+
+        def embed(match: re.Match) -> str:
+            data = base64.b64encode(images[match.group(1)]).decode("ascii")
+            return f'src="data:image/png;base64,{data}"'
+
+        body = re.sub(r'src="([^"]+\.png)"', embed, body)
+        return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>synthbench report</title>'
+                f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")
+
+
+def _ci(mean: float, lo: float, hi: float) -> str:
+    if pd.isna(mean):
+        return "–"
+    return f"{mean:.2f}" if pd.isna(lo) else f"{mean:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def _leaderboard_markdown(table: pd.DataFrame, metrics: tuple[str, ...]) -> str:
+    """A summary table as Markdown: CI columns merged, chance beside the first metric, counts last."""
+    out = pd.DataFrame(index=[f"{m} †" if table.at[m, "near_chance"] else m for m in table.index])
+    for metric in metrics:
+        out[f"{metric} [95 % CI]"] = [_ci(*r) for r in table[[metric, f"{metric}_lo", f"{metric}_hi"]].to_numpy()]
+        out[f"{metric} chance"] = table[f"{metric}_chance"].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_numpy()
+    out["s / cell"] = table["seconds"].map(lambda v: "–" if pd.isna(v) else f"{v:.3g}").to_numpy()
+    for col, name in (("cells", "cells"), ("near_chance", "near chance"), ("failed", "failed"),
+                      ("skipped", "over limit"), ("missing", "missing")):
+        out[name] = table[col].to_numpy()
+    out.index.name = "method"
+    return out.to_markdown(disable_numparse=True)
+
+
+def _breakpoint_markdown(points: pd.DataFrame, order: list[str], settings: list[str]) -> str:
+    def label(r: pd.Series) -> str:
+        if np.isnan(r["breakpoint"]):
+            return f"< {r['smallest']}"
+        return f"≥ {int(r['breakpoint'])}" if r["held_throughout"] else str(int(r["breakpoint"]))
+
+    cells = points.assign(label=points.apply(label, axis=1)).pivot(index="method", columns="setting", values="label")
+    cells = cells.reindex(index=order, columns=settings).fillna("missing")
+    return cells.to_markdown(disable_numparse=True)
+
+
+def _duration(seconds: float) -> str:
+    h, rest = divmod(int(round(seconds)), 3600)
+    return f"{h} h {rest // 60:02d} min" if h else f"{rest // 60} min {rest % 60:02d} s"
+
+
+def _provenance(results: Results) -> list[str]:
+    cells, runs = results.cells, results.runs
+    lines = [
+        f"- store: `{results.path}`",
+        f"- synthbench version(s) of the cells: {', '.join(sorted(cells['package_version'].unique()))}",
+    ]
+    suites = cells.dropna(subset=["suite"])[["suite", "suite_hash"]].drop_duplicates()
+    lines.append("- suite: " + (", ".join(f"{s} (hash `{h}`)" for s, h in suites.to_numpy()) or "none (a grid from flags)"))
+    lines.append(f"- seeds: {', '.join(map(str, sorted(cells['seed'].unique())))}; folds: "
+                 f"{', '.join(map(str, sorted(cells['n_folds'].unique())))}; samples: "
+                 f"{', '.join(map(str, sorted(cells['n_samples'].unique())))}")
+    versions = cells["versions"].dropna()
+    if not versions.empty:
+        libs = json.loads(versions.iloc[-1])
+        lines.append("- libraries (latest cell): " + ", ".join(f"{k} {v}" for k, v in sorted(libs.items())))
+    lines.append(f"- cells stored from {cells['finished_at'].min()} to {cells['finished_at'].max()} (UTC)")
+    cell_seconds = (f"sum of per-cell seconds {_duration(cells['seconds'].fillna(0).sum())} (each cell counts the "
+                    "models it uses, so a model shared by several cells counts once per cell)")
+    if runs.empty:
+        lines.append(f"- runs: not recorded (store written before synthbench recorded runs); {cell_seconds}")
+        return lines
+    used = runs[runs["run_id"].isin(cells["run_id"].dropna())]
+    wall = used["wall_seconds"].where(used["wall_seconds"].notna(), _elapsed(used)).sum()
+    lines.append(f"- total wall time: {_duration(wall)} over {len(used)} run(s) that wrote these cells; {cell_seconds}")
+    for r in used.itertuples():
+        machine = json.loads(r.machine) if r.machine else {}
+        executor = json.loads(r.executor) if r.executor else {}
+        memory = f"{machine['memory_bytes'] / 2**30:.0f} GiB" if machine.get("memory_bytes") else "? GiB"
+        gpus = ", ".join(machine.get("gpus") or []) or "no GPU"
+        lines.append(f"  - run {r.run_id} ({r.status}, started {r.started_at}): `{r.command or '(library call)'}` on "
+                     f"{machine.get('host', '?')}: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, "
+                     f"{memory}, {gpus}; engine {executor.get('name', '?')}")
+    return lines
+
+
+def _elapsed(runs: pd.DataFrame) -> pd.Series:
+    """Start to last stored cell, for runs that never recorded their end (their process was killed)."""
+    start = pd.to_datetime(runs["started_at"])
+    end = pd.to_datetime(runs["last_cell_at"])
+    return (end - start).dt.total_seconds().fillna(0)
+
+
+def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k"),
+                 level: float = tables.BREAKPOINT_LEVEL, alpha: float = 0.05) -> Report:
+    """The report of ``results``: leaderboards, decoy curves, breakpoints, cost, statistics, provenance.
+
+    ``metrics[0]`` drives the curves, breakpoints, cost figure and rank test (best_k by default).
+    """
+    metric = metrics[0]
+    styles = figures.method_styles(results.methods)
+    overall = tables.summary_table(results, metrics=metrics)
+    curves = tables.decoy_table(results, metric)
+    points = tables.breakpoints(curves, level)
+    test = rank_test(results, metric, alpha)
+    settings = results.settings
+    decoys = sorted(results.cells["n_decoys"].unique())
+    status = results.cells["status"].value_counts()
+    missing = len(results.missing())
+    m = M.get(metric)
+    md = ["# synthbench report", ""]
+    versions = results.cells["package_version"].unique()
+    if len(versions) > 1:
+        md += [f"**Warning:** this store mixes cells of synthbench {', '.join(sorted(versions))}; their numbers may "
+               "not be comparable.", ""]
+    md += [
+        f"This report reads `{results.path}`: {len(results.methods)} methods on {len(settings)} dataset(s) "
+        f"({', '.join(settings)}) at {len(decoys)} decoy count(s) ({', '.join(map(str, decoys))}); "
+        f"{status.get('ok', 0)} cells finished, {status.get('failed', 0)} failed, "
+        f"{status.get('skipped', 0)} over a method's declared feature limit, {missing} missing from the grid the "
+        "store implies (shown as missing, never as zero).",
+        "",
+        f"**How to read it.** Each method ranks every feature; `{metric}` is {m.description.rstrip('.')}. "
+        "It is 1 when the truly relevant features come first, and the *chance* column gives its expected value "
+        "for a random ranking. `best_2k` gives the method twice as many places. Means are over folds and seeds, "
+        "with 95 % Student-t confidence intervals. † marks methods some of whose cells explain a model that scored "
+        "a held-out AUROC below 0.6 (`near chance` counts them): such attributions explain a model that learned little.",
+        "",
+        "## Leaderboard, all datasets",
+        "",
+        _leaderboard_markdown(overall, metrics),
+        "",
+    ]
+    for setting in settings:
+        md += [f"### {setting}", "", _leaderboard_markdown(tables.summary_table(results, metrics=metrics, setting=setting),
+                                                          metrics), ""]
+    md += ["## Recovery against the number of decoys", "",
+           f"Mean `{metric}` per decoy count, one panel per dataset; bands are 95 % confidence intervals, "
+           "the dashed line is chance.", "", "![decoy curves](curves.png)", ""]
+    order = list(overall.index)
+    md += ["## Breakpoints", "",
+           f"The largest decoy count up to which a method keeps mean `{metric}` ≥ {level} at every measured count: "
+           f"`≥ N` means it never fell below {level} (N is the largest count measured), `< N` that it was already "
+           "below at the smallest count N.", "", _breakpoint_markdown(points, order, settings), "",
+           "![breakpoints](breakpoints.png)", ""]
+    front = figures._pareto(overall.dropna(subset=[metric, "seconds"]), metric)
+    md += ["## Cost against quality", "",
+           f"Mean `{metric}` over every cell against mean wall seconds per cell (the method plus the model it needs). "
+           f"Pareto front, fastest first: {', '.join(front.index)}.", "", "![cost against quality](cost.png)", ""]
+    md += ["## Are the differences real?", "", test.sentence(), ""]
+    if not test.pairwise.empty:
+        md += ["![critical-difference diagram](cd.png)", ""]
+    md += ["## Provenance", "", *_provenance(results), ""]
+    report = Report("\n".join(md))
+    report.figures["curves.png"] = figures.decoy_curves(curves, styles, metric=metric, settings=settings)
+    report.figures["breakpoints.png"] = figures.breakpoint_figure(points, level=level, methods=order)
+    report.figures["cost.png"] = figures.cost_quality(overall, styles, metric=metric)
+    if not test.pairwise.empty:
+        report.figures["cd.png"] = figures.cd_diagram(test, styles)
+    return report
+
+
+def write_report(report: Report, out_dir: str | Path) -> list[Path]:
+    """Write ``report.md``, ``report.html`` and each figure's PNG into ``out_dir`` (created if needed).
+
+    Everything is written to a staging folder inside ``out_dir`` first and moved in at the end;
+    on any error the staging folder is removed (and ``out_dir`` too if this call created it), and
+    the error propagates. Returns the written paths.
+    """
+    out = Path(out_dir)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    try:
+        images = {}
+        for name, fig in report.figures.items():
+            fig.savefig(staging / name, dpi=150, bbox_inches="tight", metadata={"Software": None})
+            images[name] = (staging / name).read_bytes()
+        (staging / "report.md").write_text(report.markdown, encoding="utf-8")
+        (staging / "report.html").write_text(report.html(images), encoding="utf-8")
+        written = []
+        for path in sorted(staging.iterdir()):
+            target = out / path.name
+            path.replace(target)
+            written.append(target)
+        return written
+    except BaseException:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,104 @@
+"""Results of a store, loaded once for reporting: scores of finished cells, every cell's status, the runs.
+
+A *setting* is what one curve or table block is about: a dataset at one sample size (``ring``,
+or ``ring n=500`` when a store holds several sample sizes of that dataset). The *grid* a store
+implies is every (setting, decoy count, seed, fold) that any of its cells ran, crossed with every
+method it holds; a combination with no stored cell is *missing*, never a zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from synthbench.runner.store import ResultStore, StoreError
+
+__all__ = ["Results", "load_results", "ReportError"]
+
+_CONFIG = ["setting", "n_decoys", "seed", "fold"]
+
+
+class ReportError(Exception):
+    """The store cannot be reported on (missing, not a synthbench database, no cells)."""
+
+
+@dataclass(frozen=True)
+class Results:
+    """What a report is made of.
+
+    Attributes
+    ----------
+    scores : tidy rows of cells with status ``ok``, one per (cell, metric): the columns of
+        :meth:`ResultStore.scores` plus ``setting``.
+    cells : one row per stored cell (any status) with ``setting``, ``method``, ``status``,
+        ``seconds``, ``flags``, ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
+    runs : one row per run (:meth:`ResultStore.runs`); empty for stores older than runs.
+    path : the store's path.
+    """
+
+    scores: pd.DataFrame
+    cells: pd.DataFrame
+    runs: pd.DataFrame
+    path: Path
+
+    @property
+    def methods(self) -> list[str]:
+        """Methods with at least one stored cell, by name."""
+        return sorted(self.cells["method"].unique())
+
+    @property
+    def settings(self) -> list[str]:
+        """Settings in first-seen order of the store (the order the grid ran them)."""
+        return list(dict.fromkeys(self.cells["setting"]))
+
+    def missing(self) -> pd.DataFrame:
+        """Cells of the implied grid that the store does not hold.
+
+        Returns
+        -------
+        DataFrame with columns ``method, setting, n_decoys, seed, fold`` (one row per missing cell).
+        """
+        configs = self.cells[_CONFIG].drop_duplicates()
+        grid = configs.merge(pd.DataFrame({"method": self.methods}), how="cross")
+        held = self.cells[["method", *_CONFIG]].drop_duplicates()
+        merged = grid.merge(held, how="left", on=["method", *_CONFIG], indicator=True)
+        return merged.loc[merged["_merge"] == "left_only", ["method", *_CONFIG]].reset_index(drop=True)
+
+
+def load_results(store: str | Path, *, suite: str | None = None) -> Results:
+    """Read a results database (read-only) for reporting.
+
+    Parameters
+    ----------
+    store : path of a synthbench SQLite store
+    suite : keep only the cells of this suite (by name)
+
+    Raises
+    ------
+    ReportError
+        The file is missing, not a synthbench database, or holds no cell (of ``suite``).
+    """
+    try:
+        with ResultStore(store, readonly=True) as db:
+            cells, scores, runs = db.cells(), db.scores(), db.runs()
+    except StoreError as exc:
+        raise ReportError(str(exc)) from None
+    if suite is not None:
+        cells, scores = cells[cells["suite"] == suite], scores[scores["suite"] == suite]
+    if cells.empty:
+        raise ReportError(f"store {store} holds no cells{f' of suite {suite!r}' if suite else ''}; run "
+                          f"python -m synthbench.run --store {store} first")
+    labels = _setting_labels(cells)
+    cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
+    scores = scores[scores["status"] == "ok"]
+    scores = scores.assign(setting=labels.loc[scores["cell_id"]].to_numpy()).reset_index(drop=True)
+    return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store))
+
+
+def _setting_labels(cells: pd.DataFrame) -> pd.Series:
+    """``dataset``, or ``dataset n=N`` where the store holds the dataset at several sample sizes; by cell_id."""
+    sizes = cells.groupby("dataset")["n_samples"].transform("nunique")
+    label = cells["dataset"].where(sizes == 1, cells["dataset"] + " n=" + cells["n_samples"].astype(str))
+    return pd.Series(label.to_numpy(), index=cells["cell_id"])

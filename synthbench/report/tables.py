@@ -1,0 +1,134 @@
+"""Report tables: means with 95 % confidence intervals, per-decoy curves and breakpoints.
+
+Confidence intervals are Student-t intervals of the mean over cells (folds and seeds of the same
+configuration are the replicates): ``mean ± t(0.975, n - 1) · sd / sqrt(n)``, clipped to the
+metric's declared limits (best_k cannot exceed 1); undefined (NaN) for a single cell. Only cells with status ``ok`` enter a mean; failed, skipped (over a
+method's feature limit) and missing cells are counted beside it, never averaged as zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from synthbench import metrics as M
+from synthbench.report.results import Results
+
+__all__ = ["mean_ci", "summary_table", "decoy_table", "breakpoints", "BREAKPOINT_LEVEL"]
+
+#: best_k a method must keep at every decoy count up to its breakpoint.
+BREAKPOINT_LEVEL = 0.9
+
+
+def mean_ci(values: pd.Series | np.ndarray, level: float = 0.95,
+            limits: tuple[float, float] = (-np.inf, np.inf)) -> tuple[float, float, float, int]:
+    """Mean, lower and upper bound of its Student-t confidence interval (clipped to ``limits``), and the count.
+
+    NaN values are dropped first; with fewer than two values the bounds are NaN, and with none the mean is NaN too.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    n = v.size
+    if n == 0:
+        return np.nan, np.nan, np.nan, 0
+    mean = float(v.mean())
+    if n < 2:
+        return mean, np.nan, np.nan, n
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * v.std(ddof=1) / np.sqrt(n))
+    return mean, max(mean - half, limits[0]), min(mean + half, limits[1]), n
+
+
+def _metric_block(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Mean, CI and chance of ``metric`` per group of ``rows`` (already grouped by the caller's keys)."""
+    sel = rows[rows["metric"] == metric]
+    out = {}
+    for key, g in sel.groupby(["method"], sort=False):
+        mean, lo, hi, n = mean_ci(g["value"], limits=M.get(metric).limits)
+        out[key[0]] = {metric: mean, f"{metric}_lo": lo, f"{metric}_hi": hi, f"{metric}_chance": g["chance"].mean(),
+                       "cells": n}
+    return pd.DataFrame.from_dict(out, orient="index")
+
+
+def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k"),
+                  setting: str | None = None) -> pd.DataFrame:
+    """One row per method: each metric's mean, 95 % CI and chance, cost and cell counts.
+
+    Parameters
+    ----------
+    results : loaded store
+    metrics : metric names; the first one orders the rows (best first, by its direction)
+    setting : restrict to one setting (dataset); None = every cell of the store
+
+    Returns
+    -------
+    DataFrame indexed by method with, for each metric ``m``: ``m``, ``m_lo``, ``m_hi``,
+    ``m_chance``; then ``cells`` (ok cells averaged), ``seconds`` (mean wall seconds of an ok
+    cell), ``near_chance`` (ok cells whose model scored held-out AUROC < 0.6), ``failed``,
+    ``skipped`` and ``missing`` cell counts.
+    """
+    scores, cells, missing = results.scores, results.cells, results.missing()
+    if setting is not None:
+        scores = scores[scores["setting"] == setting]
+        cells = cells[cells["setting"] == setting]
+        missing = missing[missing["setting"] == setting]
+    methods = results.methods  # every method of the store, so one absent from this setting shows as missing
+    blocks = [_metric_block(scores, m).drop(columns="cells", errors="ignore") for m in metrics[1:]]
+    table = _metric_block(scores, metrics[0]).reindex(methods)
+    table["cells"] = table["cells"].fillna(0).astype(int)
+    for b in blocks:
+        table = table.join(b)
+    ok = cells[cells["status"] == "ok"]
+    table["seconds"] = ok.groupby("method")["seconds"].mean()
+    flagged = ok["flags"].fillna("").str.contains("model_near_chance")
+    table["near_chance"] = flagged.groupby(ok["method"]).sum()
+    for status in ("failed", "skipped"):
+        table[status] = (cells["status"] == status).groupby(cells["method"]).sum()
+    table["missing"] = missing.groupby("method").size()
+    counts = ["near_chance", "failed", "skipped", "missing"]
+    table[counts] = table[counts].fillna(0).astype(int)
+    ascending = M.get(metrics[0]).direction == "lower"
+    return table.sort_values(metrics[0], ascending=ascending, na_position="last")
+
+
+def decoy_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
+    """``metric`` per method, setting and decoy count: mean, 95 % CI, chance and cell count.
+
+    Returns
+    -------
+    DataFrame with columns ``method, setting, n_decoys, mean, lo, hi, chance, cells``, sorted
+    by method, setting (store order) and decoy count.
+    """
+    sel = results.scores[results.scores["metric"] == metric]
+    rows = []
+    for (method, setting, decoys), g in sel.groupby(["method", "setting", "n_decoys"]):
+        mean, lo, hi, n = mean_ci(g["value"], limits=M.get(metric).limits)
+        rows.append((method, setting, int(decoys), mean, lo, hi, g["chance"].mean(), n))
+    table = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells"])
+    order = {s: i for i, s in enumerate(results.settings)}
+    return table.sort_values(["method", "setting", "n_decoys"], key=lambda c: c.map(order) if c.name == "setting" else c,
+                             ignore_index=True)
+
+
+def breakpoints(curves: pd.DataFrame, level: float = BREAKPOINT_LEVEL) -> pd.DataFrame:
+    """The largest decoy count up to which a method's mean stays ``>= level``, per method and setting.
+
+    ``curves`` is :func:`decoy_table`'s output (for best_k). Walking up the measured decoy
+    counts, the breakpoint is the last count before the first mean below ``level``.
+
+    Returns
+    -------
+    DataFrame with columns ``method, setting, breakpoint`` (float; NaN when the mean is already
+    below ``level`` at the smallest measured count), ``held_throughout`` (True when no measured
+    count fell below: the breakpoint is then a lower bound), ``smallest`` and ``largest`` (the
+    measured decoy range).
+    """
+    rows = []
+    for (method, setting), g in curves.groupby(["method", "setting"], sort=False):
+        g = g.sort_values("n_decoys")
+        below = (g["mean"] < level).to_numpy()
+        decoys = g["n_decoys"].to_numpy()
+        first_below = int(np.argmax(below)) if below.any() else len(below)
+        bp = float(decoys[first_below - 1]) if first_below > 0 else np.nan
+        rows.append((method, setting, bp, not below.any(), int(decoys[0]), int(decoys[-1])))
+    return pd.DataFrame(rows, columns=["method", "setting", "breakpoint", "held_throughout", "smallest", "largest"])

@@ -1,0 +1,193 @@
+"""The report: tables and intervals against references, breakpoints, rank tests, the command and its bad input."""
+
+import hashlib
+import re
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import scikit_posthocs as sp
+from PIL import Image
+from scipy import stats
+
+from synthbench.report import (Results, breakpoints, build_report, decoy_table, load_results, mean_ci, rank_test,
+                               summary_table, write_report)
+from synthbench.report.cli import main as report_main
+from synthbench.runner import GridSpec, ResultStore, execute
+from synthbench.runner.grid import Cell
+from synthbench.runner.store import CellResult
+
+METHODS = ("random", "anova", "mrmr")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A real small grid: two datasets × decoys 0, 4, 30 × 3 folds × three fast methods."""
+    path = tmp_path_factory.mktemp("report") / "r.sqlite"
+    cells = GridSpec(("xor", "ring"), METHODS, (0, 4, 30), n_samples=150, n_folds=3).cells()
+    with ResultStore(path) as db:
+        execute(cells, db, command="test grid")
+    return path
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_mean_ci_is_the_student_t_interval_clipped_to_the_limits():
+    v = np.array([0.2, 0.5, 0.9, 0.4])
+    mean, lo, hi, n = mean_ci(v)
+    ref = stats.t.interval(0.95, len(v) - 1, loc=v.mean(), scale=stats.sem(v))
+    assert (mean, n) == (pytest.approx(v.mean()), 4) and (lo, hi) == pytest.approx(ref)
+    _, lo, hi, _ = mean_ci(np.array([0.0, 1.0, 1.0]), limits=(0.0, 1.0))
+    assert lo >= 0.0 and hi == 1.0
+    assert np.isnan(mean_ci([0.7, np.nan])[1]) and mean_ci([0.7, np.nan])[0] == 0.7
+    assert np.isnan(mean_ci([])[0])
+
+
+def test_summary_means_match_the_stored_cells_and_counts_failed_skipped_missing(store, tmp_path):
+    partial = tmp_path / "partial.sqlite"
+    partial.write_bytes(store.read_bytes())
+    con = sqlite3.connect(partial)
+    con.execute("PRAGMA foreign_keys = ON")
+    gone = con.execute("SELECT cell_id FROM cells WHERE method = 'mrmr' AND dataset = 'ring' AND n_decoys = 30").fetchall()
+    con.execute("DELETE FROM cells WHERE method = 'mrmr' AND dataset = 'ring' AND n_decoys = 30")
+    con.commit()
+    con.close()
+    with ResultStore(partial) as db:
+        db.write(CellResult(Cell("ring", 150, 30, 0, 3, 0, "mrmr"), "failed", "boom"))
+        db.write(CellResult(Cell("ring", 150, 30, 0, 3, 1, "mrmr"), "skipped", "over the limit"))
+    results = load_results(partial)
+    table = summary_table(results)
+    raw = results.scores[results.scores["metric"] == "best_k"]
+    for method in METHODS:
+        assert table.at[method, "best_k"] == pytest.approx(raw.loc[raw["method"] == method, "value"].mean())
+    assert table.at["mrmr", "cells"] == 18 - len(gone)
+    assert table.loc["mrmr", ["failed", "skipped", "missing"]].tolist() == [1, 1, 1]
+    assert table.loc["anova", ["failed", "skipped", "missing"]].tolist() == [0, 0, 0]
+    assert list(results.missing()[["method", "setting", "n_decoys", "fold"]].iloc[0]) == ["mrmr", "ring", 30, 2]
+    ring = summary_table(results, setting="ring")
+    assert ring.at["mrmr", "cells"] == 6
+    curves = decoy_table(results)
+    assert curves[(curves.method == "mrmr") & (curves.setting == "ring")]["n_decoys"].tolist() == [0, 4]  # absent, not 0
+
+
+def test_breakpoint_is_the_last_decoy_count_before_the_first_fall_below_the_level():
+    rows = []
+    for method, means in {"holds": [1, 0.95, 0.9], "falls": [1, 0.8, 0.95], "never": [0.5, 0.4, 0.3]}.items():
+        rows += [(method, "s", d, m) for d, m in zip([0, 10, 100], means)]
+    curves = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean"])
+    points = breakpoints(curves, level=0.9).set_index("method")
+    assert points.at["holds", "breakpoint"] == 100 and points.at["holds", "held_throughout"]
+    assert points.at["falls", "breakpoint"] == 0 and not points.at["falls", "held_throughout"]  # no credit for recovering
+    assert np.isnan(points.at["never", "breakpoint"]) and points.at["never", "smallest"] == 0
+
+
+def _results_from_blocks(values: dict[str, list[float]]) -> Results:
+    rows = [dict(cell_id=f"{m}{b}", method=m, setting="s", n_decoys=b, seed=0, fold=0, metric="best_k", value=v,
+                 chance=0.1, status="ok") for m, vs in values.items() for b, v in enumerate(vs) if not np.isnan(v)]
+    scores = pd.DataFrame(rows)
+    return Results(scores=scores, cells=scores.drop(columns=["metric", "value", "chance"]), runs=pd.DataFrame(),
+                   path=None)
+
+
+def test_rank_test_matches_scipy_and_scikit_posthocs_and_names_the_significant_pairs():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0, 0.3, 12)
+    values = {"best": list(base + 0.6), "middle": list(base + 0.3 + rng.normal(0, 0.2, 12)), "worst": list(base),
+              "partial": [0.5] * 4 + [np.nan] * 8}
+    results = _results_from_blocks(values)
+    test = rank_test(results)
+    assert test.left_out == ["partial"] and test.blocks == 12
+    assert test.ranks.index.tolist() == ["best", "middle", "worst"] and test.ranks["best"] == 1.0
+    matrix = pd.DataFrame({m: values[m] for m in ("best", "middle", "worst")})
+    assert (test.statistic, test.p_value) == pytest.approx(tuple(stats.friedmanchisquare(*matrix.T.to_numpy())))
+    ref = sp.posthoc_nemenyi_friedman(matrix.to_numpy())
+    assert test.pairwise.to_numpy() == pytest.approx(ref.to_numpy())
+    assert ("best", "worst") in test.significant_pairs()
+    assert "significantly better than" in test.sentence() and "worst" in test.sentence()
+    assert "partial left out" in test.sentence()
+    few = rank_test(_results_from_blocks({"a": [1.0], "b": [0.5], "c": [0.2]}))
+    assert not few.tested and "Too little data" in few.sentence()
+
+
+def test_report_files_are_self_contained_deterministic_and_leave_the_store_untouched(store, tmp_path):
+    before = digest(store)
+    assert report_main(["--store", str(store), "--out", str(tmp_path / "a")]) == 0
+    assert report_main(["--store", str(store), "--out", str(tmp_path / "b")]) == 0
+    assert digest(store) == before
+    names = {"report.md", "report.html", "curves.png", "breakpoints.png", "cost.png", "cd.png"}
+    assert {p.name for p in (tmp_path / "a").iterdir()} == names
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    for name in names - {"report.md", "report.html"}:
+        with Image.open(tmp_path / "a" / name) as im:
+            assert im.format == "PNG" and min(im.size) > 200
+    html = (tmp_path / "a" / "report.html").read_text()
+    assert re.findall(r'src="(?!data:image/png;base64,)', html) == [] and "http" not in html.replace("http-equiv", "")
+    assert html.count("data:image/png;base64,") == 4
+    md = (tmp_path / "a" / "report.md").read_text()
+    for text in ["## Leaderboard", "### xor", "### ring", "## Breakpoints", "Friedman test", "## Provenance", *METHODS]:
+        assert text in md
+    assert "test grid" in md and "cores" in md and "total wall time" in md
+
+
+def test_a_partial_store_shows_missing_cells_as_missing(store, tmp_path):
+    partial = tmp_path / "partial.sqlite"
+    partial.write_bytes(store.read_bytes())
+    con = sqlite3.connect(partial)
+    con.execute("PRAGMA foreign_keys = ON")
+    con.execute("DELETE FROM cells WHERE method = 'mrmr' AND dataset = 'xor'")
+    con.commit()
+    con.close()
+    report = build_report(load_results(partial))
+    xor = report.markdown.split("### xor")[1].split("###")[0]
+    row = next(line for line in xor.splitlines() if line.startswith("| mrmr"))
+    assert "–" in row and row.rstrip(" |").endswith("9")  # no mean, 9 cells missing
+    assert "| missing" in report.markdown.split("## Breakpoints")[1]  # mrmr has no xor breakpoint
+
+
+@pytest.mark.parametrize("case", ["missing", "foreign", "empty", "unwritable"])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(case, store, tmp_path, capsys):
+    out = tmp_path / "out"
+    path = {"missing": tmp_path / "nope.sqlite", "foreign": tmp_path / "notes.txt", "empty": tmp_path / "empty.sqlite",
+            "unwritable": store}[case]
+    if case == "foreign":
+        path.write_text("hello\n")
+    if case == "empty":
+        ResultStore(path).close()
+    if case == "unwritable":
+        (tmp_path / "file").write_text("x")
+        out = tmp_path / "file" / "report"
+    assert report_main(["--store", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("synthbench.report: error:") and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_a_failure_while_writing_leaves_the_folder_as_it_was(store, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    report = build_report(load_results(store))
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(type(report.figures["cost.png"]), "savefig", broken)
+    with pytest.raises(OSError):
+        write_report(report, out)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_the_module_runs_as_a_command(store, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "synthbench.report", "--store", str(store), "--out",
+                           str(tmp_path / "r"), "--metrics", "auroc,best_k"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "auroc [95 % CI]" in (tmp_path / "r" / "report.md").read_text()
+    bad = subprocess.run([sys.executable, "-m", "synthbench.report", "--store", str(store), "--metrics", "nope"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "unknown" in bad.stderr
