@@ -13,8 +13,8 @@ import scikit_posthocs as sp
 from PIL import Image
 from scipy import stats
 
-from synthbench.report import (Results, breakpoints, build_report, decoy_table, load_results, mean_ci, rank_test,
-                               summary_table, write_report)
+from synthbench.report import (Results, breakpoints, build_report, decoy_table, load_results, mean_ci, pareto_front,
+                               rank_test, summary_table, write_report)
 from synthbench.report.cli import main as report_main
 from synthbench.runner import GridSpec, ResultStore, execute
 from synthbench.runner.grid import Cell
@@ -84,6 +84,15 @@ def test_breakpoint_is_the_last_decoy_count_before_the_first_fall_below_the_leve
     assert points.at["holds", "breakpoint"] == 100 and points.at["holds", "held_throughout"]
     assert points.at["falls", "breakpoint"] == 0 and not points.at["falls", "held_throughout"]  # no credit for recovering
     assert np.isnan(points.at["never", "breakpoint"]) and points.at["never", "smallest"] == 0
+
+
+def test_pareto_front_keeps_methods_no_other_beats_on_both_time_and_quality():
+    summary = pd.DataFrame({"best_k": [0.2, 0.5, 0.4, 0.9, 0.9], "mean_rank": [9.0, 4.0, 5.0, 1.5, 1.0],
+                            "seconds": [0.01, 0.1, 1.0, 5.0, np.nan]}, index=["a", "b", "c", "d", "e"])
+    assert pareto_front(summary, "best_k").index.tolist() == ["a", "b", "d"]
+    assert pareto_front(summary, "mean_rank").index.tolist() == ["a", "b", "d"]  # lower is better here
+    summary.loc["c", "mean_rank"] = 3.0
+    assert pareto_front(summary, "mean_rank").index.tolist() == ["a", "b", "c", "d"]
 
 
 def _results_from_blocks(values: dict[str, list[float]]) -> Results:

@@ -135,19 +135,24 @@ CREATE INDEX cells_grid ON cells(dataset, n_decoys, method);
 """
 
 
-def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_cells(tmp_path):
-    new, old = tmp_path / "new.sqlite", tmp_path / "old.sqlite"
-    with ResultStore(new) as store:
-        store.write(result(cell()))
-    con = sqlite3.connect(old)  # what synthbench wrote before suites: schema 1, same cell
+def _v1_store(path, source):
+    """A schema-1 store at ``path`` holding the cells of the current store ``source``."""
+    con = sqlite3.connect(path)
     con.executescript(V1_SCHEMA)
-    con.execute("ATTACH ? AS new", (str(new),))
+    con.execute("ATTACH ? AS new", (str(source),))
     con.execute("INSERT INTO cells SELECT cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method,"
                 " method_params, fold, n_folds, seed, explain, scorer, status, message, flags, seconds,"
                 " peak_memory_bytes, model, permutation, versions, package_version, finished_at FROM new.cells")
     con.execute("INSERT INTO scores SELECT * FROM new.scores")
     con.commit()
     con.close()
+
+
+def test_a_version_1_store_is_upgraded_in_place_and_keeps_its_cells(tmp_path):
+    new, old = tmp_path / "new.sqlite", tmp_path / "old.sqlite"
+    with ResultStore(new) as store:
+        store.write(result(cell()))
+    _v1_store(old, new)  # what synthbench wrote before suites: schema 1, same cell
     with ResultStore(old) as store:
         assert store.finished([cell().cell_id]) == {cell().cell_id}
         assert len(store.scores()) == 2  # the upgrade kept the cell's scores
@@ -180,19 +185,6 @@ def test_a_full_disk_stops_the_run_with_a_clear_error_and_keeps_finished_cells(t
         scores = store.scores()
         assert (scores.groupby("cell_id").size() == scores.groupby("cell_id").size().max()).all()  # whole cells only
         assert store.finished(c.cell_id for c in cells) == set(kept.cell_id)
-
-
-def _v1_store(path, source):
-    """A schema-1 store at ``path`` holding the cells of the current store ``source``."""
-    con = sqlite3.connect(path)
-    con.executescript(V1_SCHEMA)
-    con.execute("ATTACH ? AS new", (str(source),))
-    con.execute("INSERT INTO cells SELECT cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method,"
-                " method_params, fold, n_folds, seed, explain, scorer, status, message, flags, seconds,"
-                " peak_memory_bytes, model, permutation, versions, package_version, finished_at FROM new.cells")
-    con.execute("INSERT INTO scores SELECT * FROM new.scores")
-    con.commit()
-    con.close()
 
 
 def test_read_only_opening_never_writes_the_file_and_reads_an_old_schema_through_a_private_copy(tmp_path):

@@ -36,10 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder, created if needed (default: %(default)s)")
     p.add_argument("--suite", help="report only the cells of this suite")
     p.add_argument("--metrics", default="best_k,best_2k",
-                   help="comma-separated global metrics; the first drives curves, breakpoints and statistics "
+                   help="comma-separated global metrics; the first drives curves, cost and statistics "
                         "(default: %(default)s)")
     p.add_argument("--level", type=float, default=0.9,
-                   help="mean of the first metric a method must keep up to its breakpoint (default: %(default)s)")
+                   help="mean best_k a method must keep up to its breakpoint (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of the rank tests (default: %(default)s)")
     return p
 

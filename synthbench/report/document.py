@@ -137,13 +137,14 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
                  level: float = tables.BREAKPOINT_LEVEL, alpha: float = 0.05) -> Report:
     """The report of ``results``: leaderboards, decoy curves, breakpoints, cost, statistics, provenance.
 
-    ``metrics[0]`` drives the curves, breakpoints, cost figure and rank test (best_k by default).
+    ``metrics[0]`` drives the curves, cost figure and rank test (best_k by default); breakpoints
+    are always on best_k (the largest decoy count with mean best_k >= ``level``).
     """
     metric = metrics[0]
     styles = figures.method_styles(results.methods)
     overall = tables.summary_table(results, metrics=metrics)
     curves = tables.decoy_table(results, metric)
-    points = tables.breakpoints(curves, level)
+    points = tables.breakpoints(curves if metric == "best_k" else tables.decoy_table(results, "best_k"), level)
     test = rank_test(results, metric, alpha)
     settings = results.settings
     decoys = sorted(results.cells["n_decoys"].unique())
@@ -162,11 +163,12 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
         f"{status.get('skipped', 0)} over a method's declared feature limit, {missing} missing from the grid the "
         "store implies (shown as missing, never as zero).",
         "",
-        f"**How to read it.** Each method ranks every feature; `{metric}` is {m.description.rstrip('.')}. "
-        "It is 1 when the truly relevant features come first, and the *chance* column gives its expected value "
-        "for a random ranking. `best_2k` gives the method twice as many places. Means are over folds and seeds, "
-        "with 95 % Student-t confidence intervals. † marks methods some of whose cells explain a model that scored "
-        "a held-out AUROC below 0.6 (`near chance` counts them): such attributions explain a model that learned little.",
+        f"**How to read it.** Each method ranks every feature by importance; `{metric}` is the {m.description} "
+        f"({m.direction} is better), and the *chance* column gives its expected value under a random ranking. "
+        + " ".join(f"`{other}`: the {M.get(other).description}." for other in metrics[1:])
+        + " Means are over folds and seeds, with 95 % Student-t confidence intervals. † marks methods some of whose "
+        "cells explain a model that scored a held-out AUROC below 0.6 (`near chance` counts them): such attributions "
+        "explain a model that learned little.",
         "",
         "## Leaderboard, all datasets",
         "",
@@ -181,11 +183,11 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
            "the dashed line is chance.", "", "![decoy curves](curves.png)", ""]
     order = list(overall.index)
     md += ["## Breakpoints", "",
-           f"The largest decoy count up to which a method keeps mean `{metric}` ≥ {level} at every measured count: "
+           f"The largest decoy count up to which a method keeps mean `best_k` ≥ {level} at every measured count: "
            f"`≥ N` means it never fell below {level} (N is the largest count measured), `< N` that it was already "
            "below at the smallest count N.", "", _breakpoint_markdown(points, order, settings), "",
            "![breakpoints](breakpoints.png)", ""]
-    front = figures._pareto(overall.dropna(subset=[metric, "seconds"]), metric)
+    front = tables.pareto_front(overall, metric)
     md += ["## Cost against quality", "",
            f"Mean `{metric}` over every cell against mean wall seconds per cell (the method plus the model it needs). "
            f"Pareto front, fastest first: {', '.join(front.index)}.", "", "![cost against quality](cost.png)", ""]

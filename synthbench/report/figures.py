@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from synthbench import metrics as M
 from synthbench.report.statistics import RankTest
-from synthbench.report.tables import BREAKPOINT_LEVEL
+from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front
 
 __all__ = ["Style", "method_styles", "decoy_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "TOL_MUTED"]
 
@@ -24,6 +25,14 @@ __all__ = ["Style", "method_styles", "decoy_curves", "breakpoint_figure", "cost_
 TOL_MUTED = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _LINES = ("-", "--", ":", "-.")
+
+
+_UNITS = {"best_k": "share of true features", "best_2k": "true features found / k", "mean_rank": "rank, 1 = first"}
+
+
+def _axis_label(metric: str, prefix: str = "") -> str:
+    unit = _UNITS.get(metric)
+    return f"{prefix}{metric}" + (f" ({unit})" if unit else "")
 
 
 @dataclass(frozen=True)
@@ -80,10 +89,12 @@ def decoy_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: str 
         ax.set_xscale("symlog", linthresh=1)
         ax.set_title(setting, fontsize=10)
         ax.set_xlabel("decoy features (log scale)")
-        ax.set_ylim(-0.02, 1.02)
+        lo, hi = M.get(metric).limits
+        if np.isfinite([lo, hi]).all():
+            ax.set_ylim(lo - 0.02 * (hi - lo), hi + 0.02 * (hi - lo))
         ax.grid(True, alpha=0.3)
     for ax in axes[:, 0]:
-        ax.set_ylabel(f"{metric} (share of true features)")
+        ax.set_ylabel(_axis_label(metric))
     for ax in list(axes.flat)[len(settings):]:
         ax.set_visible(False)
     order = [m for m in styles if m in handles] + ["chance"]
@@ -136,42 +147,34 @@ def breakpoint_figure(points: pd.DataFrame, *, level: float = BREAKPOINT_LEVEL,
 
 
 def cost_quality(summary: pd.DataFrame, styles: dict[str, Style], *, metric: str = "best_k") -> Figure:
-    """Mean ``metric`` (95 % CI bars) against mean seconds per cell (log), one point per method; Pareto front drawn.
+    """Mean ``metric`` (95 % CI bars) against mean seconds per cell (log), one point per method; Pareto front drawn and labelled.
 
     ``summary`` is :func:`synthbench.report.tables.summary_table`'s output.
     """
     data = summary.dropna(subset=[metric, "seconds"])
     data = data[data["seconds"] > 0]
-    fig = Figure(figsize=(8.5, 5.5))
+    fig = Figure(figsize=(9.5, 5.5))
     ax = fig.subplots()
-    for method, r in data.iterrows():
-        s = styles[method]
+    front = pareto_front(data, metric)
+    handles, labels = [], []
+    for method in [m for m in styles if m in data.index]:
+        r, s = data.loc[method], styles[method]
         err = np.array([[r[metric] - r[f"{metric}_lo"]], [r[f"{metric}_hi"] - r[metric]]])
-        ax.errorbar(r["seconds"], r[metric], yerr=None if np.isnan(err).any() else err, color=s.color,
-                    marker=s.marker, markersize=6, capsize=2, linestyle="none")
-        ax.annotate(method, (r["seconds"], r[metric]), textcoords="offset points", xytext=(5, 3), fontsize=7)
-    front = _pareto(data, metric)
-    ax.step(front["seconds"], front[metric], where="post", color="black", linewidth=1, alpha=0.6,
-            label="Pareto front (no method is both faster and better)")
+        bars = ax.errorbar(r["seconds"], r[metric], yerr=None if np.isnan(err).any() else err, color=s.color,
+                           marker=s.marker, markersize=6, capsize=2, linestyle="none")
+        handles.append(bars)
+        labels.append(method)
+        if method in front.index:  # only the front is labelled in the plot; the legend names every point
+            ax.annotate(method, (r["seconds"], r[metric]), textcoords="offset points", xytext=(5, 3), fontsize=8)
+    (line,) = ax.step(front["seconds"], front[metric], where="post", color="black", linewidth=1, alpha=0.6)
+    _legend_right(fig, [*handles, line], [*labels, "Pareto front (labelled)"])
     ax.set_xscale("log")
     ax.set_xlabel("mean wall time per cell (seconds, log scale)")
-    ax.set_ylabel(f"mean {metric} (share of true features)")
+    ax.set_ylabel(_axis_label(metric, "mean "))
     ax.set_title(f"Cost against quality: mean {metric} over every cell against seconds per cell", fontsize=10)
     ax.grid(True, alpha=0.3, which="both")
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
-
-
-def _pareto(data: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Methods not dominated (faster or as fast and better), sorted by seconds."""
-    ordered = data.sort_values(["seconds", metric], ascending=[True, False])
-    keep, best = [], -np.inf
-    for method, r in ordered.iterrows():
-        if r[metric] > best:
-            keep.append(method)
-            best = r[metric]
-    return ordered.loc[keep]
 
 
 def cd_diagram(test: RankTest, styles: dict[str, Style]) -> Figure:

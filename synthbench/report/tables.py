@@ -15,7 +15,7 @@ from scipy import stats
 from synthbench import metrics as M
 from synthbench.report.results import Results
 
-__all__ = ["mean_ci", "summary_table", "decoy_table", "breakpoints", "BREAKPOINT_LEVEL"]
+__all__ = ["mean_ci", "summary_table", "decoy_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
 
 #: best_k a method must keep at every decoy count up to its breakpoint.
 BREAKPOINT_LEVEL = 0.9
@@ -132,3 +132,21 @@ def breakpoints(curves: pd.DataFrame, level: float = BREAKPOINT_LEVEL) -> pd.Dat
         bp = float(decoys[first_below - 1]) if first_below > 0 else np.nan
         rows.append((method, setting, bp, not below.any(), int(decoys[0]), int(decoys[-1])))
     return pd.DataFrame(rows, columns=["method", "setting", "breakpoint", "held_throughout", "smallest", "largest"])
+
+
+def pareto_front(summary: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
+    """Rows of :func:`summary_table` that no other method beats on both cost and quality, fastest first.
+
+    A method is on the front when every faster method has a worse mean ``metric`` (by its
+    direction); methods without seconds or a mean are ignored.
+    """
+    higher = M.get(metric).direction == "higher"
+    data = summary.dropna(subset=[metric, "seconds"])
+    ordered = data.sort_values(["seconds", metric], ascending=[True, not higher])
+    keep, best = [], -np.inf
+    for method, value in ordered[metric].items():
+        score = value if higher else -value
+        if score > best:
+            keep.append(method)
+            best = score
+    return ordered.loc[keep]
