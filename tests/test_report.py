@@ -159,6 +159,19 @@ def test_a_partial_store_shows_missing_cells_as_missing(store, tmp_path):
     assert "| missing" in report.markdown.split("## Breakpoints")[1]  # mrmr has no xor breakpoint
 
 
+def test_a_store_without_a_finished_cell_still_reports_its_failures(tmp_path):
+    with ResultStore(tmp_path / "f.sqlite") as db:
+        db.write(CellResult(Cell("xor", 100, 3, 0, 2, 0, "random"), "failed", "boom"))
+        db.write(CellResult(Cell("xor", 100, 3, 0, 2, 1, "anova"), "skipped", "over the limit"))
+    written = write_report(build_report(load_results(tmp_path / "f.sqlite")), tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "report.md" in [p.name for p in written] and "Too little data" in md and "none (no finished cell)" in md
+    rows = {line.split("|")[1].strip(): line for line in md.split("## Leaderboard")[1].split("###")[0].splitlines()
+            if line.startswith("| random") or line.startswith("| anova")}
+    assert rows["random"].count("–") >= 3 and rows["random"].rstrip(" |").split("|")[-3].strip() == "1"  # failed
+    assert rows["anova"].rstrip(" |").split("|")[-2].strip() == "1"  # over limit
+
+
 @pytest.mark.parametrize("case", ["missing", "foreign", "empty", "unwritable"])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(case, store, tmp_path, capsys):
     out = tmp_path / "out"

@@ -82,7 +82,7 @@ def _breakpoint_markdown(points: pd.DataFrame, order: list[str], settings: list[
         return f"≥ {int(r['breakpoint'])}" if r["held_throughout"] else str(int(r["breakpoint"]))
 
     cells = points.assign(label=points.apply(label, axis=1)).pivot(index="method", columns="setting", values="label")
-    cells = cells.reindex(index=order, columns=settings).fillna("missing")
+    cells = cells.reindex(index=order, columns=settings).astype(object).fillna("missing")
     return cells.to_markdown(disable_numparse=True)
 
 
@@ -178,29 +178,36 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     for setting in settings:
         md += [f"### {setting}", "", _leaderboard_markdown(tables.summary_table(results, metrics=metrics, setting=setting),
                                                           metrics), ""]
+    report = Report("")
+    plots = not curves.empty  # without a finished cell there is nothing to draw
+
+    def figure(name: str, alt: str, draw) -> list[str]:
+        if not plots:
+            return []
+        report.figures[name] = draw()
+        return [f"![{alt}]({name})", ""]
+
     md += ["## Recovery against the number of decoys", "",
            f"Mean `{metric}` per decoy count, one panel per dataset; bands are 95 % confidence intervals, "
-           "the dashed line is chance.", "", "![decoy curves](curves.png)", ""]
+           "the dashed line is chance.", "",
+           *figure("curves.png", "decoy curves",
+                   lambda: figures.decoy_curves(curves, styles, metric=metric, settings=settings))]
     order = list(overall.index)
     md += ["## Breakpoints", "",
            f"The largest decoy count up to which a method keeps mean `best_k` ≥ {level} at every measured count: "
            f"`≥ N` means it never fell below {level} (N is the largest count measured), `< N` that it was already "
            "below at the smallest count N.", "", _breakpoint_markdown(points, order, settings), "",
-           "![breakpoints](breakpoints.png)", ""]
+           *figure("breakpoints.png", "breakpoints", lambda: figures.breakpoint_figure(points, level=level, methods=order))]
     front = tables.pareto_front(overall, metric)
     md += ["## Cost against quality", "",
            f"Mean `{metric}` over every cell against mean wall seconds per cell (the method plus the model it needs). "
-           f"Pareto front, fastest first: {', '.join(front.index)}.", "", "![cost against quality](cost.png)", ""]
+           f"Pareto front, fastest first: {', '.join(front.index) or 'none (no finished cell)'}.", "",
+           *figure("cost.png", "cost against quality", lambda: figures.cost_quality(overall, styles, metric=metric))]
     md += ["## Are the differences real?", "", test.sentence(), ""]
     if not test.pairwise.empty:
-        md += ["![critical-difference diagram](cd.png)", ""]
+        md += figure("cd.png", "critical-difference diagram", lambda: figures.cd_diagram(test, styles))
     md += ["## Provenance", "", *_provenance(results), ""]
-    report = Report("\n".join(md))
-    report.figures["curves.png"] = figures.decoy_curves(curves, styles, metric=metric, settings=settings)
-    report.figures["breakpoints.png"] = figures.breakpoint_figure(points, level=level, methods=order)
-    report.figures["cost.png"] = figures.cost_quality(overall, styles, metric=metric)
-    if not test.pairwise.empty:
-        report.figures["cd.png"] = figures.cd_diagram(test, styles)
+    report.markdown = "\n".join(md)
     return report
 
 

@@ -42,12 +42,12 @@ def mean_ci(values: pd.Series | np.ndarray, level: float = 0.95,
 def _metric_block(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Mean, CI and chance of ``metric`` per group of ``rows`` (already grouped by the caller's keys)."""
     sel = rows[rows["metric"] == metric]
+    columns = [metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_chance", "cells"]
     out = {}
-    for key, g in sel.groupby(["method"], sort=False):
+    for method, g in sel.groupby("method", sort=False):
         mean, lo, hi, n = mean_ci(g["value"], limits=M.get(metric).limits)
-        out[key[0]] = {metric: mean, f"{metric}_lo": lo, f"{metric}_hi": hi, f"{metric}_chance": g["chance"].mean(),
-                       "cells": n}
-    return pd.DataFrame.from_dict(out, orient="index")
+        out[method] = [mean, lo, hi, g["chance"].mean(), n]
+    return pd.DataFrame.from_dict(out, orient="index", columns=columns)
 
 
 def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k"),
