@@ -45,12 +45,15 @@ class UsageError(Exception):
     """Bad command-line input: reported on one line, exit code 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors raise :class:`UsageError` (one line, exit code 2) instead of exiting."""
+
     def error(self, message: str) -> None:  # one line, exit 2
         raise UsageError(message)
 
 
-def _names(text: str, valid: list[str], what: str) -> tuple[str, ...]:
+def parse_names(text: str, valid: list[str], what: str) -> tuple[str, ...]:
+    """Comma-separated names from ``--what``, each in ``valid``, duplicates dropped; :class:`UsageError` otherwise."""
     items = tuple(s.strip() for s in text.split(",") if s.strip())
     if not items:
         raise UsageError(f"--{what} is empty")
@@ -74,7 +77,7 @@ def _decoys(text: str) -> tuple[int, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m synthbench.run", description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p = OneLineParser(prog="python -m synthbench.run", description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("--suite", metavar="NAME|PATH.toml",
                    help="run a frozen suite (a shipped name, see --list, or your own TOML file) instead of a grid "
                         "built from the flags below")
@@ -131,13 +134,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
     for flag, name in grid_options.items():
         if getattr(args, name) is None:
             setattr(args, name, GRID_FLAGS[flag][0])
-    ds = _names(args.datasets, datasets.names(), "datasets")
+    ds = parse_names(args.datasets, datasets.names(), "datasets")
     if args.methods == "default":
         methods = tuple(default_methods())
     elif args.methods == "all":
         methods = tuple(method_names())
     else:
-        methods = _names(args.methods, method_names(), "methods")
+        methods = parse_names(args.methods, method_names(), "methods")
     if args.folds < 2:
         raise UsageError(f"--folds must be at least 2, got {args.folds}")
     if args.n_samples < args.folds:

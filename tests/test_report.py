@@ -33,6 +33,19 @@ def store(tmp_path_factory):
     return path
 
 
+def _copy_without(store, tmp_path, where):
+    """A copy of ``store`` without the cells matching the SQL condition ``where`` (and their scores); their ids."""
+    partial = tmp_path / "partial.sqlite"
+    partial.write_bytes(store.read_bytes())
+    con = sqlite3.connect(partial)
+    con.execute("PRAGMA foreign_keys = ON")
+    gone = con.execute(f"SELECT cell_id FROM cells WHERE {where}").fetchall()
+    con.execute(f"DELETE FROM cells WHERE {where}")
+    con.commit()
+    con.close()
+    return partial, gone
+
+
 def digest(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -49,14 +62,7 @@ def test_mean_ci_is_the_student_t_interval_clipped_to_the_limits():
 
 
 def test_summary_means_match_the_stored_cells_and_counts_failed_skipped_missing(store, tmp_path):
-    partial = tmp_path / "partial.sqlite"
-    partial.write_bytes(store.read_bytes())
-    con = sqlite3.connect(partial)
-    con.execute("PRAGMA foreign_keys = ON")
-    gone = con.execute("SELECT cell_id FROM cells WHERE method = 'mrmr' AND dataset = 'ring' AND n_decoys = 30").fetchall()
-    con.execute("DELETE FROM cells WHERE method = 'mrmr' AND dataset = 'ring' AND n_decoys = 30")
-    con.commit()
-    con.close()
+    partial, gone = _copy_without(store, tmp_path, "method = 'mrmr' AND dataset = 'ring' AND n_decoys = 30")
     with ResultStore(partial) as db:
         db.write(CellResult(Cell("ring", 150, 30, 0, 3, 0, "mrmr"), "failed", "boom"))
         db.write(CellResult(Cell("ring", 150, 30, 0, 3, 1, "mrmr"), "skipped", "over the limit"))
@@ -145,13 +151,7 @@ def test_report_files_are_self_contained_deterministic_and_leave_the_store_untou
 
 
 def test_a_partial_store_shows_missing_cells_as_missing(store, tmp_path):
-    partial = tmp_path / "partial.sqlite"
-    partial.write_bytes(store.read_bytes())
-    con = sqlite3.connect(partial)
-    con.execute("PRAGMA foreign_keys = ON")
-    con.execute("DELETE FROM cells WHERE method = 'mrmr' AND dataset = 'xor'")
-    con.commit()
-    con.close()
+    partial, _ = _copy_without(store, tmp_path, "method = 'mrmr' AND dataset = 'xor'")
     report = build_report(load_results(partial))
     xor = report.markdown.split("### xor")[1].split("###")[0]
     row = next(line for line in xor.splitlines() if line.startswith("| mrmr"))

@@ -13,23 +13,13 @@ import sys
 from pathlib import Path
 
 from synthbench import metrics
+from synthbench.run import DEFAULT_STORE, OneLineParser, UsageError, parse_names
 
 __all__ = ["main"]
 
-DEFAULT_STORE = Path("results") / "synthbench.sqlite"
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise _UsageError(message)
-
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m synthbench.report",
+    p = OneLineParser(prog="python -m synthbench.report",
                 description="Write a report (Markdown, self-contained HTML, PNG figures) of a synthbench results database.")
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="results database (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("results") / "report",
@@ -44,28 +34,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _metrics(text: str) -> tuple[str, ...]:
-    names = tuple(s.strip() for s in text.split(",") if s.strip())
-    valid = metrics.names("global")
-    bad = [n for n in names if n not in valid]
-    if not names or bad:
-        raise _UsageError(f"--metrics: unknown or empty {', '.join(map(repr, bad)) or 'list'}; valid: {', '.join(valid)}")
-    return names
-
-
 def main(argv: list[str] | None = None) -> int:
     from synthbench.report import ReportError, build_report, load_results, write_report
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         args = build_parser().parse_args(argv)
-        chosen = _metrics(args.metrics)
+        chosen = parse_names(args.metrics, metrics.names("global"), "metrics")
         if not 0 < args.alpha < 1:
-            raise _UsageError(f"--alpha must be within (0, 1), got {args.alpha}")
+            raise UsageError(f"--alpha must be within (0, 1), got {args.alpha}")
         results = load_results(args.store, suite=args.suite)
         report = build_report(results, metrics=chosen, level=args.level, alpha=args.alpha)
         written = write_report(report, args.out)
-    except (_UsageError, ReportError) as exc:
+    except (UsageError, ReportError) as exc:
         print(f"synthbench.report: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
