@@ -13,8 +13,8 @@ import scikit_posthocs as sp
 from PIL import Image
 from scipy import stats
 
-from synthbench.report import (Results, breakpoints, build_report, decoy_table, load_results, mean_ci, pareto_front,
-                               rank_test, summary_table, write_report)
+from synthbench.report import (Results, breakpoints, build_report, decoy_table, load_results, mean_ci, model_table,
+                               pareto_front, rank_test, summary_table, write_report)
 from synthbench.report.cli import main as report_main
 from synthbench.runner import GridSpec, ResultStore, execute
 from synthbench.runner.grid import Cell
@@ -79,6 +79,29 @@ def test_summary_means_match_the_stored_cells_and_counts_failed_skipped_missing(
     assert ring.at["mrmr", "cells"] == 6
     curves = decoy_table(results)
     assert curves[(curves.method == "mrmr") & (curves.setting == "ring")]["n_decoys"].tolist() == [0, 4]  # absent, not 0
+
+
+def test_model_table_counts_each_folds_shared_model_once_and_flags_the_near_chance_ones(tmp_path):
+    aurocs = {0: 0.55, 1: 0.70, 2: 0.45}  # the MLP of each fold; two methods explain each
+    with ResultStore(tmp_path / "m.sqlite") as db:
+        for fold, auroc in aurocs.items():
+            mlp = {"mlp": {"test_auroc": auroc, "test_accuracy": 0.5, "train_seconds": 1.0}}
+            for method in ("saliency", "deeplift"):
+                db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, method), "ok", scores={"best_k": 0.5},
+                                    chance={"best_k": 0.1}, seconds=1.0, model=mlp))
+            db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, "anova"), "ok", scores={"best_k": 1.0},
+                                chance={"best_k": 0.1}, seconds=0.1))
+        db.write(CellResult(Cell("xor", 150, 4, 0, 3, 0, "rf"), "failed", "boom"))
+    results = load_results(tmp_path / "m.sqlite")
+    table = model_table(results)
+    assert table[["model", "setting", "n_decoys", "models", "near_chance"]].values.tolist() == [["mlp", "xor", 4, 3, 2]]
+    row = table.iloc[0]
+    assert (row["auroc"], row["auroc_lo"]) == pytest.approx(mean_ci(list(aurocs.values()), limits=(0, 1))[:2])
+    assert row["methods"] == ["deeplift", "saliency"]
+    md = build_report(results).markdown
+    assert "**Models near chance.**" in md and "`mlp` on 2 of its 3 fits" in md
+    section = md.split("## The models the methods explain")[1].split("## ")[0]
+    assert "| mlp · xor " in section and "0.57 [" in section and "2 / 3" in section and "saliency" in section
 
 
 def test_breakpoint_is_the_last_decoy_count_before_the_first_fall_below_the_level():
@@ -147,6 +170,7 @@ def test_report_files_are_self_contained_deterministic_and_leave_the_store_untou
     md = (tmp_path / "a" / "report.md").read_text()
     for text in ["## Leaderboard", "### xor", "### ring", "## Breakpoints", "Friedman test", "## Provenance", *METHODS]:
         assert text in md
+    assert "No cell of this store explains a trained model" in md and "Models near chance" not in md
     assert "test grid" in md and "cores" in md and "total wall time" in md
 
 

@@ -11,9 +11,10 @@ cost against quality, rank statistics, and a self-contained HTML/Markdown report
 from synthbench.report.document import Report, build_report, write_report
 from synthbench.report.results import ReportError, Results, load_results
 from synthbench.report.statistics import RankTest, block_means, rank_test
-from synthbench.report.tables import BREAKPOINT_LEVEL, breakpoints, decoy_table, mean_ci, pareto_front, summary_table
+from synthbench.report.tables import (BREAKPOINT_LEVEL, breakpoints, decoy_table, mean_ci, model_table, pareto_front,
+                                     summary_table)
 from synthbench.report import figures
 
-__all__ = ["load_results", "Results", "ReportError", "summary_table", "decoy_table", "breakpoints", "mean_ci",
+__all__ = ["load_results", "Results", "ReportError", "summary_table", "decoy_table", "model_table", "breakpoints", "mean_ci",
            "BREAKPOINT_LEVEL", "pareto_front", "rank_test", "RankTest", "block_means", "build_report", "write_report", "Report",
            "figures"]

@@ -24,6 +24,7 @@ from synthbench import metrics as M
 from synthbench.report import figures, tables
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
+from synthbench.runner.cells import NEAR_CHANCE_AUROC
 
 __all__ = ["Report", "build_report", "write_report"]
 
@@ -44,7 +45,7 @@ class Report:
         """The whole report as one HTML page, each figure embedded from its PNG bytes (``images`` by file name)."""
         import markdown
 
-        body = markdown.markdown(self.markdown, extensions=["tables"])
+        body = markdown.markdown(self.markdown, extensions=["tables", "toc"])
 
         def embed(match: re.Match) -> str:
             data = base64.b64encode(images[match.group(1)]).decode("ascii")
@@ -84,6 +85,40 @@ def _breakpoint_markdown(points: pd.DataFrame, order: list[str], settings: list[
     cells = points.assign(label=points.apply(label, axis=1)).pivot(index="method", columns="setting", values="label")
     cells = cells.reindex(index=order, columns=settings).astype(object).fillna("missing")
     return cells.to_markdown(disable_numparse=True)
+
+
+def _models_markdown(models: pd.DataFrame) -> list[str]:
+    """The models section: held-out AUROC per model and setting (a column per decoy count), then who explains each."""
+    if models.empty:
+        return ["No cell of this store explains a trained model (every method works on the data alone).", ""]
+    decoys = sorted(models["n_decoys"].unique())
+    rows = {}
+    for (kind, setting), g in models.groupby(["model", "setting"], sort=False):
+        by = g.set_index("n_decoys")
+        row = {f"{d} decoys": _ci(*by.loc[d, ["auroc", "auroc_lo", "auroc_hi"]]) if d in by.index else "missing"
+               for d in decoys}
+        row["near chance"] = f"{g['near_chance'].sum()} / {g['models'].sum()}"
+        rows[f"{kind} · {setting}"] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "model · dataset"
+    lines = [table.to_markdown(disable_numparse=True), ""]
+    for kind, g in models.groupby("model", sort=False):
+        users = sorted({m for ms in g["methods"] for m in ms})
+        lines.append(f"- `{kind}` is explained by {len(users)} method(s): {', '.join(users)}.")
+    return [*lines, ""]
+
+
+def _near_chance_sentence(models: pd.DataFrame) -> str:
+    """One sentence naming the models that were near chance on some folds, or '' when none was."""
+    totals = models.groupby("model", sort=False)[["near_chance", "models"]].sum()
+    near = totals[totals["near_chance"] > 0]
+    if near.empty:
+        return ""
+    parts = [f"`{kind}` on {r.near_chance} of its {r.models} fits" for kind, r in near.iterrows()]
+    return (f"**Models near chance.** A shared model scored a held-out AUROC below {NEAR_CHANCE_AUROC}: "
+            f"{' and '.join(parts)} (see [The models the methods explain](#the-models-the-methods-explain)). Where a "
+            "model learned little about the label, the methods that explain it (marked †) have little to find: their "
+            "scores there say as much about the model as about the method.")
 
 
 def _duration(seconds: float) -> str:
@@ -156,6 +191,8 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     if len(versions) > 1:
         md += [f"**Warning:** this store mixes cells of synthbench {', '.join(sorted(versions))}; their numbers may "
                "not be comparable.", ""]
+    models = tables.model_table(results)
+    warning = _near_chance_sentence(models)
     md += [
         f"This report reads `{results.path}`: {len(results.methods)} methods on {len(settings)} dataset(s) "
         f"({', '.join(settings)}) at {len(decoys)} decoy count(s) ({', '.join(map(str, decoys))}); "
@@ -167,9 +204,9 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
         f"({m.direction} is better), and the *chance* column gives its expected value under a random ranking. "
         + " ".join(f"`{other}`: the {M.get(other).description}." for other in metrics[1:])
         + " Means are over folds and seeds, with 95 % Student-t confidence intervals. † marks methods some of whose "
-        "cells explain a model that scored a held-out AUROC below 0.6 (`near chance` counts them): such attributions "
-        "explain a model that learned little.",
+        f"cells explain a model that scored a held-out AUROC below {NEAR_CHANCE_AUROC} (`near chance` counts them).",
         "",
+        *([warning, ""] if warning else []),
         "## Leaderboard, all datasets",
         "",
         _leaderboard_markdown(overall, metrics),
@@ -178,6 +215,10 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     for setting in settings:
         md += [f"### {setting}", "", _leaderboard_markdown(tables.summary_table(results, metrics=metrics, setting=setting),
                                                           metrics), ""]
+    md += ["## The models the methods explain", "",
+           "Attribution methods explain a model trained once per fold and shared by every method that needs it. Mean "
+           "held-out AUROC of that model (95 % CI over folds and seeds; 0.5 is a coin flip), and how many of its fits "
+           f"scored below {NEAR_CHANCE_AUROC}.", "", *_models_markdown(models)]
     report = Report("")
     plots = not curves.empty  # without a finished cell there is nothing to draw
 

@@ -187,9 +187,12 @@ def cd_diagram(test: RankTest, styles: dict[str, Style]) -> Figure:
         ax.text(0.5, 0.5, test.sentence(), ha="center", va="center", wrap=True, fontsize=9)
         ax.set_axis_off()
         return fig
-    sp.critical_difference_diagram(test.ranks, test.pairwise, ax=ax, alpha=test.alpha,
-                                   color_palette={m: styles[m].color for m in test.ranks.index},
-                                   label_props={"fontsize": 8})
+    drawn = sp.critical_difference_diagram(test.ranks, test.pairwise, ax=ax, alpha=test.alpha,
+                                           color_palette={m: styles[m].color for m in test.ranks.index},
+                                           label_props={"fontsize": 8}, label_fmt_left="{label} ({rank:.1f})",
+                                           label_fmt_right="({rank:.1f}) {label}")
+    for label in drawn["labels"]:  # the method's colour stays on its marker and line; pale text would be hard to read
+        label.set_color("#222222")
     ax.set_title(f"Average rank on mean {test.metric} over {test.blocks} blocks (dataset × decoy count; 1 = best)\n"
                  f"bars join methods the Nemenyi test cannot separate (α = {test.alpha}); Friedman p = {test.p_value:.2g}",
                  fontsize=9)

@@ -8,14 +8,17 @@ method's feature limit) and missing cells are counted beside it, never averaged 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from synthbench import metrics as M
 from synthbench.report.results import Results
+from synthbench.runner.cells import NEAR_CHANCE_AUROC
 
-__all__ = ["mean_ci", "summary_table", "decoy_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
+__all__ = ["mean_ci", "summary_table", "decoy_table", "model_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
 
 #: best_k a method must keep at every decoy count up to its breakpoint.
 BREAKPOINT_LEVEL = 0.9
@@ -105,8 +108,46 @@ def decoy_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
         mean, lo, hi, n = mean_ci(g["value"], limits=M.get(metric).limits)
         rows.append((method, setting, int(decoys), mean, lo, hi, g["chance"].mean(), n))
     table = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells"])
+    return _in_store_order(table, results, "method")
+
+
+def model_table(results: Results) -> pd.DataFrame:
+    """Held-out quality of the shared models the methods explain, per model, setting and decoy count.
+
+    A fold's model (the MLP, the forest) is shared by every method that needs it, so it is
+    counted once per (setting, decoy count, seed, fold), whatever number of cells explain it.
+    Only cells with status ``ok`` record their model.
+
+    Returns
+    -------
+    DataFrame with columns ``model, setting, n_decoys, auroc, auroc_lo, auroc_hi`` (mean held-out
+    AUROC and its 95 % Student-t interval over folds and seeds), ``accuracy`` (mean held-out
+    accuracy), ``models`` (folds × seeds), ``near_chance`` (of them, AUROC below
+    :data:`~synthbench.runner.cells.NEAR_CHANCE_AUROC`) and ``methods`` (the methods that explain
+    it, by name); sorted by model, setting (store order) and decoy count. Empty when no cell
+    records a model.
+    """
+    columns = ["model", "setting", "n_decoys", "auroc", "auroc_lo", "auroc_hi", "accuracy", "models", "near_chance",
+               "methods"]
+    cells = results.cells[(results.cells["status"] == "ok") & results.cells["model"].notna()]
+    rows = [(kind, c.setting, int(c.n_decoys), c.seed, c.fold, c.method, info.get("test_auroc", np.nan),
+             info.get("test_accuracy", np.nan))
+            for c in cells.itertuples() for kind, info in json.loads(c.model).items()]
+    fits = pd.DataFrame(rows, columns=["model", "setting", "n_decoys", "seed", "fold", "method", "auroc", "accuracy"])
+    keys = ["model", "setting", "n_decoys"]
+    users = fits.groupby(keys)["method"].unique()
+    out = []
+    for key, g in fits.drop_duplicates([*keys, "seed", "fold"]).groupby(keys):
+        mean, lo, hi, n = mean_ci(g["auroc"], limits=(0.0, 1.0))
+        near = int((g["auroc"] < NEAR_CHANCE_AUROC).sum())
+        out.append((*key, mean, lo, hi, g["accuracy"].mean(), n, near, sorted(users[key])))
+    return _in_store_order(pd.DataFrame(out, columns=columns), results, "model")
+
+
+def _in_store_order(table: pd.DataFrame, results: Results, first: str) -> pd.DataFrame:
+    """``table`` sorted by ``first``, then setting in the store's order, then decoy count."""
     order = {s: i for i, s in enumerate(results.settings)}
-    return table.sort_values(["method", "setting", "n_decoys"], key=lambda c: c.map(order) if c.name == "setting" else c,
+    return table.sort_values([first, "setting", "n_decoys"], key=lambda c: c.map(order) if c.name == "setting" else c,
                              ignore_index=True)
 
 
