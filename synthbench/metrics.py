@@ -197,6 +197,7 @@ class Metric:
     description : str
     limits : ``(lowest, highest)`` the metric can take for any truth (bounds are per truth);
         reports clip confidence intervals to it
+    unit : what a value counts, for axis labels ("" when the name says it all)
     """
 
     name: str
@@ -207,6 +208,7 @@ class Metric:
     chance: Callable[[np.ndarray], float]
     description: str
     limits: tuple[float, float] = (0.0, 1.0)
+    unit: str = ""
 
     def __call__(self, scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> float:
         return self.fn(scores, relevant, rng)
@@ -226,10 +228,10 @@ METRICS: dict[str, Metric] = {
     for m in [
         Metric("best_k", best_k, "higher", "global", lambda r: (0.0, 1.0),
                lambda r: _kp(r)[0] / _kp(r)[1],
-               "share of true features among the top k by |score|"),
+               "share of true features among the top k by |score|", unit="share of true features"),
         Metric("best_2k", best_2k, "higher", "global", lambda r: (0.0, 1.0),
                lambda r: min(2 * _kp(r)[0], _kp(r)[1]) / _kp(r)[1],
-               "true features found within the top 2k, divided by k"),
+               "true features found within the top 2k, divided by k", unit="true features found / k"),
         Metric("auroc", auroc, "higher", "global", lambda r: (0.0, 1.0), lambda r: 0.5,
                "AUROC of |score| against the truth"),
         Metric("average_precision", average_precision, "higher", "global",
@@ -239,7 +241,7 @@ METRICS: dict[str, Metric] = {
         Metric("mean_rank", mean_rank, "lower", "global",
                lambda r: ((_kp(r)[0] + 1) / 2, _kp(r)[1] - (_kp(r)[0] - 1) / 2),
                lambda r: (_kp(r)[1] + 1) / 2,
-               "mean rank of the true features (1 = most important)", limits=(1.0, np.inf)),
+               "mean rank of the true features (1 = most important)", limits=(1.0, np.inf), unit="rank, 1 = first"),
         Metric("local_tpr_at_k", local_tpr_at_k, "higher", "local", lambda r: (0.0, 1.0),
                lambda r: _kp(r)[0] / _kp(r)[1],
                "per-instance share of the instance's true features within its top k"),

@@ -27,11 +27,8 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _LINES = ("-", "--", ":", "-.")
 
 
-_UNITS = {"best_k": "share of true features", "best_2k": "true features found / k", "mean_rank": "rank, 1 = first"}
-
-
 def _axis_label(metric: str, prefix: str = "") -> str:
-    unit = _UNITS.get(metric)
+    unit = M.get(metric).unit
     return f"{prefix}{metric}" + (f" ({unit})" if unit else "")
 
 

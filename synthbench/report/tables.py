@@ -16,7 +16,7 @@ from scipy import stats
 
 from synthbench import metrics as M
 from synthbench.report.results import Results
-from synthbench.runner.cells import NEAR_CHANCE_AUROC
+from synthbench.runner.cells import NEAR_CHANCE_AUROC, NEAR_CHANCE_FLAG
 
 __all__ = ["mean_ci", "summary_table", "decoy_table", "model_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
 
@@ -83,7 +83,7 @@ def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "be
         table = table.join(b)
     ok = cells[cells["status"] == "ok"]
     table["seconds"] = ok.groupby("method")["seconds"].mean()
-    flagged = ok["flags"].fillna("").str.contains("model_near_chance")
+    flagged = ok["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG)
     table["near_chance"] = flagged.groupby(ok["method"]).sum()
     for status in ("failed", "skipped"):
         table[status] = (cells["status"] == status).groupby(cells["method"]).sum()

@@ -19,7 +19,7 @@ from synthbench.models import SharedModels, TrainSettings
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.store import CellResult
 
-__all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_AUROC"]
+__all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_AUROC", "NEAR_CHANCE_FLAG"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,8 @@ def import_plugins(modules: Iterable[str]) -> None:
 #: A cell whose model's held-out AUROC is below this is flagged ``model_near_chance``: an
 #: explanation of a model that learned nothing says nothing about the method.
 NEAR_CHANCE_AUROC = 0.6
+#: The flag such a cell carries in the store's ``flags`` column.
+NEAR_CHANCE_FLAG = "model_near_chance"
 
 _VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", "skrebate", "pymrmr", "torch", "lassonet")
 
@@ -99,7 +101,7 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
     trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
     seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in spec.needs if k in models.info)
     model_info = {k: models.info[k] for k in spec.needs if k in models.info} or None
-    flags = ("model_near_chance",) if any(
+    flags = (NEAR_CHANCE_FLAG,) if any(
         info.get("test_auroc", 1.0) < NEAR_CHANCE_AUROC for info in (model_info or {}).values()
     ) else ()
     return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, int(peak), model=model_info,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from synthbench import metrics as M
+from synthbench.runner.cells import NEAR_CHANCE_FLAG
 
 __all__ = ["leaderboard", "format_leaderboard"]
 
@@ -32,7 +33,7 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     table["s/cell"] = cells[cells["status"] == "ok"].groupby("method")["seconds"].mean()
     for status in ("failed", "skipped"):
         table[status] = cells.groupby("method")["status"].apply(lambda s, st=status: int((s == st).sum()))
-    flagged = cells["flags"].fillna("").str.contains("model_near_chance")
+    flagged = cells["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG)
     table["near_chance"] = flagged.groupby(cells["method"]).sum().astype(int)
     chance.index = ["chance"]
     return pd.concat([table, chance])
