@@ -184,12 +184,21 @@ def cd_diagram(test: RankTest, styles: dict[str, Style]) -> Figure:
         ax.text(0.5, 0.5, test.sentence(), ha="center", va="center", wrap=True, fontsize=9)
         ax.set_axis_off()
         return fig
-    drawn = sp.critical_difference_diagram(test.ranks, test.pairwise, ax=ax, alpha=test.alpha,
-                                           color_palette={m: styles[m].color for m in test.ranks.index},
-                                           label_props={"fontsize": 8}, label_fmt_left="{label} ({rank:.1f})",
-                                           label_fmt_right="({rank:.1f}) {label}")
-    for label in drawn["labels"]:  # the method's colour stays on its marker and line; pale text would be hard to read
-        label.set_color("#222222")
+    # scikit-posthocs walks sets of the labels it is given, so with method names the drawing order followed
+    # Python's per-process string hashing and the PNG changed from run to run. It gets positions (ints hash
+    # to themselves) and the names are written in afterwards.
+    names = list(test.ranks.index)
+    ranks = pd.Series(test.ranks.to_numpy(), index=range(len(names)))
+    pairwise = pd.DataFrame(test.pairwise.loc[names, names].to_numpy(), index=ranks.index, columns=ranks.index)
+    drawn = sp.critical_difference_diagram(ranks, pairwise, ax=ax, alpha=test.alpha,
+                                           color_palette={i: styles[m].color for i, m in enumerate(names)},
+                                           label_props={"fontsize": 8}, label_fmt_left="{label}",
+                                           label_fmt_right="{label}")
+    for label in drawn["labels"]:
+        i = int(label.get_text())
+        rank = f"({ranks[i]:.1f})"
+        label.set_text(f"{names[i]} {rank}" if label.get_ha() == "right" else f"{rank} {names[i]}")
+        label.set_color("#222222")  # the method's colour stays on its marker and line; pale text is hard to read
     ax.set_title(f"Average rank on mean {test.metric} over {test.blocks} blocks (dataset × decoy count; 1 = best)\n"
                  f"bars join methods the Nemenyi test cannot separate (α = {test.alpha}); Friedman p = {test.p_value:.2g}",
                  fontsize=9)
