@@ -15,11 +15,12 @@ from pathlib import Path
 from synthbench import __version__, datasets
 from synthbench.methods import default_methods, get_method, method_names
 from synthbench.models import TrainSettings
+from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
 from synthbench.runner.cells import import_plugins
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
                                          SerialExecutor)
-from synthbench.runner.grid import Cell, GridSpec
+from synthbench.runner.grid import Cell, GridSpec, entry_label
 from synthbench.runner.leaderboard import format_leaderboard, leaderboard
 from synthbench.runner.store import ResultStore, StoreError
 from synthbench.suites import SuiteError, load_suite, suite_names
@@ -30,13 +31,14 @@ GRID_FLAGS = {
     "--datasets": (",".join(DEFAULT_DATASETS), dict(help="comma-separated dataset names")),
     "--methods": ("default", dict(help="comma-separated method names, 'default' or 'all'")),
     "--decoys": ("100,1000", dict(help="comma-separated decoy counts")),
-    "--n-samples": (1000, dict(type=int, help="samples per dataset")),
+    "--n-samples": ("1000", dict(help="comma-separated sample sizes")),
     "--folds": (6, dict(type=int, help="cross-validation folds, unshuffled")),
     "--seed": (0, dict(type=int, help="seed of every random stream")),
     "--explain": ("test", dict(choices=("test", "train"), help="rows attribution methods explain")),
+    "--model": (",".join(RUN_PRESETS), dict(help="comma-separated MLP presets the neural methods explain (see --list)")),
 }
 DEFAULT_STORE = Path("results") / "synthbench.sqlite"
-EXPORT_COLUMNS = ["dataset", "n_samples", "n_decoys", "n_features", "k", "method", "fold", "seed", "metric",
+EXPORT_COLUMNS = ["dataset", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset", "fold", "seed", "metric",
                   "value", "chance", "seconds", "peak_memory_bytes", "status", "message", "flags", "suite", "suite_hash",
                   "cell_id"]
 
@@ -63,15 +65,17 @@ def parse_names(text: str, valid: list[str], what: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _decoys(text: str) -> tuple[int, ...]:
+def _integers(text: str, flag: str, positive: bool = False) -> tuple[int, ...]:
+    """Comma-separated non-negative (or positive) integers from ``flag``, duplicates dropped; :class:`UsageError` otherwise."""
+    kind, least = ("positive", 1) if positive else ("non-negative", 0)
     values = []
     for s in text.split(","):
         try:
             v = int(s.strip())
         except ValueError:
-            raise UsageError(f"--decoys takes comma-separated non-negative integers, got {s.strip()!r}") from None
-        if v < 0:
-            raise UsageError(f"--decoys must be non-negative, got {v}")
+            raise UsageError(f"{flag} takes comma-separated {kind} integers, got {s.strip()!r}") from None
+        if v < least:
+            raise UsageError(f"{flag} must be {kind}, got {v}")
         values.append(v)
     return tuple(dict.fromkeys(values))
 
@@ -128,9 +132,10 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         if given:
             raise UsageError(f"--suite fixes the grid; drop {', '.join(given)}")
         try:
-            return args, load_suite(args.suite).cells()
+            return args, _fitting(load_suite(args.suite).cells())
         except SuiteError as exc:
             raise UsageError(str(exc)) from None
+    model_given = args.model is not None
     for flag, name in grid_options.items():
         if getattr(args, name) is None:
             setattr(args, name, GRID_FLAGS[flag][0])
@@ -143,10 +148,27 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         methods = parse_names(args.methods, method_names(), "methods")
     if args.folds < 2:
         raise UsageError(f"--folds must be at least 2, got {args.folds}")
-    if args.n_samples < args.folds:
-        raise UsageError(f"--n-samples ({args.n_samples}) must be at least --folds ({args.folds})")
-    grid = GridSpec(ds, methods, _decoys(args.decoys), args.n_samples, args.folds, args.seed, args.explain)
-    return args, grid.cells()
+    sizes = _integers(args.n_samples, "--n-samples", positive=True)
+    if min(sizes) < args.folds:
+        raise UsageError(f"--n-samples ({min(sizes)}) must be at least --folds ({args.folds})")
+    models = parse_names(args.model, preset_names(), "models")
+    if model_given and not any(get_method(m).uses_preset for m in methods):
+        raise UsageError(f"--model {args.model}: none of the methods explains an MLP (the neural methods, e.g. "
+                         "saliency, do); drop --model or add such a method")
+    grid = GridSpec(ds, methods, _integers(args.decoys, "--decoys"), sizes, args.folds, args.seed, args.explain,
+                    models=models)
+    return args, _fitting(grid.cells())
+
+
+def _fitting(cells: list[Cell]) -> list[Cell]:
+    """``cells``, once every dataset they generate is known to fit in memory (:class:`UsageError` otherwise)."""
+    for d, params, n, decoys, seed in dict.fromkeys((c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.seed)
+                                                    for c in cells):
+        try:
+            datasets.check_fits(d, n_samples=n, n_decoys=decoys, seed=seed, **dict(params))
+        except datasets.DatasetTooLarge as exc:
+            raise UsageError(str(exc)) from None
+    return cells
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
@@ -187,6 +209,9 @@ def _listing() -> str:
     lines.append("suites (--suite NAME):")
     for n in suite_names():
         lines.append(f"  {n:<24} {load_suite(n).description}")
+    lines.append("model presets (--model; neural methods explain each, * = run by default):")
+    for n, preset in PRESETS.items():
+        lines.append(f"  {n:<24}{'*' if n in RUN_PRESETS else ' '} {preset.description}")
     lines.append("methods (* = run by default):")
     for n in method_names():
         spec = get_method(n)
@@ -227,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         bar = tqdm(total=n, unit="cell", desc="synthbench", file=sys.stderr, disable=args.quiet, dynamic_ncols=True)
 
     def advance(result) -> None:
-        bar.set_postfix_str(f"{result.cell.dataset}/{result.cell.n_decoys} {result.cell.method}", refresh=False)
+        bar.set_postfix_str(f"{result.cell.dataset}/{result.cell.n_decoys} {result.cell.label}", refresh=False)
         bar.update(1)
 
     try:
@@ -259,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     if not failed.empty:
         print(f"\n{len(failed)} cells failed:", file=sys.stderr)
         for _, r in failed.head(20).iterrows():
-            print(f"  {r['dataset']}/{r['n_decoys']} fold {r['fold']} {r['method']}: {r['message']}", file=sys.stderr)
+            print(f"  {r['dataset']}/{r['n_decoys']} fold {r['fold']} {entry_label(r['method'], r['model_preset'])}: "
+                  f"{r['message']}", file=sys.stderr)
         return 1
     return 0
 

@@ -31,6 +31,31 @@ def test_list_names_every_dataset_and_method(capsys):
         assert name in out
 
 
+def test_list_shows_the_model_presets_and_marks_the_default_ones(capsys):
+    assert cli.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("model presets (--model; neural methods explain each, * = run by default):")
+    rows = {line[2:26].strip(): line[26] == "*" for line in lines[start + 1 : start + 5]}
+    assert rows == {"passemiers2023": True, "passemiers2023_corrected": False, "sparse_mlp": True, "dense_mlp": False}
+
+
+def test_presets_and_sample_sizes_are_axes_of_one_run(tmp_path, capsys):
+    store, export = tmp_path / "r.sqlite", tmp_path / "rows.csv"
+    args = ["--datasets", "xor", "--decoys", "2", "--n-samples", "90,120", "--folds", "2", "--jobs", "1", "--quiet",
+            "--methods", "anova,saliency", "--model", "passemiers2023,passemiers2023_corrected"]
+    assert cli.main([*args, "--store", str(store), "--export", str(export)]) == 0
+    out = capsys.readouterr().out
+    assert "12 cells run" in out  # 2 sizes × 2 folds × (anova + saliency on 2 presets)
+    board = out.split("\n\n")[0]
+    assert "xor n=90/2" in board and "xor n=120/2" in board
+    for row in ("saliency@passemiers2023 ", "saliency@passemiers2023_corrected ", "anova "):
+        assert row in board
+    rows = pd.read_csv(export)
+    assert set(rows["n_samples"]) == {90, 120}
+    assert rows.groupby("method")["model_preset"].apply(lambda s: set(s.dropna())).to_dict() == {
+        "anova": set(), "saliency": {"passemiers2023", "passemiers2023_corrected"}}
+
+
 def test_small_run_resume_and_export(tmp_path, capsys):
     store, export = tmp_path / "r.sqlite", tmp_path / "out" / "rows.csv"
     assert cli.main([*SMALL, "--store", str(store), "--export", str(export)]) == 0

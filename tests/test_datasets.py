@@ -10,6 +10,7 @@ import pytest
 from scipy import sparse, special, stats
 from scipy.sparse import csgraph
 
+from synthbench import datasets
 from synthbench.datasets import Dataset, describe, make, names
 from synthbench.datasets import dag as dagmod
 from synthbench.datasets import l2x, nonlinear
@@ -464,3 +465,18 @@ def test_bad_family_arguments() -> None:
         make("hypercube", n_samples=10, n_decoys=0, seed=0, flip_y=1.5)
     with pytest.raises(ValueError, match="n_informative"):
         make("hypercube", n_samples=10, n_decoys=0, seed=0, n_informative=0)
+
+
+def test_a_dataset_too_large_for_memory_is_refused_before_anything_is_allocated(monkeypatch):
+    import synthbench.datasets.base as base
+
+    with pytest.raises(datasets.DatasetTooLarge, match=r"'ring' with n_samples=1000000000 and n_decoys=1000000 needs "
+                                                       r"about 26077084\.2 GiB"):
+        datasets.make("ring", n_samples=10**9, n_decoys=10**6, seed=0)
+    # The estimate counts the real feature count: dag has 2000 features and no decoys.
+    assert datasets.estimate_bytes("dag", n_samples=1000, n_decoys=0) == 1000 * 2000 * base.BYTES_PER_ELEMENT
+    # A grid that fits on this machine is refused where less memory is available.
+    datasets.check_fits("xor", n_samples=50_000, n_decoys=2046, seed=0)
+    monkeypatch.setattr(base, "_available_bytes", lambda: 2**30)
+    with pytest.raises(datasets.DatasetTooLarge, match="1.0 GiB of memory is available"):
+        datasets.check_fits("xor", n_samples=50_000, n_decoys=2046, seed=0)

@@ -241,3 +241,24 @@ def test_the_module_runs_as_a_command(store, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "synthbench.report", "--store", str(store), "--metrics", "nope"],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unknown" in bad.stderr
+
+
+def test_rows_and_models_of_two_presets_are_never_pooled(tmp_path):
+    aurocs = {"passemiers2023": 0.52, "sparse_mlp": 0.97}
+    with ResultStore(tmp_path / "p.sqlite") as db:
+        for fold in range(3):
+            for preset, auroc in aurocs.items():
+                mlp = {"mlp": {"test_auroc": auroc + 0.01 * fold, "test_accuracy": 0.5, "train_seconds": 1.0}}
+                db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, "saliency", model=preset), "ok",
+                                    scores={"best_k": auroc}, chance={"best_k": 0.1}, seconds=1.0, model=mlp))
+            db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, "anova"), "ok", scores={"best_k": 1.0},
+                                chance={"best_k": 0.1}, seconds=0.1))
+    results = load_results(tmp_path / "p.sqlite")
+    summary = summary_table(results)
+    assert summary.loc["saliency@passemiers2023", "best_k"] == pytest.approx(0.52)
+    assert summary.loc["saliency@sparse_mlp", "best_k"] == pytest.approx(0.97)
+    assert "saliency" not in summary.index and "anova" in summary.index
+    table = model_table(results).set_index("model")
+    assert table.loc["mlp@passemiers2023", "auroc"] == pytest.approx(0.53)
+    assert table.loc["mlp@sparse_mlp", "auroc"] == pytest.approx(0.98)
+    assert table.loc["mlp@sparse_mlp", "methods"] == ["saliency@sparse_mlp"]

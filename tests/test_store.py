@@ -232,3 +232,40 @@ def test_each_execution_is_recorded_as_a_run_with_its_machine_wall_time_and_outc
         "interrupted", len(cells), len(cells) - 4, 1]
     assert (stored.loc[[c.cell_id for c in cells[:4]], "run_id"] == first.run_id).all()
     assert (stored["run_id"] == second).sum() == 1
+
+
+def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and_the_task():
+    grid = GridSpec(("xor",), ("rf", "saliency", "deeplift"), (3,), n_samples=60, n_folds=2,
+                    models=("passemiers2023", "sparse_mlp"))
+    cells = grid.cells()
+    assert sorted((c.method, c.model) for c in cells if c.fold == 0) == [
+        ("deeplift", "passemiers2023"), ("deeplift", "sparse_mlp"), ("rf", None),
+        ("saliency", "passemiers2023"), ("saliency", "sparse_mlp")]
+    assert len({c.cell_id for c in cells}) == len(cells)
+    assert [c.label for c in cells[:3]] == ["rf", "saliency@passemiers2023", "saliency@sparse_mlp"]
+    tasks = GridSpec.tasks(cells)
+    assert all(len({c.model for c in t.cells}) == 1 for t in tasks)  # one preset's MLP per task
+    # A method that needs no MLP keeps its id whatever the presets.
+    alone = GridSpec(("xor",), ("rf",), (3,), n_samples=60, n_folds=2).cells()
+    assert {c.cell_id for c in alone} == {c.cell_id for c in cells if c.method == "rf"}
+    with pytest.raises(KeyError, match="unknown model preset 'nope'; valid: passemiers2023"):
+        GridSpec(("xor",), ("saliency",), (3,), models=("nope",)).cells()
+
+
+def test_a_version_3_store_gains_the_preset_column_and_keeps_its_cells(tmp_path):
+    path = tmp_path / "v3.sqlite"
+    with ResultStore(path) as store:
+        store.write(result(cell()))
+    con = sqlite3.connect(path)  # what synthbench wrote before presets: schema 3, no model_preset column
+    con.execute("ALTER TABLE cells DROP COLUMN model_preset")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with ResultStore(path, readonly=True) as store:  # read-only: upgraded in memory, file untouched
+        assert store.scores()["model_preset"].isna().all()
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+    with ResultStore(path) as store:
+        neural = Cell("xor", 100, 3, 0, 2, 0, "saliency", model="sparse_mlp")
+        store.write(result(neural))
+        rows = store.scores().drop_duplicates("cell_id").set_index("cell_id")
+        assert rows.loc[neural.cell_id, "model_preset"] == "sparse_mlp" and len(rows) == 2

@@ -8,6 +8,7 @@ import pytest
 
 from synthbench import datasets
 from synthbench import run as cli
+from synthbench.methods import get_method
 from synthbench.suites import SuiteError, load_suite, suite_names
 
 PAPER_METHODS = {
@@ -35,6 +36,17 @@ def test_passemiers2023_is_the_papers_grid():
     n_configs = 11 + 11 + 10 + 10 + 1
     assert len(cells) == n_configs * 6 * len(PAPER_METHODS) == len({c.cell_id for c in cells})
     assert {c.suite for c in cells} == {("passemiers2023", suite.hash)}
+    neural = {c.method for c in cells if c.model is not None}
+    assert {c.model for c in cells if c.model is not None} == {"passemiers2023"}  # the paper's MLP as its code ran
+    assert neural == {m for m in PAPER_METHODS if get_method(m).uses_preset} and "saliency" in neural
+
+
+def test_the_corrected_suite_is_the_same_grid_on_the_corrected_mlp():
+    faithful, corrected = load_suite("passemiers2023").cells(), load_suite("passemiers2023_corrected").cells()
+    strip = lambda c: (c.dataset, c.n_decoys, c.fold, c.method)  # noqa: E731
+    assert sorted(map(strip, faithful)) == sorted(map(strip, corrected))
+    assert {c.model for c in corrected if c.model} == {"passemiers2023_corrected"}
+    assert not {c.cell_id for c in faithful} & {c.cell_id for c in corrected}
 
 
 TINY = """
@@ -86,6 +98,7 @@ def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_pa
     (lambda t: t.replace("n_decoys = [1]", "n_decoys = [-1]"), "non-negative integers"),
     (lambda t: t.replace("folds = 2", "folds = 1"), "folds >= 2"),
     (lambda t: t + "\n[[[", "not valid TOML"),
+    (lambda t: t.replace("seed = 4", 'seed = 4\nmodels = ["nope"]'), "'models' must be a non-empty list of MLP presets"),
 ])
 def test_malformed_suites_are_refused_with_the_reason(tmp_path, edit, message):
     path = tmp_path / "bad.toml"

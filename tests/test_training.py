@@ -285,3 +285,86 @@ def test_no_cache_dir_trains() -> None:
     a = cached_train_mlp(X, y, config=QUICK, seed=0, cache_dir=None)
     b = train_mlp(X, y, config=QUICK, seed=0)
     _assert_same_weights(a.module, b.module)
+
+
+# ---------------------------------------------------------------- the 2023 code's behaviour and the competent options
+
+
+def test_restore_last_keeps_the_final_weights_and_best_restores_the_best_epoch() -> None:
+    """``restore="last"`` is what the 2023 code did (its state_dict history aliased the live weights)."""
+    X, y = _linear_problem()
+    config = MLPConfig(lr=5e-3, stopping="best", patience=5, max_epochs=60)
+    best = train_mlp(X, y, config=config, seed=0)
+    last = train_mlp(X, y, config=MLPConfig(**{**config.to_dict(), "restore": "last"}), seed=0)
+    assert best.history == last.history and best.best_epoch < best.epochs_run - 1  # the same run, stopped past its best
+    # Training again for exactly epochs_run epochs with no stopping gives the final weights.
+    final = train_mlp(X, y, config=MLPConfig(**{**config.to_dict(), "restore": "last", "patience": 10**6,
+                                                "max_epochs": last.epochs_run}), seed=0)
+    _assert_same_weights(last.module, final.module)
+    with pytest.raises(AssertionError):
+        _assert_same_weights(best.module, last.module)
+    val_idx = best.validation_indices
+    loss = lambda m: F.binary_cross_entropy_with_logits(  # noqa: E731
+        m.module(torch.from_numpy(X[val_idx])).reshape(-1), torch.from_numpy(y[val_idx]).float()).item()
+    assert loss(best) == pytest.approx(min(best.history["val_loss"]), rel=1e-5)
+    assert loss(last) == pytest.approx(last.history["val_loss"][-1], rel=1e-5)
+
+
+def test_noisy_batch_validation_is_the_sum_of_noisy_batch_means() -> None:
+    """The 2023 code measured validation in training mode (noise on), summed over batches of 64."""
+    X, y = _linear_problem(n=400)
+    clean = train_mlp(X, y, config=MLPConfig(max_epochs=4, patience=100), seed=0)
+    noisy = train_mlp(X, y, config=MLPConfig(max_epochs=4, patience=100, validation="noisy_batches"), seed=0)
+    n_batches = -(-len(noisy.validation_indices) // 64)  # 80 rows: batches of 64 and 16
+    assert n_batches == 2
+    # Same training on the first epoch; the noisy sum of two batch means is near twice the clean mean.
+    assert noisy.history["train_loss"][0] == clean.history["train_loss"][0]
+    ratio = np.array(noisy.history["val_loss"]) / np.array(clean.history["val_loss"])
+    assert np.all((ratio > 1.5) & (ratio < 2.5)) and not np.allclose(ratio, 2.0, atol=1e-3)
+
+
+def test_plateau_schedule_lowers_the_learning_rate_only_when_the_training_loss_stalls(monkeypatch) -> None:
+    steps: list[float] = []
+    original = torch.optim.lr_scheduler.ReduceLROnPlateau.step
+
+    def record(self, metrics, *a, **k):
+        steps.append(float(metrics))
+        return original(self, metrics, *a, **k)
+
+    monkeypatch.setattr(torch.optim.lr_scheduler.ReduceLROnPlateau, "step", record)
+    X, y = _linear_problem()
+    model = train_mlp(X, y, config=MLPConfig(max_epochs=5, patience=100, lr_schedule="plateau2023"), seed=0)
+    n_batches = -(-(len(X) - len(model.validation_indices)) // 64)
+    # Stepped once per epoch on the *summed* batch losses (the mean times the number of batches).
+    assert np.allclose(steps, np.array(model.history["train_loss"]) * n_batches, rtol=1e-5)
+    unscheduled = train_mlp(X, y, config=MLPConfig(max_epochs=5, patience=100), seed=0)
+    assert model.history == unscheduled.history  # 5 epochs are too few for the plateau rule (patience 10) to act
+
+
+def test_l1_on_the_first_layer_shrinks_the_decoy_weights() -> None:
+    X, y = _linear_problem(p=20)
+    config = MLPConfig(width=32, noise_sigma=0.0, lr=3e-3, max_epochs=40, patience=100)
+    plain = train_mlp(X, y, config=config, seed=0)
+    sparse = train_mlp(X, y, config=MLPConfig(**{**config.to_dict(), "l1_first_layer": 3e-3}), seed=0)
+    w_plain = plain.module[1].weight.detach().abs().sum(0)
+    w_sparse = sparse.module[1].weight.detach().abs().sum(0)
+    assert w_sparse[2:].mean() < 0.5 * w_plain[2:].mean()  # decoys 2..19 lose most of their weight
+    assert w_sparse[:2].mean() > 3 * w_sparse[2:].mean()  # the two relevant inputs keep theirs
+
+
+def test_monitoring_validation_auroc_restores_the_epoch_of_highest_auroc() -> None:
+    X, y = _linear_problem()
+    model = train_mlp(X, y, config=MLPConfig(lr=5e-3, monitor="auroc", stopping="best", patience=8), seed=0)
+    auroc = model.history["val_auroc"]
+    assert len(auroc) == model.epochs_run and model.best_epoch == int(np.argmax(auroc))
+    idx = model.validation_indices
+    assert roc_auc_score(y[idx], model.predict_proba(X[idx])[:, 1]) == pytest.approx(max(auroc))
+    assert model.epochs_run - 1 - model.best_epoch >= 8 or model.epochs_run == model.config.max_epochs
+
+
+@pytest.mark.parametrize("field,value", [("monitor", "accuracy"), ("validation", "dirty"), ("restore", "first"),
+                                         ("lr_schedule", "cosine"), ("l1_first_layer", -1.0)])
+def test_unknown_training_options_are_refused(field, value) -> None:
+    X, y = _linear_problem(n=40)
+    with pytest.raises(ValueError, match=field):
+        train_mlp(X, y, config=MLPConfig(**{**QUICK.to_dict(), field: value}), seed=0)

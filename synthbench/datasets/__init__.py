@@ -19,6 +19,6 @@ Every generator accepts ``n_decoys`` (0 allowed) and ``decoy_correlation`` in ``
 """
 
 from . import dag, hypercube, l2x, nonlinear  # noqa: F401  (imported to register the generators)
-from .base import Dataset, describe, make, names
+from .base import Dataset, DatasetTooLarge, check_fits, describe, estimate_bytes, make, names
 
-__all__ = ["Dataset", "make", "names", "describe"]
+__all__ = ["Dataset", "DatasetTooLarge", "make", "names", "describe", "estimate_bytes", "check_fits"]

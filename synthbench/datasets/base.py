@@ -17,9 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import os
+
 import numpy as np
 
-__all__ = ["Dataset", "GeneratorSpec", "register", "make", "names", "describe"]
+__all__ = ["Dataset", "GeneratorSpec", "DatasetTooLarge", "register", "make", "names", "describe", "estimate_bytes",
+           "check_fits"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +126,9 @@ def make(name: str, *, n_samples: int, n_decoys: int, seed: int, **params: Any) 
         Unknown name; the message lists the valid ones.
     ValueError
         ``n_samples < 1`` or ``n_decoys < 0``.
+    DatasetTooLarge
+        The data would not fit in the memory available now (see :func:`check_fits`); raised
+        before anything is allocated.
     """
     if name not in _REGISTRY:
         raise KeyError(f"unknown dataset {name!r}; valid names: {', '.join(names())}")
@@ -130,4 +136,59 @@ def make(name: str, *, n_samples: int, n_decoys: int, seed: int, **params: Any) 
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     if int(n_decoys) < 0:
         raise ValueError(f"n_decoys must be >= 0, got {n_decoys}")
+    check_fits(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
     return _REGISTRY[name].fn(n_samples=int(n_samples), n_decoys=int(n_decoys), seed=int(seed), **params)
+
+
+class DatasetTooLarge(ValueError):
+    """A dataset that cannot fit in the memory available; the message gives the estimate."""
+
+
+#: Peak bytes per element of ``X`` while a generator runs: the float32 result plus up to three
+#: float64 temporaries of the decoy block (latent draws, their transform, the correlated mix).
+BYTES_PER_ELEMENT = 4 + 3 * 8
+#: Below this many elements the estimate is not worth computing (about 0.5 GB at the peak).
+_SMALL = 2 * 10**7
+
+
+def _available_bytes() -> int | None:
+    """Memory the kernel says is available now (``MemAvailable``), else the machine's physical memory."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def estimate_bytes(name: str, *, n_samples: int, n_decoys: int, seed: int = 0, **params: Any) -> int:
+    """Estimated peak bytes of ``make(name, n_samples=..., n_decoys=..., **params)``.
+
+    The feature count comes from generating 8 rows without decoys (so parameters that change it,
+    and fixed-size sets like ``dag``, are counted right); the peak is ``n_samples × n_features ×``
+    :data:`BYTES_PER_ELEMENT`, plus one byte per element for per-instance ground truth.
+    """
+    probe = _REGISTRY[name].fn(n_samples=8, n_decoys=0, seed=int(seed), **params)
+    p = probe.n_features + int(n_decoys)
+    per_element = BYTES_PER_ELEMENT + (1 if probe.relevant_local is not None else 0)
+    return int(n_samples) * p * per_element
+
+
+def check_fits(name: str, *, n_samples: int, n_decoys: int, seed: int = 0, **params: Any) -> None:
+    """Raise :class:`DatasetTooLarge` when the dataset's estimated peak exceeds the memory available now.
+
+    Cheap: grids of fewer than about 2·10^7 elements are not probed at all.
+    """
+    if int(n_samples) * (int(n_decoys) + 64) < _SMALL:
+        return
+    need = estimate_bytes(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
+    have = _available_bytes()
+    if have is not None and need > have:
+        raise DatasetTooLarge(
+            f"dataset {name!r} with n_samples={n_samples} and n_decoys={n_decoys} needs about {need / 2**30:.1f} GiB "
+            f"while generated, and {have / 2**30:.1f} GiB of memory is available; use fewer samples or decoys")

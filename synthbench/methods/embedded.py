@@ -17,7 +17,7 @@ Registered methods (none runs by default; none uses a shared model, each trains 
 The neural methods reuse :func:`~synthbench.models.mlp.build_mlp` and the benchmark's training
 protocol (Adam, mini-batches of 64, binary cross-entropy on the logit, early stopping on the
 loss of a random 20 % validation part, best weights restored) through one shared loop,
-:func:`train_penalised`, that adds a penalty term to the batch loss. Each accepts
+:func:`~synthbench.models.training.fit_network`, that adds a penalty term to the batch loss. Each accepts
 ``ensemble = B``: with ``B > 1`` it is trained on ``B`` bootstrap samples of the training rows
 and the scores are averaged (:func:`bootstrap_ensemble`).
 
@@ -42,12 +42,10 @@ from synthbench.evaluation.protocol import FoldData
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.models.mlp import GaussianNoise, MLPConfig, build_mlp
-from synthbench.models.training import select_device, torch_threads
+from synthbench.models.training import build_seeded_mlp, fit_network, select_device, torch_threads
 
 __all__ = [
     "CancelOutGate",
-    "Penalty",
-    "TrainResult",
     "bootstrap_ensemble",
     "bootstrap_indices",
     "cancelout_penalty",
@@ -58,169 +56,14 @@ __all__ = [
     "fit_lassonet",
     "input_gradient_norms",
     "path_scores",
-    "train_penalised",
 ]
 
 #: Largest seed drawn from ``rng`` for a member of an ensemble (fits torch's 64-bit seeds).
 _SEED_BOUND = 2**62
 
-# ---------------------------------------------------------------------------------------------
-# Shared training loop
-# ---------------------------------------------------------------------------------------------
-
-#: ``penalty(module, xb, loss) -> scalar tensor`` added to the batch loss. ``xb`` is the batch
-#: ``(b, p)`` (requiring grad when the loop is told ``input_grad=True``), ``loss`` the batch's
-#: mean binary cross-entropy, still attached to the graph.
-Penalty = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-@dataclasses.dataclass(eq=False)
-class TrainResult:
-    """What :func:`train_penalised` returns.
-
-    Attributes
-    ----------
-    module : nn.Module, trained, in eval mode, on ``device``; maps ``(n, p)`` to logits ``(n, 1)``
-    epochs_run : int
-    best_epoch : int, 0-based epoch whose weights were restored (-1 when none had a finite loss)
-    history : dict of lists, ``"train_objective"`` (loss + penalty, mean over batches) and
-        ``"val_loss"`` (validation binary cross-entropy, penalty excluded), one per epoch
-    """
-
-    module: nn.Module
-    epochs_run: int
-    best_epoch: int
-    history: dict[str, list[float]]
-
-
-def _adam(param_groups: list[dict], lr: float) -> torch.optim.Adam:
-    """Adam over ``param_groups``, the fused kernel where the torch build has one for the device."""
-    try:
-        return torch.optim.Adam(param_groups, lr=lr, fused=True)
-    except RuntimeError:
-        return torch.optim.Adam(param_groups, lr=lr)
-
-
-def train_penalised(
-    module: nn.Module,
-    X: np.ndarray,
-    y: np.ndarray,
-    *,
-    config: MLPConfig,
-    generator: torch.Generator,
-    device: torch.device,
-    penalty: Penalty | None = None,
-    input_grad: bool = False,
-    gate_params: tuple[nn.Parameter, ...] = (),
-    gate_lr: float | None = None,
-) -> TrainResult:
-    """Train ``module`` with the benchmark protocol plus a penalty on each batch.
-
-    Parameters
-    ----------
-    module : nn.Module mapping float32 ``(b, p)`` to logits ``(b, 1)``; already initialised
-        (on the CPU or ``device``). Every ``GaussianNoise`` layer inside draws from the run's
-        generator while training.
-    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
-    config : MLPConfig
-        ``lr``, ``weight_decay``, ``batch_size``, ``max_epochs``, ``patience`` and
-        ``validation_fraction`` are used as in :func:`~synthbench.models.training.train_mlp`.
-    generator : CPU ``torch.Generator``; draws the validation split, then (on CPU) the batch
-        order and noise (on CUDA those come from a CUDA generator seeded from it).
-    device : where to train.
-    penalty : Penalty or None
-        Added to each batch's mean binary cross-entropy before the backward pass.
-    input_grad : bool
-        Mark each batch as requiring grad before the forward pass (for penalties on input
-        gradients).
-    gate_params : parameters put in their own Adam group: no weight decay (a gate has its own
-        penalty) and learning rate ``gate_lr`` (None: ``config.lr``).
-    gate_lr : float or None
-
-    Returns
-    -------
-    TrainResult
-        The module holds the weights of the epoch of lowest validation loss (binary
-        cross-entropy without the penalty, noise off).
-    """
-    n = X.shape[0]
-    n_val = math.ceil(config.validation_fraction * n)
-    if not 0.0 < config.validation_fraction < 1.0 or n_val < 1 or n - n_val < 1:
-        raise ValueError(f"{n} rows are too few for a validation fraction of {config.validation_fraction}")
-    perm = torch.randperm(n, generator=generator)
-    val_idx, tr_idx = torch.sort(perm[:n_val]).values, torch.sort(perm[n_val:]).values
-    if device.type == "cpu":
-        dev_gen = generator
-    else:
-        dev_gen = torch.Generator(device=device).manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
-
-    X_all = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
-    y_all = torch.from_numpy(np.asarray(y)).to(torch.float32)
-    X_tr, y_tr = X_all[tr_idx].to(device), y_all[tr_idx].to(device)
-    X_val, y_val = X_all[val_idx].to(device), y_all[val_idx].to(device)
-    n_tr, bs = n - n_val, int(config.batch_size)
-    starts = list(range(0, n_tr, bs))
-
-    module = module.to(device)
-    own = {id(q) for q in gate_params}
-    groups = [
-        {"params": [q for q in module.parameters() if id(q) not in own], "weight_decay": config.weight_decay},
-        {
-            "params": [q for q in module.parameters() if id(q) in own],
-            "weight_decay": 0.0,
-            "lr": config.lr if gate_lr is None else float(gate_lr),
-        },
-    ]
-    optimizer = _adam([g for g in groups if g["params"]], config.lr)
-    noises = [m for m in module.modules() if isinstance(m, GaussianNoise)]
-
-    history: dict[str, list[float]] = {"train_objective": [], "val_loss": []}
-    best_loss, best_epoch, stale = math.inf, -1, 0
-    best_state: dict[str, torch.Tensor] = {}
-    for m in noises:
-        m.generator = dev_gen
-    try:
-        for epoch in range(int(config.max_epochs)):
-            module.train()
-            order = torch.randperm(n_tr, generator=dev_gen, device=device)
-            Xe, ye = X_tr[order], y_tr[order]
-            total = torch.zeros((), device=device)
-            for s in starts:
-                xb, yb = Xe[s : s + bs], ye[s : s + bs]
-                if input_grad:
-                    xb = xb.clone().requires_grad_(True)
-                loss = F.binary_cross_entropy_with_logits(module(xb).reshape(-1), yb)
-                objective = loss if penalty is None else loss + penalty(module, xb, loss)
-                optimizer.zero_grad(set_to_none=True)
-                objective.backward()
-                optimizer.step()
-                total += objective.detach()
-            module.eval()
-            with torch.no_grad():
-                val_loss = F.binary_cross_entropy_with_logits(module(X_val).reshape(-1), y_val)
-            train_mean, val = torch.stack([total / len(starts), val_loss]).tolist()
-            history["train_objective"].append(train_mean)
-            history["val_loss"].append(val)
-            if val < best_loss:
-                best_loss, best_epoch, stale = val, epoch, 0
-                best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-            else:
-                stale += 1
-                if stale >= config.patience:
-                    break
-    finally:
-        for m in noises:
-            m.generator = None
-    if best_state:
-        module.load_state_dict(best_state)
-    module.eval()
-    return TrainResult(module, len(history["val_loss"]), best_epoch, history)
-
-
-def _mlp(p: int, config: MLPConfig, generator: torch.Generator) -> nn.Sequential:
-    """``build_mlp`` without touching torch's global generator (layers draw nothing from it)."""
-    with torch.random.fork_rng(devices=[]):
-        return build_mlp(p, config, generator=generator)
+#: Training of the embedded selectors' networks: the benchmark MLP's settings, with patience
+#: counted from the best epoch so far (not the previous one).
+EMBEDDED_CONFIG = MLPConfig(stopping="best")
 
 
 def _device(models: SharedModels) -> torch.device:
@@ -347,7 +190,7 @@ def fit_cancelout(
     lambda_l1: float,
     gate_lr: float,
     device: torch.device | str = "cpu",
-    config: MLPConfig = MLPConfig(),
+    config: MLPConfig = EMBEDDED_CONFIG,
 ) -> tuple[np.ndarray, nn.Sequential]:
     """Train ``CancelOutGate -> benchmark MLP`` on ``(X, y)`` and return the gate values.
 
@@ -370,12 +213,12 @@ def fit_cancelout(
     dev = select_device(device)
     gen = torch.Generator().manual_seed(int(seed))
     gate = CancelOutGate(X.shape[1], activation)
-    module = nn.Sequential(gate, *_mlp(X.shape[1], config, gen))
+    module = nn.Sequential(gate, *build_seeded_mlp(X.shape[1], config, gen))
     penalty = None
     if lambda_var != 0.0 or lambda_l1 != 0.0:
         penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1)  # noqa: E731
     with torch_threads(1 if dev.type == "cpu" else None):
-        result = train_penalised(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, gate_params=(gate.weight,), gate_lr=gate_lr)
+        result = fit_network(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, gate_params=(gate.weight,), gate_lr=gate_lr)
     with torch.no_grad():
         gates = gate.gates().double().cpu().numpy()
     return gates, result.module
@@ -463,7 +306,7 @@ def fit_deep_lasso(
     *,
     lam: float,
     device: torch.device | str = "cpu",
-    config: MLPConfig = MLPConfig(),
+    config: MLPConfig = EMBEDDED_CONFIG,
 ) -> nn.Sequential:
     """Train the benchmark MLP with the Deep Lasso penalty (:func:`deep_lasso_penalty`).
 
@@ -480,10 +323,10 @@ def fit_deep_lasso(
     """
     dev = select_device(device)
     gen = torch.Generator().manual_seed(int(seed))
-    module = _mlp(X.shape[1], config, gen)
+    module = build_seeded_mlp(X.shape[1], config, gen)
     penalty = None if lam == 0.0 else (lambda _m, xb, loss: deep_lasso_penalty(xb, loss, lam))  # noqa: E731
     with torch_threads(1 if dev.type == "cpu" else None):
-        return train_penalised(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, input_grad=penalty is not None).module
+        return fit_network(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, input_grad=penalty is not None).module
 
 
 @register_method(

@@ -59,6 +59,11 @@ class MethodSpec:
     accelerated: bool = False
     max_features: int | None = None
 
+    @property
+    def uses_preset(self) -> bool:
+        """It explains a model kind configured by a preset (the shared MLP): one cell per preset of a grid."""
+        return any(model_kind(k).uses_preset for k in self.needs)
+
 
 _METHODS: dict[str, MethodSpec] = {}
 

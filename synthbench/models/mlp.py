@@ -58,6 +58,20 @@ class MLPConfig:
     patience: int = 5
     stopping: Literal["previous", "best"] = "previous"  # what an epoch must beat to reset patience
     validation_fraction: float = 0.2
+    #: what early stopping watches: the validation loss (lower is better) or AUROC (higher is better)
+    monitor: Literal["loss", "auroc"] = "loss"
+    #: how the validation loss is measured: ``"clean"`` (eval mode, one pass, mean loss) or
+    #: ``"noisy_batches"`` (the 2023 code: training mode, input noise on, shuffled batches of
+    #: ``batch_size``, the sum of the per-batch mean losses)
+    validation: Literal["clean", "noisy_batches"] = "clean"
+    #: weights kept at the end: those of the best epoch, or the last epoch's (what the 2023 code's
+    #: ``state_dict()`` history without copies restored)
+    restore: Literal["best", "last"] = "best"
+    #: ``"plateau2023"``: ReduceLROnPlateau(factor 0.9, patience 10, threshold 1e-4 relative,
+    #: cooldown 5, min_lr 1e-5) stepped once per epoch on the sum of the batch losses
+    lr_schedule: Literal["constant", "plateau2023"] = "constant"
+    #: weight of an L1 penalty ``sum |W_1|`` on the first linear layer, added to each batch loss
+    l1_first_layer: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)

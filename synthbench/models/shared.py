@@ -41,12 +41,16 @@ class ModelKind:
     ``train(data, settings) -> model`` fits on ``data.X_train``; the model must offer
     ``predict_proba`` (scikit-learn convention) so the cache can score it on the held-out part.
     ``accelerated``: training runs on ``settings.device`` (torch), so a GPU speeds it up.
+    ``uses_preset``: the kind is configured by a named preset (:mod:`synthbench.models.presets`);
+    its trainer is called as ``train(data, settings, preset)`` and every method that needs it
+    runs once per preset of a grid.
     """
 
     name: str
-    train: Callable[[FoldData, TrainSettings], Any]
+    train: Callable[..., Any]
     description: str
     accelerated: bool = False
+    uses_preset: bool = False
 
 
 _KINDS: dict[str, ModelKind] = {}
@@ -80,11 +84,13 @@ class SharedModels:
     ----------
     data : FoldData
     settings : TrainSettings
+    preset : the preset of every kind with ``uses_preset`` (None: that kind's trainer default)
     """
 
-    def __init__(self, data: FoldData, settings: TrainSettings = TrainSettings()) -> None:
+    def __init__(self, data: FoldData, settings: TrainSettings = TrainSettings(), preset: str | None = None) -> None:
         self._data = data
         self._settings = settings
+        self.preset = preset
         self._models: dict[str, Any] = {}
         self.info: dict[str, dict[str, float]] = {}
         self.trainings = 0
@@ -99,7 +105,10 @@ class SharedModels:
         if name not in self._models:
             kind = model_kind(name)
             t0 = time.perf_counter()
-            model = kind.train(self._data, self._settings)
+            if kind.uses_preset and self.preset is not None:
+                model = kind.train(self._data, self._settings, self.preset)
+            else:
+                model = kind.train(self._data, self._settings)
             seconds = time.perf_counter() - t0
             self.trainings += 1
             self._models[name] = model

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +38,8 @@ from torch import nn
 
 from synthbench.models.mlp import GaussianNoise, MLPConfig, build_mlp
 
-__all__ = ["TrainedMLP", "select_device", "train_mlp", "cached_train_mlp", "torch_threads", "TRAINING_VERSION"]
+__all__ = ["TrainedMLP", "TrainResult", "Penalty", "fit_network", "select_device", "train_mlp", "cached_train_mlp",
+           "torch_threads", "TRAINING_VERSION"]
 
 log = logging.getLogger(__name__)
 
@@ -166,13 +167,13 @@ class TrainedMLP:
             device = torch.device("cpu")
         self.__dict__.update(state)
         # The drawn init is overwritten by the stored weights.
-        module = _build(self.n_features_in_, self.config, torch.Generator().manual_seed(0))
+        module = build_seeded_mlp(self.n_features_in_, self.config, torch.Generator().manual_seed(0))
         module.load_state_dict(weights)
         self.module = module.to(device).eval()
         self.device = device
 
 
-def _build(n_features: int, config: MLPConfig, generator: torch.Generator) -> nn.Sequential:
+def build_seeded_mlp(n_features: int, config: MLPConfig, generator: torch.Generator) -> nn.Sequential:
     """``build_mlp`` without side effects on torch's global generator.
 
     ``nn.Linear``'s constructor draws a default initialisation from the global generator
@@ -182,17 +183,16 @@ def _build(n_features: int, config: MLPConfig, generator: torch.Generator) -> nn
         return build_mlp(n_features, config, generator=generator)
 
 
-def _adam(module: nn.Module, config: MLPConfig) -> torch.optim.Adam:
-    """Adam with the config's settings, the fused kernel where torch has one for the device.
+def _adam(param_groups: list[dict], lr: float) -> torch.optim.Adam:
+    """Adam over ``param_groups``, the fused kernel where torch has one for the device.
 
     The fused kernel (CUDA; CPU from torch 2.4) cuts 15-30 % off a CPU epoch of these small
     networks; older builds fall back to the default implementation.
     """
-    kwargs = {"lr": config.lr, "weight_decay": config.weight_decay}
     try:
-        return torch.optim.Adam(module.parameters(), fused=True, **kwargs)
+        return torch.optim.Adam(param_groups, lr=lr, fused=True)
     except RuntimeError:
-        return torch.optim.Adam(module.parameters(), **kwargs)
+        return torch.optim.Adam(param_groups, lr=lr)
 
 
 def _check_data(X_train: np.ndarray, y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -274,17 +274,14 @@ def train_mlp(
     Returns
     -------
     TrainedMLP
-        With the weights of the epoch of lowest validation loss, in eval mode, on ``device``.
+        In eval mode, on ``device``, with the weights ``config.restore`` names.
 
     Notes
     -----
-    Per epoch: the ``n - n_val`` training rows are visited in a fresh random order in batches
-    of ``config.batch_size`` (the last one may be smaller), one Adam step each; then the
-    validation loss (mean BCE on the logit, noise off) is computed in one forward pass.
-    Training stops once ``config.patience`` epochs in a row bring no validation loss below
-    the previous epoch's (``config.stopping == "previous"``, the 2023 benchmark's rule) or below
-    the best so far (``"best"``), or after ``config.max_epochs`` epochs. Either way the weights
-    of the epoch with the lowest validation loss are restored.
+    The loop is :func:`fit_network`: the ``config`` says what early stopping watches and how
+    (``monitor``, ``stopping``, ``patience``, ``validation``), which weights are kept
+    (``restore``), the learning-rate schedule and an L1 penalty on the first layer. The default
+    config restores the weights of the epoch with the lowest clean validation loss.
 
     On CPU the result is bit-identical for a seed on one machine and torch build (not
     guaranteed across torch versions or CPU instruction sets). On CUDA the
@@ -300,93 +297,235 @@ def train_mlp(
 def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torch.device) -> TrainedMLP:
     """:func:`train_mlp` on checked data; ``X`` float32 (n, p), ``y`` int64 (n,)."""
     n, p = X.shape
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    module = build_seeded_mlp(p, config, gen)
+    result = fit_network(module, X, y, config=config, generator=gen, device=dev)
+    log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, n, result.epochs_run, result.best_epoch)
+    return TrainedMLP(
+        module=result.module,
+        config=config,
+        n_features_in_=p,
+        epochs_run=result.epochs_run,
+        best_epoch=result.best_epoch,
+        history=result.history,
+        validation_indices=result.validation_indices,
+        device=dev,
+    )
+
+
+#: ``penalty(module, xb, loss) -> scalar tensor`` added to the batch loss. ``xb`` is the batch
+#: ``(b, p)`` (requiring grad when the loop is told ``input_grad=True``), ``loss`` the batch's
+#: mean binary cross-entropy, still attached to the graph.
+Penalty = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(eq=False)
+class TrainResult:
+    """What :func:`fit_network` returns.
+
+    Attributes
+    ----------
+    module : nn.Module, trained, in eval mode, on ``device``; maps ``(n, p)`` to logits ``(n, 1)``
+    epochs_run : int
+    best_epoch : int, 0-based epoch of the best monitored value (-1 when none was finite); its
+        weights were restored when ``config.restore == "best"``
+    history : dict of lists, one float per epoch: ``"train_loss"`` (loss + penalties, mean over
+        the epoch's batches), ``"val_loss"`` (validation binary cross-entropy, penalties excluded,
+        measured as ``config.validation`` says) and, when ``config.monitor == "auroc"``,
+        ``"val_auroc"`` (eval mode)
+    validation_indices : int64 ``(n_val,)``, rows of ``X`` held out for early stopping, ascending
+    """
+
+    module: nn.Module
+    epochs_run: int
+    best_epoch: int
+    history: dict[str, list[float]]
+    validation_indices: np.ndarray
+
+
+def _check_config(config: MLPConfig) -> None:
     if config.batch_size < 1 or config.max_epochs < 1 or config.patience < 1:
         raise ValueError("batch_size, max_epochs and patience must be positive")
-    if config.stopping not in ("previous", "best"):
-        raise ValueError(f"stopping must be 'previous' or 'best', got {config.stopping!r}")
+    choices = {"stopping": ("previous", "best"), "monitor": ("loss", "auroc"), "validation": ("clean", "noisy_batches"),
+               "restore": ("best", "last"), "lr_schedule": ("constant", "plateau2023")}
+    for name, valid in choices.items():
+        if getattr(config, name) not in valid:
+            raise ValueError(f"{name} must be one of {valid}, got {getattr(config, name)!r}")
+    if config.l1_first_layer < 0:
+        raise ValueError(f"l1_first_layer must be non-negative, got {config.l1_first_layer}")
+
+
+def _first_linear(module: nn.Module) -> nn.Linear:
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            return m
+    raise ValueError("l1_first_layer needs a network with a linear layer")
+
+
+def _auroc(logits: torch.Tensor, y: torch.Tensor) -> float:
+    """Held-out AUROC of ``logits`` for binary ``y`` (0.5 when one class is absent)."""
+    from sklearn.metrics import roc_auc_score
+
+    y_np = y.cpu().numpy()
+    if y_np.min() == y_np.max():
+        return 0.5
+    return float(roc_auc_score(y_np, logits.double().cpu().numpy()))
+
+
+def fit_network(
+    module: nn.Module,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    config: MLPConfig,
+    generator: torch.Generator,
+    device: torch.device,
+    penalty: Penalty | None = None,
+    input_grad: bool = False,
+    gate_params: tuple[nn.Parameter, ...] = (),
+    gate_lr: float | None = None,
+) -> TrainResult:
+    """The one training loop of every benchmark network (the shared MLP and the embedded selectors).
+
+    Parameters
+    ----------
+    module : nn.Module mapping float32 ``(b, p)`` to logits ``(b, 1)``; already initialised (on
+        the CPU or ``device``). Every ``GaussianNoise`` layer inside draws from the run's
+        generator while training.
+    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
+    config : MLPConfig
+        ``lr``, ``weight_decay``, ``batch_size``, ``max_epochs``, ``patience``, ``stopping``,
+        ``monitor``, ``validation``, ``restore``, ``lr_schedule``, ``l1_first_layer`` and
+        ``validation_fraction`` (architecture fields are the caller's business).
+    generator : CPU ``torch.Generator``; draws the validation split, then (on CPU) the batch
+        order, the noise and the order of noisy validation batches (on CUDA those come from a
+        CUDA generator seeded from it).
+    device : where to train.
+    penalty : added to each batch's mean binary cross-entropy before the backward pass.
+    input_grad : mark each batch as requiring grad before the forward pass (penalties on input
+        gradients).
+    gate_params : parameters put in their own Adam group: no weight decay and learning rate
+        ``gate_lr`` (None: ``config.lr``).
+
+    Returns
+    -------
+    TrainResult
+
+    Notes
+    -----
+    Per epoch: the ``n - n_val`` training rows are visited in a fresh random order in batches of
+    ``config.batch_size`` (the last one may be smaller), one Adam step each; the objective is the
+    batch's mean BCE on the logit, plus ``l1_first_layer * sum |W_1|``, plus ``penalty``. Then
+    the learning-rate schedule steps (``plateau2023``: on the epoch's summed objective), then the
+    validation value is measured. Early stopping counts epochs whose monitored value does not
+    beat the previous epoch's (``stopping="previous"``, the 2023 rule) or the best so far
+    (``"best"``); ``patience`` such epochs in a row end training, as does ``max_epochs``.
+    ``restore="best"`` restores the weights of the best epoch (copied, never aliased).
+    """
+    _check_config(config)
+    n = X.shape[0]
     n_val = _n_validation(n, config.validation_fraction)
-
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    module = _build(p, config, gen)
-    perm = torch.randperm(n, generator=gen)
-    val_idx = torch.sort(perm[:n_val]).values
-    tr_idx = torch.sort(perm[n_val:]).values
-    if dev.type == "cpu":
-        dev_gen = gen
+    perm = torch.randperm(n, generator=generator)
+    val_idx, tr_idx = torch.sort(perm[:n_val]).values, torch.sort(perm[n_val:]).values
+    if device.type == "cpu":
+        dev_gen = generator
     else:
-        dev_gen = torch.Generator(device=dev).manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen)))
+        dev_gen = torch.Generator(device=device).manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
 
-    X_all = torch.from_numpy(X)
-    y_all = torch.from_numpy(y).to(torch.float32)
-    X_tr, y_tr = X_all[tr_idx].to(dev), y_all[tr_idx].to(dev)
-    X_val, y_val = X_all[val_idx].to(dev), y_all[val_idx].to(dev)
-    n_tr = n - n_val
-    bs = int(config.batch_size)
+    X_all = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+    y_all = torch.from_numpy(np.asarray(y)).to(torch.float32)
+    X_tr, y_tr = X_all[tr_idx].to(device), y_all[tr_idx].to(device)
+    X_val, y_val = X_all[val_idx].to(device), y_all[val_idx].to(device)
+    n_tr, bs = n - n_val, int(config.batch_size)
     starts = list(range(0, n_tr, bs))
 
-    module = module.to(dev)
-    optimizer = _adam(module, config)
-    noise = module[0] if isinstance(module[0], GaussianNoise) else None
+    module = module.to(device)
+    own = {id(q) for q in gate_params}
+    groups = [
+        {"params": [q for q in module.parameters() if id(q) not in own], "weight_decay": config.weight_decay},
+        {"params": [q for q in module.parameters() if id(q) in own], "weight_decay": 0.0,
+         "lr": config.lr if gate_lr is None else float(gate_lr)},
+    ]
+    optimizer = _adam([g for g in groups if g["params"]], config.lr)
+    scheduler = None
+    if config.lr_schedule == "plateau2023":
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, mode="min", factor=0.9, patience=10, threshold=1e-4, threshold_mode="rel", cooldown=5,
+            min_lr=1e-5, eps=1e-8)
+    first = _first_linear(module) if config.l1_first_layer > 0 else None
+    noises = [m for m in module.modules() if isinstance(m, GaussianNoise)]
+    higher = config.monitor == "auroc"
 
     history: dict[str, list[float]] = {"train_loss": [], "val_loss": []}
-    best_loss = previous = math.inf
-    best_epoch = -1
+    if higher:
+        history["val_auroc"] = []
+    best = previous = -math.inf if higher else math.inf
+    best_epoch, stale = -1, 0
     best_state: dict[str, torch.Tensor] = {}
-    stale = 0
-    if noise is not None:
-        noise.generator = dev_gen
+
+    def better(a: float, b: float) -> bool:
+        return a > b if higher else a < b
+
+    for m in noises:
+        m.generator = dev_gen
     try:
         for epoch in range(int(config.max_epochs)):
             module.train()
-            order = torch.randperm(n_tr, generator=dev_gen, device=dev)
+            order = torch.randperm(n_tr, generator=dev_gen, device=device)
             Xe, ye = X_tr[order], y_tr[order]
-            train_sum = torch.zeros((), device=dev)
+            total = torch.zeros((), device=device)
             for s in starts:
                 xb, yb = Xe[s : s + bs], ye[s : s + bs]
-                logits = module(xb).reshape(-1)
-                loss = F.binary_cross_entropy_with_logits(logits, yb)
+                if input_grad:
+                    xb = xb.clone().requires_grad_(True)
+                loss = F.binary_cross_entropy_with_logits(module(xb).reshape(-1), yb)
+                objective = loss
+                if first is not None:
+                    objective = objective + config.l1_first_layer * first.weight.abs().sum()
+                if penalty is not None:
+                    objective = objective + penalty(module, xb, loss)
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                objective.backward()
                 optimizer.step()
-                train_sum += loss.detach()
+                total += objective.detach()
+            if config.validation == "noisy_batches":  # the 2023 code: still in training mode
+                with torch.no_grad():
+                    vorder = torch.randperm(n_val, generator=dev_gen, device=device)
+                    Xv, yv = X_val[vorder], y_val[vorder]
+                    val_loss = sum(F.binary_cross_entropy_with_logits(module(Xv[s : s + bs]).reshape(-1), yv[s : s + bs])
+                                   for s in range(0, n_val, bs))
             module.eval()
             with torch.no_grad():
-                val_loss = F.binary_cross_entropy_with_logits(module(X_val).reshape(-1), y_val)
-            train_mean, val = torch.stack([train_sum / len(starts), val_loss]).tolist()  # one sync per epoch
-            history["train_loss"].append(train_mean)
+                val_logits = module(X_val).reshape(-1) if higher or config.validation == "clean" else None
+                if config.validation == "clean":
+                    val_loss = F.binary_cross_entropy_with_logits(val_logits, y_val)
+            train_sum, val = torch.stack([total, val_loss]).tolist()  # one sync per epoch
+            if scheduler is not None:
+                scheduler.step(train_sum)
+            history["train_loss"].append(train_sum / len(starts))
             history["val_loss"].append(val)
-            reference = previous if config.stopping == "previous" else best_loss
-            stale = 0 if val < reference else stale + 1
+            if higher:
+                val = _auroc(val_logits, y_val)
+                history["val_auroc"].append(val)
+            reference = previous if config.stopping == "previous" else best
+            stale = 0 if better(val, reference) else stale + 1
             previous = val
-            if val < best_loss:
-                best_loss, best_epoch = val, epoch
-                best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            if better(val, best):
+                best, best_epoch = val, epoch
+                if config.restore == "best":
+                    best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
             if stale >= config.patience:
                 break
     finally:
-        if noise is not None:
-            noise.generator = None
-    epochs_run = len(history["val_loss"])
+        for m in noises:
+            m.generator = None
     if best_state:
         module.load_state_dict(best_state)
-    else:
-        log.warning(
-            "MLP training (seed %d): no finite validation loss in %d epochs; keeping the last weights", seed, epochs_run
-        )
+    elif config.restore == "best":
+        log.warning("training: no finite validation value in %d epochs; keeping the last weights",
+                    len(history["val_loss"]))
     module.eval()
-    log.debug(
-        "trained MLP p=%d n=%d: %d epochs, best %d (val loss %.4f)", p, n, epochs_run, best_epoch, best_loss
-    )
-    return TrainedMLP(
-        module=module,
-        config=config,
-        n_features_in_=p,
-        epochs_run=epochs_run,
-        best_epoch=best_epoch,
-        history=history,
-        validation_indices=val_idx.numpy().astype(np.int64),
-        device=dev,
-    )
+    return TrainResult(module, len(history["val_loss"]), best_epoch, history, val_idx.numpy().astype(np.int64))
 
 
 def _train_cached(

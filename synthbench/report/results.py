@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from synthbench.runner.grid import entry_label
 from synthbench.runner.store import ResultStore, StoreError
 
 __all__ = ["Results", "load_results", "ReportError"]
@@ -28,11 +29,16 @@ class ReportError(Exception):
 class Results:
     """What a report is made of.
 
+    In both tables ``method`` is the row's entry, :func:`~synthbench.runner.grid.entry_label`
+    (``saliency@sparse_mlp`` for a method that explains an MLP preset), so every table and figure
+    keeps presets apart; ``base_method`` is the registered method.
+
     Attributes
     ----------
     scores : tidy rows of cells with status ``ok``, one per (cell, metric): the columns of
         :meth:`ResultStore.scores` plus ``setting``.
     cells : one row per stored cell (any status) with ``setting``, ``method``, ``status``,
+        ``model_preset``,
         ``seconds``, ``flags``, ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
     runs : one row per run (:meth:`ResultStore.runs`); empty for stores older than runs.
     path : the store's path.
@@ -90,11 +96,18 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     if cells.empty:
         raise ReportError(f"store {store} holds no cells{f' of suite {suite!r}' if suite else ''}; run "
                           f"python -m synthbench.run --store {store} first")
+    cells, scores = _entries(cells), _entries(scores)
     labels = _setting_labels(cells)
     cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
     scores = scores[scores["status"] == "ok"]
     scores = scores.assign(setting=labels.loc[scores["cell_id"]].to_numpy()).reset_index(drop=True)
     return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store))
+
+
+def _entries(frame: pd.DataFrame) -> pd.DataFrame:
+    """``method`` replaced by the entry label (method and MLP preset), the registered name kept as ``base_method``."""
+    labels = [entry_label(m, p) for m, p in zip(frame["method"], frame["model_preset"])]
+    return frame.assign(base_method=frame["method"], method=labels)
 
 
 def _setting_labels(cells: pd.DataFrame) -> pd.Series:

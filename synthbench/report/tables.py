@@ -16,7 +16,9 @@ from scipy import stats
 
 from synthbench import metrics as M
 from synthbench.report.results import Results
+from synthbench.models import kinds, model_kind
 from synthbench.runner.cells import NEAR_CHANCE_AUROC, NEAR_CHANCE_FLAG
+from synthbench.runner.grid import entry_label
 
 __all__ = ["mean_ci", "summary_table", "decoy_table", "model_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
 
@@ -114,6 +116,9 @@ def decoy_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
 def model_table(results: Results) -> pd.DataFrame:
     """Held-out quality of the shared models the methods explain, per model, setting and decoy count.
 
+    A model configured by a preset is named with it (``mlp@sparse_mlp``), so presets are never
+    pooled.
+
     A fold's model (the MLP, the forest) is shared by every method that needs it, so it is
     counted once per (setting, decoy count, seed, fold), whatever number of cells explain it.
     Only cells with status ``ok`` record their model.
@@ -130,7 +135,8 @@ def model_table(results: Results) -> pd.DataFrame:
     columns = ["model", "setting", "n_decoys", "auroc", "auroc_lo", "auroc_hi", "accuracy", "models", "near_chance",
                "methods"]
     cells = results.cells[(results.cells["status"] == "ok") & results.cells["model"].notna()]
-    rows = [(kind, c.setting, int(c.n_decoys), c.seed, c.fold, c.method, info.get("test_auroc", np.nan),
+    rows = [(_model_label(kind, c.model_preset), c.setting, int(c.n_decoys), c.seed, c.fold, c.method,
+             info.get("test_auroc", np.nan),
              info.get("test_accuracy", np.nan))
             for c in cells.itertuples() for kind, info in json.loads(c.model).items()]
     fits = pd.DataFrame(rows, columns=["model", "setting", "n_decoys", "seed", "fold", "method", "auroc", "accuracy"])
@@ -142,6 +148,10 @@ def model_table(results: Results) -> pd.DataFrame:
         near = int((g["auroc"] < NEAR_CHANCE_AUROC).sum())
         out.append((*key, mean, lo, hi, g["accuracy"].mean(), n, near, sorted(users[key])))
     return _in_store_order(pd.DataFrame(out, columns=columns), results, "model")
+
+
+def _model_label(kind: str, preset: str | None) -> str:
+    return entry_label(kind, preset) if kind in kinds() and model_kind(kind).uses_preset else kind
 
 
 def _in_store_order(table: pd.DataFrame, results: Results, first: str) -> pd.DataFrame:

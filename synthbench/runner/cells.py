@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import logging
 import time
-import tracemalloc
 from collections.abc import Iterable, Iterator
 from importlib import metadata
 
@@ -17,6 +16,7 @@ from synthbench.evaluation import FoldData, Scorer, get_scorer, make_folds
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, TrainSettings
 from synthbench.runner.grid import Cell, FoldTask
+from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
 
 __all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_AUROC", "NEAR_CHANCE_FLAG"]
@@ -71,7 +71,7 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
         for cell in task.cells:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
         return
-    models = SharedModels(data, settings)
+    models = SharedModels(data, settings, preset=head.model)
     for cell in task.cells:
         scorer = get_scorer(cell.scorer)
         yield _run_cell(cell, data, models, scorer, versions, fold.permutation.tolist())
@@ -85,18 +85,15 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
         return CellResult(cell, "skipped", f"{spec.name} declares a limit of {spec.max_features} features; "
                           f"this cell has {data.n_features}", **base)
     trained_before = {k: v["train_seconds"] for k, v in models.info.items()}
-    tracemalloc.start()
-    t0 = time.perf_counter()
-    try:
-        output = run_method(spec, data, models)
-        scores = scorer.score(output, data, cell.method, models)
-    except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
-        log.debug("cell %s failed", cell, exc_info=True)
-        return CellResult(cell, "failed", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0, **base)
-    finally:
+    with PeakMemory() as peak:
+        t0 = time.perf_counter()
+        try:
+            output = run_method(spec, data, models)
+            scores = scorer.score(output, data, cell.method, models)
+        except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
+            log.debug("cell %s failed", cell, exc_info=True)
+            return CellResult(cell, "failed", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0, **base)
         elapsed = time.perf_counter() - t0
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
     # Seconds as if the method ran alone: its own time plus the training of every model it needs.
     trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
     seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in spec.needs if k in models.info)
@@ -104,5 +101,5 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
     flags = (NEAR_CHANCE_FLAG,) if any(
         info.get("test_auroc", 1.0) < NEAR_CHANCE_AUROC for info in (model_info or {}).values()
     ) else ()
-    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, int(peak), model=model_info,
+    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, peak.bytes, model=model_info,
                       flags=flags, **base)

@@ -3,7 +3,7 @@
 A *cell* is one method on one fold of one dataset configuration; it is the unit stored and
 skipped on resume, keyed by a hash of its full configuration and the package version. A
 *fold task* is the pending cells of one (dataset, n_samples, n_decoys, seed, fold) that need the
-same models: they share the generated data, the column permutation and the trained models. Cells
+same models (and the same MLP preset): they share the generated data, the column permutation and the trained models. Cells
 whose methods need different models go to different tasks, so an executor can run them
 side by side and give torch tasks a share of a GPU.
 """
@@ -17,8 +17,14 @@ from typing import Any
 
 from synthbench import __version__
 from synthbench.methods import get_method
+from synthbench.models.presets import DEFAULT_PRESET, get_preset
 
-__all__ = ["Cell", "FoldTask", "GridSpec"]
+__all__ = ["Cell", "FoldTask", "GridSpec", "entry_label"]
+
+
+def entry_label(method: str, preset: str | None) -> str:
+    """The name a result row goes by: the method, and the MLP preset it explains (``saliency@sparse_mlp``)."""
+    return f"{method}@{preset}" if isinstance(preset, str) else method  # None, or NaN from a table
 
 
 def _canonical(obj: Any) -> str:
@@ -40,6 +46,12 @@ class Cell:
     scorer: str = "ground_truth"
     dataset_params: tuple[tuple[str, Any], ...] = ()
     suite: tuple[str, str] | None = None  # (name, hash) of the suite the cell belongs to
+    model: str | None = None  # the MLP preset the method explains; None for methods that need no MLP
+
+    @property
+    def label(self) -> str:
+        """:func:`entry_label` of the cell's method and preset."""
+        return entry_label(self.method, self.model)
 
     @property
     def method_params(self) -> dict[str, Any]:
@@ -61,6 +73,8 @@ class Cell:
             "scorer": self.scorer,
             "version": __version__,
         }
+        if self.model is not None:
+            config["model"] = {"preset": self.model, "config": get_preset(self.model).config.to_dict()}
         if self.suite is not None:
             config["suite"] = {"name": self.suite[0], "hash": self.suite[1]}
         return config
@@ -72,7 +86,8 @@ class Cell:
 
     @property
     def task_key(self) -> tuple:
-        return (self.dataset, self.dataset_params, self.n_samples, self.n_decoys, self.seed, self.n_folds, self.fold, self.explain)
+        return (self.dataset, self.dataset_params, self.n_samples, self.n_decoys, self.seed, self.n_folds, self.fold,
+                self.explain, self.model)
 
 
 @dataclass(frozen=True)
@@ -88,26 +103,40 @@ class FoldTask:
 
 @dataclass(frozen=True)
 class GridSpec:
-    """A full-factorial grid: datasets × decoy counts × folds × methods, for one seed."""
+    """A full-factorial grid: datasets × sample sizes × decoy counts × folds × methods (× MLP presets), one seed.
+
+    ``n_samples`` is one sample size or several. A method that explains the shared MLP gets one
+    cell per preset in ``models``; any other method gets one cell (its ``model`` is None).
+    """
 
     datasets: tuple[str, ...]
     methods: tuple[str, ...]
     decoys: tuple[int, ...]
-    n_samples: int = 1000
+    n_samples: int | tuple[int, ...] = 1000
     n_folds: int = 6
     seed: int = 0
     explain: str = "test"
     dataset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     suite: tuple[str, str] | None = None
+    models: tuple[str, ...] = (DEFAULT_PRESET,)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The sample sizes, as a tuple."""
+        return (self.n_samples,) if isinstance(self.n_samples, int) else tuple(self.n_samples)
 
     def cells(self) -> list[Cell]:
+        for name in self.models:
+            get_preset(name)  # KeyError listing the valid names
         return [
-            Cell(d, self.n_samples, n_decoys, self.seed, self.n_folds, fold, m, self.explain,
-                 dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite)
+            Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain,
+                 dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset)
             for d in self.datasets
+            for n in self.sizes
             for n_decoys in self.decoys
             for fold in range(self.n_folds)
             for m in self.methods
+            for preset in (self.models if get_method(m).uses_preset else (None,))
         ]
 
     @staticmethod

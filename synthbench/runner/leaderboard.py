@@ -6,14 +6,17 @@ import pandas as pd
 
 from synthbench import metrics as M
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
+from synthbench.runner.grid import entry_label
 
 __all__ = ["leaderboard", "format_leaderboard"]
 
 
 def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
-    """Mean ``metric`` over folds for each method (rows) and ``dataset/n_decoys`` (columns).
+    """Mean ``metric`` over folds for each method (rows) and ``dataset/n_decoys`` (columns; ``dataset n=N/n_decoys``
+    for a dataset run at several sample sizes).
 
-    ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. Adds a ``chance``
+    ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. A method that
+    explains the shared MLP has one row per preset (``saliency@sparse_mlp``). Adds a ``chance``
     row (the metric's expected value under a random ranking), a ``s/cell`` column (mean wall
     seconds per cell over every cell of the method), ``failed`` and ``skipped`` (over the method's
     declared feature limit) counts, and a ``near_chance``
@@ -21,12 +24,15 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     sorted best first by their mean over all columns, following the metric's direction.
     """
     m = M.get(metric)
+    rows = rows.assign(method=[entry_label(a, b) for a, b in zip(rows["method"], rows["model_preset"])])
     ok = rows[(rows["status"] == "ok") & (rows["metric"] == metric)]
     if ok.empty:
         return pd.DataFrame()
-    table = ok.pivot_table(index="method", columns=["dataset", "n_decoys"], values="value", aggfunc="mean")
-    chance = ok.pivot_table(columns=["dataset", "n_decoys"], values="chance", aggfunc="mean")
-    table.columns = chance.columns = [f"{d}/{n}" for d, n in table.columns]
+    by = ["dataset", "n_samples", "n_decoys"]
+    table = ok.pivot_table(index="method", columns=by, values="value", aggfunc="mean")
+    chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
+    several = ok.groupby("dataset")["n_samples"].nunique()
+    table.columns = chance.columns = [f"{d}{f' n={n}' if several[d] > 1 else ''}/{k}" for d, n, k in table.columns]
     order = table.mean(axis=1).sort_values(ascending=m.direction == "lower").index
     table = table.loc[order]
     cells = rows.drop_duplicates("cell_id")

@@ -4,21 +4,22 @@ Every cell is written in a single transaction, so a run killed at any instant le
 whole cells behind; a rerun skips cells whose status is ``ok`` or ``skipped`` (the data exceed
 a limit the method declares) and retries failed ones.
 
-Schema (version 3)::
+Schema (version 4)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 3
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 4
     runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
          machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped)
     cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
           method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
           seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at,
-          suite, suite_hash, run_id)
+          suite, suite_hash, run_id, model_preset)
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
 
 A run is one execution of a grid (one command): where it ran, how long, and how it ended
 (``running`` until it ends; a run whose process was killed stays ``running`` with no end time).
 Older stores are upgraded in place when opened for writing (version 1 has no suite columns,
-version 2 no runs); opened read-only, they are upgraded in a private in-memory copy.
+version 2 no runs, version 3 no model presets: their cells explain the default
+MLP preset of their time and carry none); opened read-only, they are upgraded in a private in-memory copy.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from synthbench.runner.grid import Cell
 
 __all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION = "synthbench"
 
 _CELLS_V2 = """
@@ -55,7 +56,7 @@ CREATE TABLE {name} (
     finished_at TEXT NOT NULL,
     suite TEXT, suite_hash TEXT{extra}
 )"""
-_CELLS = _CELLS_V2.format(name="cells", extra=",\n    run_id INTEGER REFERENCES runs(run_id)")
+_CELLS = _CELLS_V2.format(name="cells", extra=",\n    run_id INTEGER REFERENCES runs(run_id),\n    model_preset TEXT")
 _RUNS = """
 CREATE TABLE runs (
     run_id INTEGER PRIMARY KEY,
@@ -83,7 +84,7 @@ _SCHEMA = (
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
 #: in one transaction). 1 -> 2: suite columns, and the status 'skipped'; SQLite cannot change a
 #: CHECK constraint in place, so the cells table is rebuilt as SQLite's documentation prescribes.
-#: 2 -> 3: the runs table, and each cell's run.
+#: 2 -> 3: the runs table, and each cell's run. 3 -> 4: the MLP preset a cell explains.
 _UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -96,6 +97,7 @@ _UPGRADES = {
         _RUNS,
         "ALTER TABLE cells ADD COLUMN run_id INTEGER REFERENCES runs(run_id)",
     ),
+    "3": ("ALTER TABLE cells ADD COLUMN model_preset TEXT",),
 }
 
 
@@ -266,7 +268,7 @@ class ResultStore:
             result.n_features, result.k, c.method, json.dumps(c.method_params, sort_keys=True), c.fold,
             c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, ",".join(result.flags), result.seconds,
             result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
-            c.config()["version"], _now(), *(c.suite or (None, None)), run_id,
+            c.config()["version"], _now(), *(c.suite or (None, None)), run_id, c.model,
         )
         try:
             with self._transaction():
@@ -296,13 +298,14 @@ class ResultStore:
     def scores(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Tidy rows, one per cell and metric, with the cell's configuration and status.
 
-        Columns: cell_id, dataset, n_samples, n_decoys, n_features, k, method, fold, seed,
-        metric, value, chance, seconds, peak_memory_bytes, status, message, flags (comma-separated,
+        Columns: cell_id, dataset, n_samples, n_decoys, n_features, k, method, model_preset (the
+        MLP preset the method explains, or null), fold, seed, metric, value, chance, seconds, peak_memory_bytes, status, message, flags (comma-separated,
         e.g. ``model_near_chance``), suite, suite_hash, run_id. Failed cells appear once with a null
         metric, so they are never silently missing.
         """
         sql = (
-            "SELECT c.cell_id, c.dataset, c.n_samples, c.n_decoys, c.n_features, c.k, c.method, c.fold, c.seed,"
+            "SELECT c.cell_id, c.dataset, c.n_samples, c.n_decoys, c.n_features, c.k, c.method, c.model_preset,"
+            " c.fold, c.seed,"
             " s.metric, s.value, s.chance, c.seconds, c.peak_memory_bytes, c.status, c.message, c.flags,"
             " c.suite, c.suite_hash, c.run_id"
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"

@@ -1,7 +1,8 @@
 """Frozen suites: versioned TOML files that say exactly what to run.
 
 A suite file has top-level ``name``, ``version``, ``description``, ``n_samples``, ``folds``,
-``seed``, ``explain`` (``test`` or ``train``) and ``methods`` (registered names), then one or
+``seed``, ``explain`` (``test`` or ``train``), ``methods`` (registered names) and optional ``models``
+(the MLP presets the neural methods explain; default ``passemiers2023_corrected``), then one or
 more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature counts
 ``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and optional
 ``params`` (dataset parameters). ``passemiers2023.toml`` ships with the package; users pass their
@@ -23,6 +24,7 @@ from typing import Any
 
 from synthbench import datasets
 from synthbench.methods import method_names
+from synthbench.models.presets import DEFAULT_PRESET, preset_names
 from synthbench.runner.grid import Cell, GridSpec
 
 __all__ = ["Suite", "SuiteError", "load_suite", "suite_names"]
@@ -88,6 +90,10 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     unknown = [m for m in raw["methods"] if m not in method_names()]
     if unknown:
         raise SuiteError(f"suite {source}: unknown methods {', '.join(map(repr, unknown))}")
+    models = raw.get("models", [DEFAULT_PRESET])
+    if not isinstance(models, list) or not models or any(m not in preset_names() for m in models):
+        raise SuiteError(f"suite {source}: 'models' must be a non-empty list of MLP presets; valid: "
+                         f"{', '.join(preset_names())}")
     if raw["folds"] < 2 or raw["n_samples"] < raw["folds"]:
         raise SuiteError(f"suite {source}: need folds >= 2 and n_samples >= folds")
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
@@ -126,5 +132,6 @@ def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, diges
         if not decoys or any(not isinstance(d, int) or d < 0 for d in decoys):
             raise SuiteError(f"{where}: decoy counts must be non-negative integers")
         out.append(GridSpec((name,), tuple(raw["methods"]), decoys, raw["n_samples"], raw["folds"], raw["seed"],
-                            explain, {name: params} if params else {}, suite=(raw["name"], digest)))
+                            explain, {name: params} if params else {}, suite=(raw["name"], digest),
+                            models=tuple(raw.get("models", [DEFAULT_PRESET]))))
     return out
