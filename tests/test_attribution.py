@@ -184,6 +184,17 @@ def test_captum_guided_backprop_is_plain_gradient_on_non_relu_but_ours_is_not(ac
     assert (attribute("deconvolution", model, x) - grad).abs().max() > 1e-3
 
 
+@pytest.mark.parametrize("act", ["relu", "leaky_relu", "softplus"])
+def test_rules_on_relu_only_is_captums_behaviour_on_every_network(act):
+    """The 2023 benchmark's guided backprop and deconvolution: captum's, whatever the activation."""
+    model, x = make_model(act), make_inputs()
+    for name, reference in (("guided_backprop", GuidedBackprop), ("deconvolution", Deconvolution)):
+        torch.testing.assert_close(attribute(name, model, x, rules_on="relu_only"),
+                                   reference(model).attribute(x, target=0), atol=ATOL, rtol=0)
+    with pytest.raises(ValueError, match="rules_on"):
+        attribute("guided_backprop", model, x, rules_on="some")
+
+
 def _with_positive_tail(model: nn.Sequential) -> nn.Sequential:
     """Same net with |W| in every Linear after the first: the backward signal is never negative."""
     linears = [m for m in model if isinstance(m, nn.Linear)]

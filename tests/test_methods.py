@@ -84,6 +84,17 @@ def test_treeshap_local_values_sum_to_the_prediction(xor_fold):
     np.testing.assert_allclose(out.scores, np.abs(out.local).mean(axis=0))
 
 
+def test_treeshap_all_rows_averages_over_the_training_and_held_out_rows(xor_fold):
+    import shap
+
+    models = SharedModels(xor_fold)
+    out = run_method(get_method("treeshap_all_rows"), xor_fold, models)
+    rows = np.concatenate([xor_fold.X_train, xor_fold.X_test])
+    values = np.asarray(shap.TreeExplainer(models.get("forest")).shap_values(rows, check_additivity=False))[:, :, 1]
+    np.testing.assert_allclose(out.scores, np.abs(values).mean(axis=0), rtol=1e-12)
+    assert out.local is None and not np.allclose(out.scores, run("treeshap", xor_fold).scores)
+
+
 def test_mrmr_method_matches_pymrmr_method(xor_fold):
     np.testing.assert_array_equal(run("mrmr", xor_fold).scores, run("mrmr_pymrmr", xor_fold).scores)
 

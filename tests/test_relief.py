@@ -192,3 +192,37 @@ def test_registered_relief_equals_relief_skrebate():
     ref = run_method(get_method("relief_skrebate"), data, models).scores
     np.testing.assert_allclose(ours, ref, rtol=RTOL, atol=ATOL)
     assert not get_method("relief").default and not get_method("relief_skrebate").default
+
+
+def _relief_by_the_definition(X, y):
+    """Kira & Rendell's Relief with one hit and one miss per row, written as loops over rows."""
+    n, p = X.shape
+    span = X.max(axis=0) - X.min(axis=0)
+    total = np.zeros(p)
+    for i in range(n):
+        best = {"hit": (np.inf, None), "miss": (np.inf, None)}
+        for j in range(n):
+            if j == i:
+                continue
+            d = float(np.sqrt(((X[i] - X[j]) ** 2).sum()))
+            kind = "hit" if y[j] == y[i] else "miss"
+            if d < best[kind][0]:
+                best[kind] = (d, j)
+        total += np.abs(X[i] - X[best["miss"][1]]) - np.abs(X[i] - X[best["hit"][1]])
+    return total / n / span
+
+
+@pytest.mark.parametrize("block", [1024, 7])
+def test_relief_1nn_is_relief_by_its_definition(block):
+    from synthbench.methods.relief_basic import relief_1nn
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(90, 6))
+    y = ((X[:, 0] > 0) ^ (X[:, 1] > 0)).astype(int)
+    np.testing.assert_allclose(relief_1nn(X, y, block=block), _relief_by_the_definition(X, y), rtol=0, atol=1e-12)
+    scores = relief_1nn(X, y)
+    assert set(np.argsort(scores)[-2:]) == {0, 1}  # the xor pair, found by the local rule
+    X[:, 5] = 0.25
+    assert relief_1nn(X, y)[5] == 0.0  # a constant column scores 0, not NaN
+    with pytest.raises(ValueError, match="two classes"):
+        relief_1nn(X, np.zeros(90, dtype=int))

@@ -29,12 +29,14 @@ LRP                       ``g`` (relevance passes)    ``g`` (relevance passes)
   so its rectifier limit ``relu(g)`` is used.
 * captum's GuidedBackprop/Deconvolution hook only ``nn.ReLU`` modules, so on LeakyReLU or
   Softplus networks they silently return the plain gradient; these versions act on the model's
-  actual nonlinearity.
+  actual nonlinearity. ``rules_on="relu_only"`` reproduces captum's behaviour (the rule at
+  ``nn.ReLU`` modules, the ordinary derivative everywhere else), as the 2023 benchmark ran it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -103,19 +105,39 @@ def _deconv_rule(act: nn.Module, x: torch.Tensor, g: torch.Tensor) -> torch.Tens
     raise TypeError(f"deconvolution has no rule for {type(act).__name__}")
 
 
+def _relu_only(rule: _ActRule) -> _ActRule:
+    """``rule`` at ``nn.ReLU`` modules, the ordinary chain rule ``g * f'(x)`` at any other activation (captum)."""
+
+    def applied(act: nn.Module, x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        return rule(act, x, g) if isinstance(act, nn.ReLU) else g * activation_derivative(act, x)
+
+    return applied
+
+
+RulesOn = Literal["all", "relu_only"]
+
+
+def _rule(rule: _ActRule, rules_on: RulesOn) -> _ActRule:
+    if rules_on not in ("all", "relu_only"):
+        raise ValueError(f"rules_on must be 'all' or 'relu_only', got {rules_on!r}")
+    return rule if rules_on == "all" else _relu_only(rule)
+
+
 def guided_backprop(
     model: nn.Module,
     inputs: torch.Tensor,
     target: int,
     *,
+    rules_on: RulesOn = "all",
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
 ) -> torch.Tensor:
     """Guided backpropagation: backward signal ``max(g, 0) * f'(x)`` at each activation.
 
     Returns shape ``(n, p)``; equals captum's ``GuidedBackprop`` on ReLU networks. See the module
-    docstring for the LeakyReLU / Softplus rules.
+    docstring for the LeakyReLU / Softplus rules; ``rules_on="relu_only"`` is captum's
+    behaviour on any network (the plain gradient where no activation is an ``nn.ReLU``).
     """
-    return _modified_backward(model, inputs, target, _guided_rule, max_batch_elements)
+    return _modified_backward(model, inputs, target, _rule(_guided_rule, rules_on), max_batch_elements)
 
 
 def deconvolution(
@@ -123,14 +145,16 @@ def deconvolution(
     inputs: torch.Tensor,
     target: int,
     *,
+    rules_on: RulesOn = "all",
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
 ) -> torch.Tensor:
     """Deconvnet: the activation's rectifier applied to the backward signal, ignoring ``x``.
 
     ReLU/Softplus: ``relu(g)``; LeakyReLU(a): ``leaky_relu(g, a)``. Returns shape ``(n, p)``;
-    equals captum's ``Deconvolution`` on ReLU networks.
+    equals captum's ``Deconvolution`` on ReLU networks; ``rules_on="relu_only"`` is captum's
+    behaviour on any network.
     """
-    return _modified_backward(model, inputs, target, _deconv_rule, max_batch_elements)
+    return _modified_backward(model, inputs, target, _rule(_deconv_rule, rules_on), max_batch_elements)
 
 
 def deeplift(

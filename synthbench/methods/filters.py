@@ -39,6 +39,19 @@ def relief(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_
 
 
 @register_method(
+    "relief_1nn",
+    description="Relief with 1 nearest hit and 1 nearest miss per training row, Euclidean, differences / range "
+    "(the 2023 benchmark's hand-written Relief)",
+    default=False,
+)
+def relief_1nn(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
+    """Relief scores on the training part, shape ``(p,)``, signed (:func:`synthbench.methods.relief_basic.relief_1nn`)."""
+    from synthbench.methods.relief_basic import relief_1nn as scores
+
+    return scores(data.X_train, data.y_train)
+
+
+@register_method(
     "relief_skrebate",
     description="ReliefF, skrebate itself (the reference for relief); slow: about 15 s per fold at p = 1000",
     params={"n_neighbors": 100},

@@ -51,6 +51,12 @@ VARIANTS: dict[str, tuple[str, str, dict]] = {
         "smoothgrad", "SmoothGrad of |gradient|, 50 samples, absolute noise sd 0.1 (captum NoiseTunnel(Saliency), "
         "as the 2023 benchmark)",
         {"base": "saliency", "n_samples": 50, "stdevs": 0.1}),
+    "guided_backprop_captum": (
+        "guided_backprop", "guided backpropagation as captum applies it: the rule at nn.ReLU modules only, so the plain "
+        "gradient on a LeakyReLU MLP (as the 2023 benchmark ran it)", {"rules_on": "relu_only"}),
+    "deconvolution_captum": (
+        "deconvolution", "deconvolution as captum applies it: the rule at nn.ReLU modules only, so the plain gradient "
+        "on a LeakyReLU MLP (as the 2023 benchmark ran it)", {"rules_on": "relu_only"}),
 }
 
 #: Methods that draw random numbers (noise, permutations, baselines) from the cell's seed.

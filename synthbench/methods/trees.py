@@ -37,22 +37,30 @@ def rf_permutation(data: FoldData, models: SharedModels, rng: np.random.Generato
     return result.importances_mean
 
 
-@register_method(
-    "treeshap",
-    description="TreeSHAP (shap.TreeExplainer) on the forest; mean |SHAP| over the explained rows",
-    needs=("forest",),
-)
-def treeshap(data: FoldData, models: SharedModels, rng: np.random.Generator) -> MethodOutput:
+def treeshap(data: FoldData, models: SharedModels, rng: np.random.Generator, *, rows: str = "explain") -> MethodOutput:
     """Exact interventional-free (path-dependent) TreeSHAP values of P(y = 1).
 
-    ``local`` holds the SHAP values of the positive class, shape ``(n_explain, p)``, signed;
-    ``scores`` is their mean absolute value over the rows.
+    ``rows="explain"``: ``local`` holds the SHAP values of the positive class on the explained
+    rows, shape ``(n_explain, p)``, signed; ``scores`` is their mean absolute value over the rows.
+    ``rows="train_and_test"``: ``scores`` is the mean absolute value over the training and
+    held-out rows together (the 2023 benchmark's call), and no local attributions are returned.
     """
     import shap  # imported here: shap's import is slow and only this method needs it
 
+    if rows not in ("explain", "train_and_test"):
+        raise ValueError(f"rows must be 'explain' or 'train_and_test', got {rows!r}")
     forest = models.get("forest")
-    values = np.asarray(shap.TreeExplainer(forest).shap_values(data.X_explain, check_additivity=False))
+    X = data.X_explain if rows == "explain" else np.concatenate([data.X_train, data.X_test])
+    values = np.asarray(shap.TreeExplainer(forest).shap_values(X, check_additivity=False))
     if values.ndim == 3:  # (n, p, n_classes) in shap >= 0.45
         positive = list(forest.classes_).index(forest.classes_[-1])
         values = values[:, :, positive]
-    return MethodOutput(np.abs(values).mean(axis=0), values)
+    scores = np.abs(values).mean(axis=0)
+    return MethodOutput(scores, values) if rows == "explain" else MethodOutput(scores)
+
+
+register_method("treeshap", description="TreeSHAP (shap.TreeExplainer) on the forest; mean |SHAP| over the explained rows",
+                needs=("forest",))(treeshap)
+register_method("treeshap_all_rows", description="TreeSHAP on the forest; mean |SHAP| over the training and held-out "
+                "rows together (as the 2023 benchmark)", needs=("forest",), default=False,
+                params={"rows": "train_and_test"})(treeshap)
