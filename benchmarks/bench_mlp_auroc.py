@@ -1,12 +1,14 @@
 """Held-out AUROC of each MLP preset beside the 2023 paper's published values.
 
-Usage: ``python benchmarks/bench_mlp_auroc.py [--datasets xor ring ring_xor ring_xor_sum] [--max-m 2048]
-[--presets passemiers2023 passemiers2023_corrected sparse_mlp dense_mlp] [--jobs 2]``
+Usage: ``python benchmarks/bench_mlp_auroc.py [--datasets xor ring ring_xor ring_xor_sum] [--max-m 2048] [--m 32 64]
+[--presets passemiers2023 passemiers2023_corrected sparse_mlp dense_mlp] [--seeds 1] [--jobs 2]``
 
 For each dataset and total feature count m of the paper's table (n = 1000, the benchmark's 6
 unshuffled folds with a column permutation per fold, seed 0), every preset's MLP is trained on
 each fold's training part exactly as a benchmark cell trains it (``synthbench.models.neural``)
-and scored on the held-out fold. Printed: the mean over the 6 folds per preset, the published
+and scored on the held-out fold. With ``--seeds S`` the whole protocol is repeated for data seeds
+0..S-1 (the published values are one seed's 6 folds, so at the steep points of a curve they carry
+a fold-to-fold noise of several hundredths). Printed: the mean over the 6 folds (and seeds) per preset, the published
 mean (the ``nn`` result files of the authors' code at commit 06afd2e), and for ``passemiers2023``
 the difference from it. Goal: the faithful preset within ±0.05 of the published value wherever
 that is ≥ 0.6 (``ok`` / ``OFF`` in the last column).
@@ -40,10 +42,10 @@ PUBLISHED = {
 TOLERANCE = 0.05
 
 
-def fold_auroc(name: str, m: int, fold: int, preset: str) -> tuple[float, float]:
-    k = int(datasets.make(name, n_samples=1000, n_decoys=0, seed=0).relevant.sum())
-    ds = datasets.make(name, n_samples=1000, n_decoys=m - k, seed=0)
-    data = FoldData.from_dataset(ds, make_folds(ds.n_samples, ds.n_features, n_folds=6, seed=0)[fold])
+def fold_auroc(name: str, m: int, fold: int, preset: str, seed: int) -> tuple[float, float]:
+    k = int(datasets.make(name, n_samples=1000, n_decoys=0, seed=seed).relevant.sum())
+    ds = datasets.make(name, n_samples=1000, n_decoys=m - k, seed=seed)
+    data = FoldData.from_dataset(ds, make_folds(ds.n_samples, ds.n_features, n_folds=6, seed=seed)[fold])
     t0 = time.perf_counter()
     model = train_fold_mlp(data, TrainSettings(), preset)
     return held_out_quality(model, data)["test_auroc"], time.perf_counter() - t0
@@ -55,10 +57,13 @@ def main() -> None:
     parser.add_argument("--max-m", type=int, default=2048)
     parser.add_argument("--presets", nargs="+",
                         default=["passemiers2023", "passemiers2023_corrected", "sparse_mlp", "dense_mlp"])
+    parser.add_argument("--m", type=int, nargs="+", help="only these feature counts")
+    parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
-    jobs = [(d, m, f, p) for d in args.datasets for m in PUBLISHED[d] if m <= args.max_m for p in args.presets
-            for f in range(6)]
+    keep = {d: [m for m in PUBLISHED[d] if m <= args.max_m and (args.m is None or m in args.m)] for d in args.datasets}
+    replicates = [(f, s) for s in range(args.seeds) for f in range(6)]
+    jobs = [(d, m, f, p, s) for d in args.datasets for m in keep[d] for p in args.presets for f, s in replicates]
     results = Parallel(n_jobs=args.jobs)(delayed(fold_auroc)(*j) for j in jobs)
     got = dict(zip(jobs, results))
     short = {"passemiers2023": "faithful", "passemiers2023_corrected": "corrected"}
@@ -66,10 +71,9 @@ def main() -> None:
     print(f"{'dataset':<14}{'m':>6}{'published':>11}" + "".join(f"{n:>12}" for n in names) + f"{'faithful-pub':>14}  goal")
     off = checked = 0
     for d in args.datasets:
-        for m, pub in PUBLISHED[d].items():
-            if m > args.max_m:
-                continue
-            means = {p: np.mean([got[(d, m, f, p)][0] for f in range(6)]) for p in args.presets}
+        for m in keep[d]:
+            pub = PUBLISHED[d][m]
+            means = {p: np.mean([got[(d, m, f, p, s)][0] for f, s in replicates]) for p in args.presets}
             line = f"{d:<14}{m:>6}{pub:>11.3f}" + "".join(f"{means[p]:>12.3f}" for p in args.presets)
             if "passemiers2023" in means:
                 diff = means["passemiers2023"] - pub

@@ -60,6 +60,14 @@ class MethodSpec:
     max_features: int | None = None
 
     @property
+    def family(self) -> str:
+        """``"attribution"`` (explains the shared MLP), ``"neural selector"`` (trains networks of its own) or
+        ``"classical"`` (filters, trees, controls): what report figures group by."""
+        if self.uses_preset:
+            return "attribution"
+        return "neural selector" if self.accelerated else "classical"
+
+    @property
     def uses_preset(self) -> bool:
         """It explains a model kind configured by a preset (the shared MLP): one cell per preset of a grid."""
         return any(model_kind(k).uses_preset for k in self.needs)

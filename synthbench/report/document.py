@@ -229,10 +229,22 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
         return [f"![{alt}]({name})", ""]
 
     md += ["## Recovery against the number of decoys", "",
-           f"Mean `{metric}` per decoy count, one panel per dataset; bands are 95 % confidence intervals, "
-           "the dashed line is chance.", "",
+           f"Mean `{metric}` per decoy count, one column of panels per dataset and one row per method family "
+           "(classical methods, neural selectors, the attribution methods of each MLP preset), the other families in "
+           "grey behind; bands are 95 % confidence intervals, the dashed line is chance.", "",
            *figure("curves.png", "decoy curves",
                    lambda: figures.decoy_curves(curves, styles, metric=metric, settings=settings))]
+    by_n = tables.sample_table(results, metric)
+    if not by_n.empty:
+        md += ["## Recovery against the number of samples", "",
+               f"Mean `{metric}` per sample size for the datasets this store holds at several sizes, one panel per "
+               "dataset and decoy count, one row per method family; then the held-out AUROC of the models the "
+               "attribution methods explain, against the same sample sizes. The question they answer: how many "
+               "samples does a model need before its explanations find the truth.", "",
+               *figure("samples.png", "recovery against the number of samples",
+                       lambda: figures.sample_curves(by_n, styles, metric=metric)),
+               *figure("model_samples.png", "model AUROC against the number of samples",
+                       lambda: figures.model_sample_curves(models))]
     order = list(overall.index)
     md += ["## Breakpoints", "",
            f"The largest decoy count up to which a method keeps mean `best_k` ≥ {level} at every measured count: "

@@ -2,8 +2,11 @@
 
 Every figure takes the same :func:`method_styles` mapping, so a method keeps one colour and
 marker in every figure. Figures are built without pyplot (no global backend state): save them
-with ``fig.savefig``, or let a notebook display them. Colours come from Paul Tol's colour-blind-safe "muted" scheme; with more
-methods than colours, the marker (and line style) tells methods of the same colour apart.
+with ``fig.savefig``, or let a notebook display them. Methods are grouped by family
+(:func:`entry_family`: classical methods, neural selectors, and the attribution methods of each
+MLP preset); colours come from Paul Tol's colour-blind-safe "muted" scheme, in order within a
+family, and each family has markers of its own, so no two methods share both colour and marker.
+The decoy curves draw one row of panels per family, the other families in grey behind.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from synthbench import metrics as M
 from synthbench.report.statistics import RankTest
 from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front
 
-__all__ = ["Style", "method_styles", "decoy_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "TOL_MUTED"]
+__all__ = ["Style", "entry_family", "method_styles", "decoy_curves", "sample_curves", "model_sample_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "TOL_MUTED"]
 
 #: Paul Tol's "muted" qualitative scheme (colour-blind safe), without its pale grey.
 TOL_MUTED = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
@@ -41,16 +44,58 @@ class Style:
     linestyle: str
 
 
+def entry_family(entry: str) -> str:
+    """The family of a report row: its method's :attr:`~synthbench.methods.MethodSpec.family`, with the MLP
+    preset for attribution rows (``"attribution · sparse_mlp"``); ``"other"`` for unregistered methods."""
+    from synthbench.methods import method_names
+    from synthbench.methods import get_method
+
+    method, _, preset = entry.partition("@")
+    family = get_method(method).family if method in method_names() else "other"
+    return f"{family} · {preset}" if preset else family
+
+
+_FAMILY_ORDER = ("classical", "neural selector", "attribution", "other")
+
+
+def _family_key(family: str) -> tuple[int, str]:
+    base = family.split(" · ")[0]
+    return (_FAMILY_ORDER.index(base) if base in _FAMILY_ORDER else len(_FAMILY_ORDER), family)
+
+
 def method_styles(methods: list[str]) -> dict[str, Style]:
-    """A fixed style per method: registry order first (so a method looks the same in every report), then others by name."""
+    """A fixed style per row, grouped by family (:func:`entry_family`), then registry order within a family.
+
+    Within a family the ``i``-th method takes colour ``i mod 9`` and the family's ``i // 9``-th
+    marker; each family has its own markers (and line style), so (colour, marker) pairs are unique.
+    """
     from synthbench.methods import method_names
 
     registered = method_names()
-    order = [m for m in registered if m in methods] + sorted(m for m in methods if m not in registered)
-    position = {m: registered.index(m) if m in registered else len(registered) + i for i, m in enumerate(order)}
-    n = len(TOL_MUTED)
-    return {m: Style(TOL_MUTED[i % n], _MARKERS[(i // n) % len(_MARKERS)], _LINES[(i // n) % len(_LINES)])
-            for m, i in position.items()}
+
+    def position(entry: str) -> tuple[int, str]:
+        base = entry.partition("@")[0]
+        return (registered.index(base) if base in registered else len(registered), entry)
+
+    families: dict[str, list[str]] = {}
+    for m in sorted(methods, key=position):
+        families.setdefault(entry_family(m), []).append(m)
+    n, styles = len(TOL_MUTED), {}
+    used = 0  # markers taken by earlier families
+    for f, family in enumerate(sorted(families, key=_family_key)):
+        members = families[family]
+        for i, m in enumerate(members):
+            styles[m] = Style(TOL_MUTED[i % n], _MARKERS[(used + i // n) % len(_MARKERS)], _LINES[f % len(_LINES)])
+        used += -(-len(members) // n)
+    return styles
+
+
+def _families(styles: dict[str, Style]) -> dict[str, list[str]]:
+    """Rows by family, in style order."""
+    out: dict[str, list[str]] = {}
+    for m in styles:
+        out.setdefault(entry_family(m), []).append(m)
+    return out
 
 
 def _legend_right(fig: Figure, handles: list, labels: list) -> None:
@@ -58,45 +103,122 @@ def _legend_right(fig: Figure, handles: list, labels: list) -> None:
                ncol=1 if len(labels) <= 28 else 2)
 
 
+def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panels: list[str], panel: str,
+                metric: str, xlabel: str, title: str) -> Figure:
+    """``metric`` against ``x``: one row of panels per family, one column per value of ``panel``.
+
+    In each panel the family's methods are drawn in their styles with 95 % CI bands, every other
+    method as a thin grey line behind them, and chance dashed. Each row has its own legend.
+    """
+    families = _families({m: s for m, s in styles.items() if m in set(curves["method"])})
+    ncols = min(4, len(panels))
+    blocks = int(np.ceil(len(panels) / ncols))
+    nrows = blocks * len(families)
+    fig = Figure(figsize=(3.6 * ncols + 3.4, 2.9 * nrows + 0.6))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    lo, hi = M.get(metric).limits
+    for f, (family, members) in enumerate(families.items()):
+        handles: dict[str, object] = {}
+        band_alpha = min(0.15, 0.9 / max(1, len(members)))
+        for j, value in enumerate(panels):
+            ax = axes[f * blocks + j // ncols, j % ncols]
+            part = curves[curves[panel] == value]
+            for method, g in part.groupby("method", sort=False):
+                if method not in members:
+                    ax.plot(g[x], g["mean"], color="#BBBBBB", linewidth=0.7, zorder=1)
+            for method in members:
+                g = part[part["method"] == method]
+                if g.empty:
+                    continue
+                s = styles[method]
+                (line,) = ax.plot(g[x], g["mean"], color=s.color, marker=s.marker, linestyle=s.linestyle,
+                                  markersize=4, linewidth=1.3, zorder=3)
+                ax.fill_between(g[x], g["lo"], g["hi"], color=s.color, alpha=band_alpha, linewidth=0, zorder=2)
+                handles.setdefault(method, line)
+            chance = part.groupby(x)["chance"].mean()
+            (ch,) = ax.plot(chance.index, chance.to_numpy(), color="black", linestyle="--", linewidth=1, zorder=4)
+            handles["chance"] = ch
+            ax.set_xscale("symlog", linthresh=1) if x == "n_decoys" else ax.set_xscale("log")
+            ax.set_title(f"{value} — {family}", fontsize=9)
+            ax.set_xlabel(xlabel, fontsize=8)
+            if np.isfinite([lo, hi]).all():
+                ax.set_ylim(lo - 0.02 * (hi - lo), hi + 0.02 * (hi - lo))
+            ax.grid(True, alpha=0.3)
+        for j in range(len(panels), blocks * ncols):
+            axes[f * blocks + j // ncols, j % ncols].set_visible(False)
+        row = axes[f * blocks, ncols - 1]
+        row.legend([handles[m] for m in handles], list(handles), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                   frameon=False, fontsize=7, ncol=1 if len(handles) <= 12 else 2)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(_axis_label(metric), fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
 def decoy_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: str = "best_k",
                  settings: list[str] | None = None) -> Figure:
-    """``metric`` against decoy count, one panel per setting, 95 % CI bands, chance dashed.
+    """``metric`` against decoy count: one row of panels per method family, one column per setting.
 
     ``curves`` is :func:`synthbench.report.tables.decoy_table`'s output. The decoy axis is
-    logarithmic (symmetric-log below 1, so 0 decoys has a place).
+    logarithmic (symmetric-log below 1, so 0 decoys has a place); bands are 95 % CIs, chance is dashed.
     """
     settings = settings or list(dict.fromkeys(curves["setting"]))
-    ncols = min(3, len(settings))
-    nrows = int(np.ceil(len(settings) / ncols))
-    fig = Figure(figsize=(4.2 * ncols, 3.4 * nrows))
+    return _curve_grid(curves, styles, x="n_decoys", panels=settings, panel="setting", metric=metric,
+                       xlabel="decoy features (log scale)",
+                       title=f"{metric} against the number of decoy features, by method family "
+                             "(bands: 95 % CI over folds and seeds; grey: the other families)")
+
+
+def sample_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: str = "best_k") -> Figure:
+    """``metric`` against the number of samples (log): one row per family, one column per dataset and decoy count.
+
+    ``curves`` is :func:`synthbench.report.tables.sample_table`'s output (a ``panel`` column names
+    the dataset and decoy count).
+    """
+    panels = list(dict.fromkeys(curves["panel"]))
+    return _curve_grid(curves, styles, x="n_samples", panels=panels, panel="panel", metric=metric,
+                       xlabel="samples (log scale)",
+                       title=f"{metric} against the number of samples, by method family "
+                             "(bands: 95 % CI over folds and seeds; grey: the other families)")
+
+
+def model_sample_curves(models: pd.DataFrame) -> Figure:
+    """Held-out AUROC of each shared model against the number of samples (log), one panel per dataset and decoy count.
+
+    ``models`` is :func:`synthbench.report.tables.model_table`'s output; only datasets stored at
+    several sample sizes are drawn. Bars: 95 % CI over folds and seeds; dashed: a coin flip (0.5).
+    """
+    several = models.groupby("dataset")["n_samples"].transform("nunique") > 1
+    data = models[several]
+    panels = list(dict.fromkeys(zip(data["dataset"], data["n_decoys"])))
+    ncols = min(4, max(1, len(panels)))
+    nrows = int(np.ceil(len(panels) / ncols)) or 1
+    fig = Figure(figsize=(3.6 * ncols + 2.6, 2.9 * nrows + 0.6))
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    handles: dict[str, object] = {}
-    band_alpha = min(0.12, 0.8 / max(1, curves["method"].nunique()))  # many overlapping bands stay readable
-    for ax, setting in zip(axes.flat, settings):
-        part = curves[curves["setting"] == setting]
-        for method, g in part.groupby("method", sort=False):
-            s = styles[method]
-            (line,) = ax.plot(g["n_decoys"], g["mean"], color=s.color, marker=s.marker, linestyle=s.linestyle,
-                              markersize=4, linewidth=1.2, label=method)
-            ax.fill_between(g["n_decoys"], g["lo"], g["hi"], color=s.color, alpha=band_alpha, linewidth=0)
-            handles.setdefault(method, line)
-        chance = part.groupby("n_decoys")["chance"].mean()
-        (ch,) = ax.plot(chance.index, chance.to_numpy(), color="black", linestyle="--", linewidth=1, label="chance")
-        handles["chance"] = ch
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_title(setting, fontsize=10)
-        ax.set_xlabel("decoy features (log scale)")
-        lo, hi = M.get(metric).limits
-        if np.isfinite([lo, hi]).all():
-            ax.set_ylim(lo - 0.02 * (hi - lo), hi + 0.02 * (hi - lo))
+    kinds = list(dict.fromkeys(data["model"]))
+    handles = {}
+    for ax, (dataset, decoys) in zip(axes.flat, panels):
+        part = data[(data["dataset"] == dataset) & (data["n_decoys"] == decoys)].sort_values("n_samples")
+        for i, kind in enumerate(kinds):
+            g = part[part["model"] == kind]
+            if g.empty:
+                continue
+            err = np.vstack([g["auroc"] - g["auroc_lo"], g["auroc_hi"] - g["auroc"]])
+            handles[kind] = ax.errorbar(g["n_samples"], g["auroc"], yerr=np.nan_to_num(err), color=TOL_MUTED[i % 9],
+                                        marker=_MARKERS[i // 9 % len(_MARKERS)], capsize=2, linewidth=1.2)
+        ax.axhline(0.5, color="black", linestyle="--", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_ylim(0.4, 1.02)
+        ax.set_title(f"{dataset}, {decoys} decoys", fontsize=9)
+        ax.set_xlabel("samples (log scale)", fontsize=8)
         ax.grid(True, alpha=0.3)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(_axis_label(metric))
-    for ax in list(axes.flat)[len(settings):]:
+    for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    order = [m for m in styles if m in handles] + ["chance"]
-    _legend_right(fig, [handles[m] for m in order], order)
-    fig.suptitle(f"{metric} against the number of decoy features (bands: 95 % CI over folds and seeds)", fontsize=11)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("held-out AUROC", fontsize=8)
+    _legend_right(fig, list(handles.values()), list(handles))
+    fig.suptitle("Held-out AUROC of the shared models against the number of samples (bars: 95 % CI)", fontsize=11)
     fig.tight_layout()
     return fig
 

@@ -20,7 +20,7 @@ from synthbench.models import kinds, model_kind
 from synthbench.runner.cells import NEAR_CHANCE_AUROC, NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
 
-__all__ = ["mean_ci", "summary_table", "decoy_table", "model_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
+__all__ = ["mean_ci", "summary_table", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
 
 #: best_k a method must keep at every decoy count up to its breakpoint.
 BREAKPOINT_LEVEL = 0.9
@@ -113,6 +113,27 @@ def decoy_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
     return _in_store_order(table, results, "method")
 
 
+def sample_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
+    """``metric`` per method, dataset, decoy count and sample size, for datasets stored at several sample sizes.
+
+    Returns
+    -------
+    DataFrame with columns ``method, dataset, n_decoys, n_samples, panel`` (``"ring, 100 decoys"``),
+    ``mean, lo, hi, chance, cells``, sorted by method, dataset, decoy count and sample size.
+    Empty when no dataset has more than one sample size.
+    """
+    columns = ["method", "dataset", "n_decoys", "n_samples", "panel", "mean", "lo", "hi", "chance", "cells"]
+    sel = results.scores[results.scores["metric"] == metric]
+    several = sel.groupby("dataset")["n_samples"].transform("nunique") > 1
+    rows = []
+    for (method, dataset, decoys, n), g in sel[several].groupby(["method", "dataset", "n_decoys", "n_samples"]):
+        mean, lo, hi, count = mean_ci(g["value"], limits=M.get(metric).limits)
+        rows.append((method, dataset, int(decoys), int(n), f"{dataset}, {int(decoys)} decoys", mean, lo, hi,
+                     g["chance"].mean(), count))
+    return pd.DataFrame(rows, columns=columns).sort_values(["method", "dataset", "n_decoys", "n_samples"],
+                                                           ignore_index=True)
+
+
 def model_table(results: Results) -> pd.DataFrame:
     """Held-out quality of the shared models the methods explain, per model, setting and decoy count.
 
@@ -125,22 +146,22 @@ def model_table(results: Results) -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame with columns ``model, setting, n_decoys, auroc, auroc_lo, auroc_hi`` (mean held-out
+    DataFrame with columns ``model, setting, n_decoys, dataset, n_samples, auroc, auroc_lo, auroc_hi`` (mean held-out
     AUROC and its 95 % Student-t interval over folds and seeds), ``accuracy`` (mean held-out
     accuracy), ``models`` (folds × seeds), ``near_chance`` (of them, AUROC below
     :data:`~synthbench.runner.cells.NEAR_CHANCE_AUROC`) and ``methods`` (the methods that explain
     it, by name); sorted by model, setting (store order) and decoy count. Empty when no cell
     records a model.
     """
-    columns = ["model", "setting", "n_decoys", "auroc", "auroc_lo", "auroc_hi", "accuracy", "models", "near_chance",
-               "methods"]
+    columns = ["model", "setting", "n_decoys", "dataset", "n_samples", "auroc", "auroc_lo", "auroc_hi", "accuracy",
+               "models", "near_chance", "methods"]
     cells = results.cells[(results.cells["status"] == "ok") & results.cells["model"].notna()]
-    rows = [(_model_label(kind, c.model_preset), c.setting, int(c.n_decoys), c.seed, c.fold, c.method,
-             info.get("test_auroc", np.nan),
-             info.get("test_accuracy", np.nan))
+    rows = [(_model_label(kind, c.model_preset), c.setting, int(c.n_decoys), c.dataset, int(c.n_samples), c.seed,
+             c.fold, c.method, info.get("test_auroc", np.nan), info.get("test_accuracy", np.nan))
             for c in cells.itertuples() for kind, info in json.loads(c.model).items()]
-    fits = pd.DataFrame(rows, columns=["model", "setting", "n_decoys", "seed", "fold", "method", "auroc", "accuracy"])
-    keys = ["model", "setting", "n_decoys"]
+    fits = pd.DataFrame(rows, columns=["model", "setting", "n_decoys", "dataset", "n_samples", "seed", "fold", "method",
+                                       "auroc", "accuracy"])
+    keys = ["model", "setting", "n_decoys", "dataset", "n_samples"]
     users = fits.groupby(keys)["method"].unique()
     out = []
     for key, g in fits.drop_duplicates([*keys, "seed", "fold"]).groupby(keys):
