@@ -68,7 +68,9 @@ def main() -> None:
     got = dict(zip(jobs, results))
     short = {"passemiers2023": "faithful", "passemiers2023_corrected": "corrected"}
     names = [short.get(p, p) for p in args.presets]
-    print(f"{'dataset':<14}{'m':>6}{'published':>11}" + "".join(f"{n:>12}" for n in names) + f"{'faithful-pub':>14}  goal")
+    spread = args.seeds > 1 and "passemiers2023" in args.presets
+    print(f"{'dataset':<14}{'m':>6}{'published':>11}" + "".join(f"{n:>12}" for n in names) + f"{'faithful-pub':>14}  goal"
+          + ("   sd of a 6-fold mean over seeds (faithful)" if spread else ""))
     off = checked = 0
     for d in args.datasets:
         for m in keep[d]:
@@ -80,7 +82,11 @@ def main() -> None:
                 verdict = "" if pub < 0.6 else ("ok" if abs(diff) <= TOLERANCE else "OFF")
                 checked += pub >= 0.6
                 off += verdict == "OFF"
-                line += f"{diff:>+14.3f}  {verdict}"
+                line += f"{diff:>+14.3f}  {verdict:<4}"
+                if spread:
+                    per_seed = [np.mean([got[(d, m, f, "passemiers2023", s)][0] for f in range(6)])
+                                for s in range(args.seeds)]
+                    line += f"   {np.std(per_seed, ddof=1):.3f}"
             print(line, flush=True)
     seconds = {p: np.mean([got[j][1] for j in jobs if j[3] == p]) for p in args.presets}
     print("mean seconds per fit: " + ", ".join(f"{short.get(p, p)} {s:.2f}" for p, s in seconds.items()))

@@ -118,6 +118,34 @@ def test_cancelout_gates_start_equal():
     assert float(E.cancelout_penalty(gate, 2.0, 0.5).detach()) == pytest.approx(expected, rel=1e-6)
 
 
+def test_the_2023_cancelout_gates_and_penalty_are_the_papers():
+    """src/cancelout.py at 06afd2e: weights start at 1, an unscaled softmax, a signed sum in the penalty."""
+    sig = E.CancelOutGate(5, "sigmoid", init=1.0)
+    soft = E.CancelOutGate(5, "softmax", init=1.0, scaled=False)
+    np.testing.assert_allclose(sig.gates().detach().numpy(), 1 / (1 + np.exp(-1.0)), rtol=1e-6)
+    np.testing.assert_allclose(soft.gates().detach().numpy(), 1 / 5, rtol=1e-6)
+    with torch.no_grad():
+        sig.weight.copy_(torch.tensor([1.0, -2.0, 3.0, 0.0, -1.0]))
+    w = np.array([1.0, -2.0, 3.0, 0.0, -1.0]) / 5
+    signed = float(E.cancelout_penalty(sig, 0.2, 0.1, signed=True).detach())
+    assert signed == pytest.approx(-0.2 * np.var(w, ddof=1) + 0.1 * w.sum(), rel=1e-6)
+    for name, params in [("cancelout_sigmoid_2023", {"lambda_var": 0.2, "signed_l1": True}),
+                         ("cancelout_softmax_2023", {"lambda_var": 0.0, "lambda_l1": 0.0, "softmax_scaled": False})]:
+        spec = get_method(name)
+        assert {k: spec.params[k] for k in params} == params and spec.params["training"] == "passemiers2023"
+        assert spec.params["gate_lr"] is None  # the gate trains in the network's Adam group, as there
+
+
+def test_a_gate_without_its_own_learning_rate_trains_with_the_network(easy_fold):
+    X, y = easy_fold.X_train, easy_fold.y_train
+    common = dict(activation="sigmoid", lambda_var=0.0, lambda_l1=0.0, init=1.0)
+    own = E.fit_cancelout(X, y, 0, gate_lr=0.05, **common)[0]
+    shared = E.fit_cancelout(X, y, 0, gate_lr=None, **common)[0]
+    # At the network's 5e-4 a gate weight barely moves from 1; at its own 0.05 it moves far more.
+    start = 1 / (1 + np.exp(-1.0))
+    assert np.abs(shared - start).max() < np.abs(own - start).max()
+
+
 @pytest.mark.parametrize("activation", ["sigmoid", "softmax"])
 def test_cancelout_penalty_is_applied(activation, easy_fold):
     def gates(lambda_var, lambda_l1):

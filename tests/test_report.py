@@ -262,3 +262,20 @@ def test_rows_and_models_of_two_presets_are_never_pooled(tmp_path):
     assert table.loc["mlp@passemiers2023", "auroc"] == pytest.approx(0.53)
     assert table.loc["mlp@sparse_mlp", "auroc"] == pytest.approx(0.98)
     assert table.loc["mlp@sparse_mlp", "methods"] == ["saliency@sparse_mlp"]
+
+
+def test_styles_never_repeat_and_families_group_the_rows():
+    from synthbench.methods import default_methods, get_method
+    from synthbench.report.figures import entry_family, method_styles
+
+    neural = [m for m in default_methods() if get_method(m).uses_preset]
+    rows = [m for m in default_methods() if m not in neural] + ["lassonet", "fsnet"]
+    rows += [f"{m}@{p}" for p in ("passemiers2023", "sparse_mlp") for m in neural]
+    assert len(rows) >= 30
+    styles = method_styles(rows)
+    looks = [(s.color, s.marker) for s in styles.values()]
+    assert len(set(looks)) == len(rows)  # no two rows look alike anywhere, so none within a panel
+    assert entry_family("rf") == "classical" and entry_family("lassonet") == "neural selector"
+    assert entry_family("saliency@sparse_mlp") == "attribution · sparse_mlp"
+    families = [entry_family(m) for m in styles]
+    assert families == sorted(families, key=families.index)  # each family's rows are contiguous

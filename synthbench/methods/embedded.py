@@ -43,7 +43,8 @@ from torch import nn
 from synthbench.evaluation.protocol import FoldData
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
-from synthbench.models.mlp import GaussianNoise, MLPConfig, build_mlp
+from synthbench.models.mlp import MLPConfig
+from synthbench.models.presets import get_preset
 from synthbench.models.training import build_seeded_mlp, fit_network, select_device, torch_threads
 
 __all__ = [
@@ -142,17 +143,21 @@ class CancelOutGate(nn.Module):
         ``g(w) = p * softmax(w)``, weights start at 0 (every gate at 1; the gates always
         average 1, so the input scale is kept).
     init : float or None, the starting weight (None: the default of the activation).
+    scaled : softmax only: multiply by ``p`` (True) or not (the 2023 benchmark's gate: every
+        gate starts at ``1 / p``, shrinking the input ``p``-fold).
 
     Attributes
     ----------
     weight : nn.Parameter ``(p,)``, the raw gate weights ``w``
     """
 
-    def __init__(self, n_features: int, activation: Literal["sigmoid", "softmax"] = "sigmoid", init: float | None = None) -> None:
+    def __init__(self, n_features: int, activation: Literal["sigmoid", "softmax"] = "sigmoid", init: float | None = None,
+                 scaled: bool = True) -> None:
         super().__init__()
         if activation not in ("sigmoid", "softmax"):
             raise ValueError(f"activation must be 'sigmoid' or 'softmax', got {activation!r}")
         self.activation = activation
+        self.scaled = bool(scaled)
         start = (4.0 if activation == "sigmoid" else 0.0) if init is None else float(init)
         self.weight = nn.Parameter(torch.full((n_features,), start))
 
@@ -161,7 +166,8 @@ class CancelOutGate(nn.Module):
         ``p`` for softmax."""
         if self.activation == "sigmoid":
             return torch.sigmoid(self.weight)
-        return torch.softmax(self.weight, dim=0) * self.weight.shape[0]
+        soft = torch.softmax(self.weight, dim=0)
+        return soft * self.weight.shape[0] if self.scaled else soft
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.gates()
@@ -170,16 +176,18 @@ class CancelOutGate(nn.Module):
         return f"n_features={self.weight.shape[0]}, activation={self.activation}"
 
 
-def cancelout_penalty(gate: CancelOutGate, lambda_var: float, lambda_l1: float) -> torch.Tensor:
+def cancelout_penalty(gate: CancelOutGate, lambda_var: float, lambda_l1: float, *, signed: bool = False) -> torch.Tensor:
     """The CancelOut regulariser ``-lambda_var * var(w / p) + lambda_l1 * ||w / p||_1``.
 
     As in the paper's loss, on the raw gate weights ``w`` (before the activation) divided by
     the number of features ``p``; ``var`` is the unbiased sample variance (0 when ``p = 1``).
     Rewarding variance pushes the gates apart; the L1 term pulls the weights towards 0.
+    ``signed=True``: ``sum(w / p)`` instead of the norm (the 2023 benchmark's code), which keeps
+    pushing weights down once they are negative.
     """
     w = gate.weight / gate.weight.shape[0]
     var = torch.var(w) if w.shape[0] > 1 else w.new_zeros(())
-    return -lambda_var * var + lambda_l1 * w.abs().sum()
+    return -lambda_var * var + lambda_l1 * (w.sum() if signed else w.abs().sum())
 
 
 def fit_cancelout(
@@ -190,7 +198,10 @@ def fit_cancelout(
     activation: Literal["sigmoid", "softmax"],
     lambda_var: float,
     lambda_l1: float,
-    gate_lr: float,
+    gate_lr: float | None,
+    init: float | None = None,
+    softmax_scaled: bool = True,
+    signed_l1: bool = False,
     device: torch.device | str = "cpu",
     config: MLPConfig = EMBEDDED_CONFIG,
 ) -> tuple[np.ndarray, nn.Sequential]:
@@ -204,7 +215,10 @@ def fit_cancelout(
     gate_lr : Adam learning rate of the gate weights (no weight decay on them). The MLP keeps
         ``config.lr``; at that rate (5e-4) and with early stopping after some tens of epochs a
         gate weight moves by well under 0.1, too little for ``sigmoid(w)`` near ``w = 4`` to
-        separate features.
+        separate features. None: the gate is trained like every other weight (``config.lr``
+        and ``config.weight_decay``, as the 2023 benchmark did).
+    init, softmax_scaled : the gate's starting weight and softmax scaling (:class:`CancelOutGate`).
+    signed_l1 : the penalty's signed sum instead of the L1 norm (:func:`cancelout_penalty`).
     device, config : where to train and the MLP's architecture and training settings.
 
     Returns
@@ -214,53 +228,62 @@ def fit_cancelout(
     """
     dev = select_device(device)
     gen = torch.Generator().manual_seed(int(seed))
-    gate = CancelOutGate(X.shape[1], activation)
+    gate = CancelOutGate(X.shape[1], activation, init, scaled=softmax_scaled)
     module = nn.Sequential(gate, *build_seeded_mlp(X.shape[1], config, gen))
     penalty = None
     if lambda_var != 0.0 or lambda_l1 != 0.0:
-        penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1)  # noqa: E731
+        penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1, signed=signed_l1)  # noqa: E731
+    own = () if gate_lr is None else (gate.weight,)
     with torch_threads(1 if dev.type == "cpu" else None):
-        result = fit_network(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, gate_params=(gate.weight,), gate_lr=gate_lr)
+        result = fit_network(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, gate_params=own,
+                             gate_lr=gate_lr)
     with torch.no_grad():
         gates = gate.gates().double().cpu().numpy()
     return gates, result.module
 
 
-def _register_cancelout(activation: Literal["sigmoid", "softmax"]) -> None:
-    gate = "sigmoid(w), w starting at 4" if activation == "sigmoid" else "p·softmax(w), w starting at 0"
+def _register_cancelout(name: str, activation: Literal["sigmoid", "softmax"], description: str, params: dict) -> None:
+    def method(data: FoldData, models: SharedModels, rng: np.random.Generator, *, ensemble: int, training: str,
+               **options) -> np.ndarray:
+        config = EMBEDDED_CONFIG if training == "embedded" else get_preset(training).config
 
-    def method(
-        data: FoldData,
-        models: SharedModels,
-        rng: np.random.Generator,
-        *,
-        lambda_var: float,
-        lambda_l1: float,
-        gate_lr: float,
-        ensemble: int,
-    ) -> np.ndarray:
         def fit(d: FoldData, seed: int) -> np.ndarray:
-            return fit_cancelout(
-                d.X_train, d.y_train, seed, activation=activation, lambda_var=lambda_var, lambda_l1=lambda_l1,
-                gate_lr=gate_lr, device=_device(models),
-            )[0]
+            return fit_cancelout(d.X_train, d.y_train, seed, activation=activation, device=_device(models),
+                                 config=config, **options)[0]
 
         return bootstrap_ensemble(fit, data, rng, ensemble)
 
-    method.__name__ = f"cancelout_{activation}"
-    method.__doc__ = f"CancelOut gate {gate} in front of the benchmark MLP; scores = trained gates, shape (p,)."
-    register_method(
-        f"cancelout_{activation}",
-        description=f"CancelOut (Borisov et al. 2019): gate {gate} before the benchmark MLP, "
-        "loss − λ_var·var(w/p) + λ_l1·‖w/p‖₁; score = trained gate",
-        default=False,
-        accelerated=True,
-        params={"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1},
-    )(method)
+    method.__name__ = name
+    method.__doc__ = f"CancelOut ({activation}) in front of the benchmark MLP; scores = trained gates, shape (p,)."
+    register_method(name, description=description, default=False, accelerated=True, params=params)(method)
 
 
-_register_cancelout("sigmoid")
-_register_cancelout("softmax")
+_register_cancelout(
+    "cancelout_sigmoid", "sigmoid",
+    "CancelOut (Borisov et al. 2019): gate sigmoid(w), w starting at 4, before the benchmark MLP, "
+    "loss − λ_var·var(w/p) + λ_l1·‖w/p‖₁; score = trained gate",
+    {"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1, "training": "embedded"})
+_register_cancelout(
+    "cancelout_softmax", "softmax",
+    "CancelOut (Borisov et al. 2019): gate p·softmax(w), w starting at 0, before the benchmark MLP, "
+    "loss − λ_var·var(w/p) + λ_l1·‖w/p‖₁; score = trained gate",
+    {"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1, "training": "embedded"})
+#: The 2023 benchmark's CancelOuts (src/cancelout.py, src/nn_wrapper.py at 06afd2e): weights start at 1, the
+#: gate trained with the network (lr 5e-4, weight decay 1e-5), the 2023 training loop (the passemiers2023
+#: preset); the sigmoid one with −0.2·var(w/p) + 0.1·sum(w/p) (a signed sum), the softmax one with no penalty
+#: at all and an unscaled softmax (every gate 1/p at the start).
+_register_cancelout(
+    "cancelout_sigmoid_2023", "sigmoid",
+    "CancelOut as the 2023 benchmark ran it: sigmoid gate from w = 1, loss − 0.2·var(w/p) + 0.1·Σ w/p, the gate "
+    "trained with the MLP, the passemiers2023 training loop",
+    {"lambda_var": 0.2, "lambda_l1": 0.1, "gate_lr": None, "init": 1.0, "signed_l1": True, "ensemble": 1,
+     "training": "passemiers2023"})
+_register_cancelout(
+    "cancelout_softmax_2023", "softmax",
+    "CancelOut as the 2023 benchmark ran it: softmax gate (not ×p, so every gate starts at 1/p), no penalty, "
+    "the gate trained with the MLP, the passemiers2023 training loop",
+    {"lambda_var": 0.0, "lambda_l1": 0.0, "gate_lr": None, "init": 1.0, "softmax_scaled": False, "ensemble": 1,
+     "training": "passemiers2023"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,6 +417,15 @@ def path_scores(leave_lambda: np.ndarray, tiebreak: np.ndarray, multiplier: floa
     return lam + (0.5 * gap * tb / scale if scale > 0 else 0.0)
 
 
+def _seeded_path(clf, X: np.ndarray, y: np.ndarray, seed: int, dev: torch.device, callback=None) -> list:
+    """``clf.path(X, y)`` with torch's CPU generator seeded inside ``fork_rng`` (the global state is restored
+    afterwards), one CPU thread, and the package's warning about a large ``lambda_start`` silenced."""
+    with torch.random.fork_rng(devices=[]), torch_threads(1 if dev.type == "cpu" else None), warnings.catch_warnings():
+        torch.default_generator.manual_seed(int(seed))
+        warnings.filterwarnings("ignore", message=r"lambda_start=", category=UserWarning)
+        return clf.path(np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.int64), callback=callback)
+
+
 def fit_lassonet(
     X: np.ndarray,
     y: np.ndarray,
@@ -473,10 +505,7 @@ def fit_lassonet(
         random_state=int(seed) % (2**32),
         torch_seed=None,
     )
-    with torch.random.fork_rng(devices=[]), torch_threads(1 if dev.type == "cpu" else None), warnings.catch_warnings():
-        torch.default_generator.manual_seed(int(seed))
-        warnings.filterwarnings("ignore", message=r"lambda_start=", category=UserWarning)
-        path = clf.path(np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.int64), callback=record)
+    path = _seeded_path(clf, X, y, seed, dev, callback=record)
     selected = torch.stack([h.selected for h in path]).numpy().astype(bool)  # (steps, p)
     lambdas = np.array([h.lambda_ for h in path], dtype=np.float64)
     leave = np.full(p, np.inf)
@@ -578,9 +607,6 @@ def lassonet_2023(
     clf = LassoNetClassifier(hidden_dims=tuple(hidden_dims), n_iters=tuple(n_iters), batch_size=batch_size, dropout=0,
                              patience=patience, lambda_start=lambda_start, tol=tol, verbose=0, random_state=seed,
                              torch_seed=None, device=dev)
-    with torch.random.fork_rng(devices=[]), torch_threads(1 if dev.type == "cpu" else None), warnings.catch_warnings():
-        torch.default_generator.manual_seed(seed)
-        warnings.filterwarnings("ignore", message=r"lambda_start=", category=UserWarning)
-        clf.path(np.asarray(data.X_train, dtype=np.float32), np.asarray(data.y_train, dtype=np.int64))
+    _seeded_path(clf, data.X_train, data.y_train, seed, dev)
     importance = clf.feature_importances_.double().cpu().numpy()
     return path_scores(importance, np.zeros_like(importance))
