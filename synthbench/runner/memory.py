@@ -8,6 +8,11 @@ scikit-learn's C code, Python objects) minus what was resident when the cell sta
 It costs two small file operations per cell, whatever the cell allocates; ``tracemalloc``, which
 it replaces, hooked every Python allocation and made cells up to 3.5× slower.
 
+What it counts is the *extra* resident memory the cell needed: pages that earlier cells freed but
+the allocator kept resident are reused without raising the peak, so a cell that fits in memory an
+earlier cell already used reads low (down to 0), and the first cell of a worker reads its full
+size. That is the figure that says whether a grid will run out of memory.
+
 Where the peak cannot be reset (not Linux, or ``/proc`` not writable) the kernel only offers the
 peak since the process started, which says nothing about a cell that stays below an earlier
 cell's peak; the figure is then recorded as unknown (None), never as a misleading number.
