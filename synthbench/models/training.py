@@ -1,11 +1,16 @@
-"""Training of the benchmark MLP (the protocol of the 2023 quantitative benchmark).
+"""The one training loop of every benchmark network, and the shared MLP trained with it.
 
-:func:`train_mlp` fits :func:`~synthbench.models.mlp.build_mlp` with Adam (``config.lr``,
+:func:`fit_network` trains any module mapping ``(b, p)`` to a logit with Adam (``config.lr``,
 ``config.weight_decay``), mini-batches of ``config.batch_size``, binary cross-entropy on the
-logit (``BCEWithLogitsLoss``, mean over the batch) and early stopping on the loss of a random
-validation part of the training rows (``config.validation_fraction``, not stratified, as
+logit (mean over the batch) plus optional penalties, and early stopping on a random validation
+part of the training rows (``config.validation_fraction``, not stratified, as
 ``sklearn.model_selection.train_test_split`` without ``stratify`` in the reference code). The
-weights of the epoch with the lowest validation loss are restored.
+config chooses what stopping watches (validation loss or AUROC), how the validation loss is
+measured (clean, or as the 2023 code did: noise on, summed over batches), which weights are kept
+(the best epoch's, truly copied, or the last), a learning-rate schedule and an L1 penalty on the
+first layer; the presets of :mod:`synthbench.models.presets` name the useful combinations.
+:func:`train_mlp` builds the benchmark MLP and trains it with this loop; the embedded selectors
+(:mod:`synthbench.methods.embedded`) train their own networks with it.
 
 Reproducibility: every random draw (initialisation, validation split, batch order, the
 ``GaussianNoise`` layer) comes from one ``torch.Generator`` seeded with ``seed``; on CPU the
@@ -14,7 +19,7 @@ setting.
 
 Speed: the training rows live on the device as tensors; batches are contiguous slices of one
 gathered permutation per epoch; losses are accumulated on the device and read back once per
-epoch; the validation loss is one forward pass.
+epoch; the clean validation loss is one forward pass.
 
 :func:`cached_train_mlp` adds an on-disk cache (``joblib.Memory``) keyed by the data, the
 config, the seed, the device type and the torch version.

@@ -47,8 +47,7 @@ class Style:
 def entry_family(entry: str) -> str:
     """The family of a report row: its method's :attr:`~synthbench.methods.MethodSpec.family`, with the MLP
     preset for attribution rows (``"attribution · sparse_mlp"``); ``"other"`` for unregistered methods."""
-    from synthbench.methods import method_names
-    from synthbench.methods import get_method
+    from synthbench.methods import get_method, method_names
 
     method, _, preset = entry.partition("@")
     family = get_method(method).family if method in method_names() else "other"
