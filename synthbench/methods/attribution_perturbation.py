@@ -191,8 +191,8 @@ def _path_outputs_fast(
     h = z_base.shape[1]
     w_t = head.weight.detach().t()  # (p, h)
     diff = (x - base).t()[perms]  # (s, p, r): feature perms[s, k] of every row
-    steps = diff.unsqueeze(-1) * w_t[perms].unsqueeze(2)  # (s, p, r, h)
-    z = z_base + torch.cumsum(steps, dim=1)
+    z = diff.unsqueeze(-1) * w_t[perms].unsqueeze(2)  # (s, p, r, h): each step's change of the pre-activation
+    z.cumsum_(dim=1).add_(z_base)  # in place: these are the largest tensors of the method
     z[:, -1] = head(x)  # the full state exactly, so the telescoping sum ends at f(x)
     return select_target(tail(z.reshape(-1, h)), target).view(s, p, r)
 
