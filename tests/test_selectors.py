@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 import synthbench.methods.selectors as sel  # registers the methods
 from synthbench.methods import get_method, run_method
@@ -178,3 +179,27 @@ def test_auto_knockoffs_pick_uniform_only_for_uniform_looking_data():
     assert make_knockoffs(U * 2, g)[1] == "gaussian"  # outside [-1, 1]
     with pytest.raises(ValueError, match="knockoffs"):
         make_knockoffs(U, g, "bogus")
+
+
+def test_the_2023_deeppink_network_and_statistic_are_the_papers():
+    """src/deeppink.py at 06afd2e: pair weights start at 0.1, biases at 0; W = (w1 v)^2 - (w1~ v)^2."""
+    from synthbench.methods.deeppink_2023 import PairedDeepPink
+    from synthbench.models.mlp import MLPConfig
+    from synthbench.models.training import build_seeded_mlp
+
+    g = torch.Generator().manual_seed(0)
+    net = PairedDeepPink(build_seeded_mlp(5, MLPConfig(), g), 5, g).eval()
+    assert torch.all(net.pair_weight == 0.1) and torch.all(net.pair_bias == 0) and torch.all(net.feature_bias == 0)
+    with torch.no_grad():
+        net.pair_weight.copy_(torch.randn(5, 2, generator=g))
+        net.pair_bias.copy_(torch.randn(5, generator=g))
+    pairs = torch.randn(7, 5, 2, generator=g)
+    a = pairs[:, :, 0] * net.pair_weight[:, 0] + pairs[:, :, 1] * net.pair_weight[:, 1] + net.pair_bias
+    torch.testing.assert_close(net(pairs), net.mlp(a * net.feature_weight[:, 0] + net.feature_bias))
+    linears = [m.weight.detach().double().numpy() for m in net.mlp if isinstance(m, torch.nn.Linear)]
+    chain = (linears[2] @ linears[1] @ linears[0]).reshape(-1)
+    v = net.feature_weight.detach().double().numpy()[:, 0] * chain
+    w1 = net.pair_weight.detach().double().numpy()
+    np.testing.assert_allclose(net.statistics(), (w1[:, 0] * v) ** 2 - (w1[:, 1] * v) ** 2, rtol=1e-12)
+    spec = get_method("deeppink_2023")
+    assert spec.params["training"] == "passemiers2023"  # the 2023 loop: noisy validation, final weights kept

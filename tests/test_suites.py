@@ -14,7 +14,7 @@ from synthbench.suites import SuiteError, load_suite, suite_names
 PAPER_METHODS = {
     "saliency", "integrated_gradients_nomul", "deeplift_nomul", "input_x_gradient", "smoothgrad_saliency",
     "guided_backprop_captum", "deconvolution_captum", "feature_ablation", "feature_permutation", "shapley_sampling",
-    "lassonet_2023", "concrete_autoencoder", "fsnet", "cancelout_softmax_2023", "cancelout_sigmoid_2023", "deeppink",
+    "lassonet_2023", "concrete_autoencoder", "fsnet", "cancelout_softmax_2023", "cancelout_sigmoid_2023", "deeppink_2023",
     "mrmr", "mi", "relief_1nn", "rf", "treeshap_all_rows",
 }
 POWERS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
@@ -44,7 +44,7 @@ def test_passemiers2023_is_the_papers_grid():
 def test_the_corrected_suite_is_the_same_grid_on_the_corrected_mlp():
     faithful, corrected = load_suite("passemiers2023").cells(), load_suite("passemiers2023_corrected").cells()
     # The faithful suite runs captum's guided backprop and deconvolution (the gradient on its LeakyReLU net), the
-    # paper's 1-NN Relief, its TreeSHAP over all rows, its LassoNet call and its CancelOuts.
+    # paper's 1-NN Relief, its TreeSHAP over all rows, its LassoNet call, its CancelOuts and its DeepPINK.
     same = {"relief_1nn": "relief", "treeshap_all_rows": "treeshap"}
     strip = lambda c: (c.dataset, c.n_decoys, c.fold,  # noqa: E731
                        same.get(c.method, c.method.removesuffix("_captum").removesuffix("_2023")))
