@@ -78,8 +78,7 @@ def main() -> None:
                 rows.append({"trial": t, **{k: getattr(config, k) for k in SPACE}, "dataset": name, "fold": data.fold,
                              "val_auroc": model.history["val_auroc"][model.best_epoch], "test_auroc": test,
                              "epochs": model.epochs_run, "seconds": time.perf_counter() - t0})
-        done = pd.DataFrame(rows)
-        last = done[done["trial"] == t]
+        last = pd.DataFrame([r for r in rows if r["trial"] == t])
         print(f"trial {t:2d}: " + ", ".join(f"{k}={getattr(config, k)}" for k in SPACE) +
               f" -> val {last['val_auroc'].mean():.3f} test {last['test_auroc'].mean():.3f} ({last['seconds'].sum():.0f}s)",
               flush=True)

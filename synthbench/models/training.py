@@ -377,6 +377,29 @@ def _auroc(logits: torch.Tensor, y: torch.Tensor) -> float:
     return float(roc_auc_score(y_np, logits.double().cpu().numpy()))
 
 
+def _validate(module: nn.Module, X_val: torch.Tensor, y_val: torch.Tensor, config: MLPConfig,
+              generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The epoch's validation loss as ``config.validation`` says, and the clean logits when stopping watches AUROC.
+
+    ``"noisy_batches"`` (the 2023 code): measured before switching to eval mode, so the input
+    noise is on, over a fresh order of the rows drawn from ``generator``, as the sum of the
+    batch means. ``"clean"``: the mean loss of one eval-mode pass. Returns ``(loss, logits)``,
+    ``logits`` of shape ``(n_val,)`` or None; the module is in eval mode afterwards.
+    """
+    bs, n_val = int(config.batch_size), X_val.shape[0]
+    with torch.no_grad():
+        if config.validation == "noisy_batches":
+            order = torch.randperm(n_val, generator=generator, device=X_val.device)
+            Xv, yv = X_val[order], y_val[order]
+            loss = sum(F.binary_cross_entropy_with_logits(module(Xv[s : s + bs]).reshape(-1), yv[s : s + bs])
+                       for s in range(0, n_val, bs))
+        module.eval()
+        logits = module(X_val).reshape(-1) if config.monitor == "auroc" or config.validation == "clean" else None
+        if config.validation == "clean":
+            loss = F.binary_cross_entropy_with_logits(logits, y_val)
+    return loss, logits
+
+
 def fit_network(
     module: nn.Module,
     X: np.ndarray,
@@ -493,17 +516,7 @@ def fit_network(
                 objective.backward()
                 optimizer.step()
                 total += objective.detach()
-            if config.validation == "noisy_batches":  # the 2023 code: still in training mode
-                with torch.no_grad():
-                    vorder = torch.randperm(n_val, generator=dev_gen, device=device)
-                    Xv, yv = X_val[vorder], y_val[vorder]
-                    val_loss = sum(F.binary_cross_entropy_with_logits(module(Xv[s : s + bs]).reshape(-1), yv[s : s + bs])
-                                   for s in range(0, n_val, bs))
-            module.eval()
-            with torch.no_grad():
-                val_logits = module(X_val).reshape(-1) if higher or config.validation == "clean" else None
-                if config.validation == "clean":
-                    val_loss = F.binary_cross_entropy_with_logits(val_logits, y_val)
+            val_loss, val_logits = _validate(module, X_val, y_val, config, dev_gen)  # leaves the module in eval mode
             train_sum, val = torch.stack([total, val_loss]).tolist()  # one sync per epoch
             if scheduler is not None:
                 scheduler.step(train_sum)

@@ -204,8 +204,9 @@ def model_sample_curves(models: pd.DataFrame) -> Figure:
             if g.empty:
                 continue
             err = np.vstack([g["auroc"] - g["auroc_lo"], g["auroc_hi"] - g["auroc"]])
-            handles[kind] = ax.errorbar(g["n_samples"], g["auroc"], yerr=np.nan_to_num(err), color=TOL_MUTED[i % 9],
-                                        marker=_MARKERS[i // 9 % len(_MARKERS)], capsize=2, linewidth=1.2)
+            handles[kind] = ax.errorbar(g["n_samples"], g["auroc"], yerr=np.nan_to_num(err),
+                                        color=TOL_MUTED[i % len(TOL_MUTED)],
+                                        marker=_MARKERS[i // len(TOL_MUTED) % len(_MARKERS)], capsize=2, linewidth=1.2)
         ax.axhline(0.5, color="black", linestyle="--", linewidth=1)
         ax.set_xscale("log")
         ax.set_ylim(0.4, 1.02)

@@ -105,12 +105,7 @@ def decoy_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
     by method, setting (store order) and decoy count.
     """
     sel = results.scores[results.scores["metric"] == metric]
-    rows = []
-    for (method, setting, decoys), g in sel.groupby(["method", "setting", "n_decoys"]):
-        mean, lo, hi, n = mean_ci(g["value"], limits=M.get(metric).limits)
-        rows.append((method, setting, int(decoys), mean, lo, hi, g["chance"].mean(), n))
-    table = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells"])
-    return _in_store_order(table, results, "method")
+    return _in_store_order(_curve_points(sel, ["method", "setting", "n_decoys"], metric), results, "method")
 
 
 def sample_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
@@ -122,16 +117,27 @@ def sample_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
     ``mean, lo, hi, chance, cells``, sorted by method, dataset, decoy count and sample size.
     Empty when no dataset has more than one sample size.
     """
-    columns = ["method", "dataset", "n_decoys", "n_samples", "panel", "mean", "lo", "hi", "chance", "cells"]
     sel = results.scores[results.scores["metric"] == metric]
     several = sel.groupby("dataset")["n_samples"].transform("nunique") > 1
+    table = _curve_points(sel[several], ["method", "dataset", "n_decoys", "n_samples"], metric)
+    table.insert(4, "panel", table["dataset"] + ", " + table["n_decoys"].astype(str) + " decoys")
+    return table
+
+
+def _curve_points(sel: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFrame:
+    """Mean, 95 % CI, chance and cell count of ``sel``'s values per group of ``keys``, sorted by ``keys``.
+
+    Columns: ``keys`` (integer keys as Python ints), ``mean, lo, hi, chance, cells``.
+    """
     rows = []
-    for (method, dataset, decoys, n), g in sel[several].groupby(["method", "dataset", "n_decoys", "n_samples"]):
-        mean, lo, hi, count = mean_ci(g["value"], limits=M.get(metric).limits)
-        rows.append((method, dataset, int(decoys), int(n), f"{dataset}, {int(decoys)} decoys", mean, lo, hi,
-                     g["chance"].mean(), count))
-    return pd.DataFrame(rows, columns=columns).sort_values(["method", "dataset", "n_decoys", "n_samples"],
-                                                           ignore_index=True)
+    for key, g in sel.groupby(keys):
+        mean, lo, hi, n = mean_ci(g["value"], limits=M.get(metric).limits)
+        rows.append((*key, mean, lo, hi, g["chance"].mean(), n))
+    table = pd.DataFrame(rows, columns=[*keys, "mean", "lo", "hi", "chance", "cells"])
+    for k in ("n_decoys", "n_samples"):
+        if k in keys:
+            table[k] = table[k].astype(int)
+    return table
 
 
 def model_table(results: Results) -> pd.DataFrame:
