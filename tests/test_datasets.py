@@ -283,6 +283,21 @@ def test_dag_structural_equations() -> None:
         assert np.abs(dagmod.simulate_dag(graph, E3)[:, graph.target] - base).max() > 1e-9, a
 
 
+def test_dag_standardised_scaling_is_the_centred_set_standardised_over_all_rows() -> None:
+    centred = make("dag", n_samples=DAG_N, n_decoys=3, seed=2)
+    scaled = make("dag", n_samples=DAG_N, n_decoys=3, seed=2, scaling="standardised")
+    assert np.array_equal(centred.y, scaled.y) and np.array_equal(centred.relevant, scaled.relevant)
+    X = centred.X.astype(np.float64)
+    sd = X.std(axis=0)
+    expected = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    np.testing.assert_allclose(scaled.X, expected, atol=1e-5)
+    np.testing.assert_allclose(scaled.X.mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(scaled.X.std(axis=0), 1.0, atol=1e-4)
+    assert scaled.params["scaling"] == "standardised" and centred.params["scaling"] == "centred"
+    with pytest.raises(ValueError, match="scaling must be one of"):
+        make("dag", n_samples=DAG_N, n_decoys=0, seed=2, scaling="minmax")
+
+
 # --------------------------------------------------------------------------- L2X / INVASE
 @pytest.mark.parametrize("name", ["l2x_xor", "orange_skin", "nonlinear_additive"])
 def test_l2x_local_truth_equals_global(name: str) -> None:

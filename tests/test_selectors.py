@@ -203,3 +203,34 @@ def test_the_2023_deeppink_network_and_statistic_are_the_papers():
     np.testing.assert_allclose(net.statistics(), (w1[:, 0] * v) ** 2 - (w1[:, 1] * v) ** 2, rtol=1e-12)
     spec = get_method("deeppink_2023")
     assert spec.params["training"] == "passemiers2023"  # the 2023 loop: noisy validation, final weights kept
+
+
+def test_the_2023_gaussian_knockoffs_have_the_papers_swap_covariance_and_are_affine_equivariant():
+    from synthbench.methods.knockoffs import gaussian_knockoffs_2023
+
+    g = np.random.default_rng(0)
+    A = g.normal(size=(4, 4))
+    X = g.multivariate_normal(np.arange(4.0), A @ A.T + np.eye(4), size=40_000)
+    Xt = gaussian_knockoffs_2023(X, np.random.default_rng(1), eps=0.0)
+    C = np.cov(X, rowvar=False)
+    sigma = 0.8 * np.diag(np.diag(C)) + 0.2 * C
+    S = np.diag(np.diag(sigma))
+    B = np.eye(4) - np.linalg.solve(sigma, S)  # X_tilde = mu + (X - mu) B + noise of covariance V
+    V = 2 * S - S @ np.linalg.solve(sigma, S)
+    joint = np.cov(np.hstack([X, Xt]), rowvar=False)
+    scale = np.sqrt(np.outer(np.diag(C), np.diag(C)))
+    # Built for the shrunk covariance, not the data's: the swap property holds for sigma only.
+    np.testing.assert_allclose(joint[:4, 4:] / scale, C @ B / scale, atol=0.02)
+    np.testing.assert_allclose(joint[4:, 4:] / scale, (B.T @ C @ B + V) / scale, atol=0.02)
+    np.testing.assert_allclose(sigma @ (np.eye(4) - np.linalg.solve(sigma, S)), sigma - S, atol=1e-12)
+    # Per-column affine maps commute with the construction (so the paper's "knockoffs, then
+    # standardise" equals "standardise, then knockoffs" draw for draw).
+    m, d = X.mean(axis=0), X.std(axis=0)
+    np.testing.assert_allclose(gaussian_knockoffs_2023((X - m) / d, np.random.default_rng(1), eps=0.0),
+                               (Xt - m) / d, atol=1e-8)
+
+
+def test_auto_2023_knockoffs_use_the_papers_gaussian_construction_off_the_uniform_box():
+    g = np.random.default_rng(0)
+    assert make_knockoffs(g.uniform(-1, 1, size=(500, 3)), g, "auto_2023")[1] == "uniform"
+    assert make_knockoffs(g.normal(size=(500, 3)), g, "auto_2023")[1] == "gaussian_2023"

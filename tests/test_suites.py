@@ -14,7 +14,7 @@ from synthbench.suites import SuiteError, load_suite, suite_names
 PAPER_METHODS = {
     "saliency", "integrated_gradients_nomul", "deeplift_nomul", "input_x_gradient", "smoothgrad_saliency",
     "guided_backprop_captum", "deconvolution_captum", "feature_ablation", "feature_permutation", "shapley_sampling",
-    "lassonet_2023", "concrete_autoencoder", "fsnet", "cancelout_softmax_2023", "cancelout_sigmoid_2023", "deeppink_2023",
+    "lassonet_2023", "concrete_autoencoder_2023", "fsnet_2023", "cancelout_softmax_2023", "cancelout_sigmoid_2023", "deeppink_2023",
     "mrmr", "mi", "relief_1nn", "rf", "treeshap_all_rows",
 }
 POWERS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
@@ -30,6 +30,9 @@ def test_passemiers2023_is_the_papers_grid():
                         "ring_xor_sum": [6, *POWERS]}
     dag = [c for c in cells if c.dataset == "dag"]
     assert {c.n_decoys for c in dag} == {0}
+    # The paper fed its attribution methods 2x - 1 and standardised dag's columns for every other method.
+    scaling = {c.method: dict(c.dataset_params).get("scaling", "centred") for c in dag}
+    assert scaling == {m: "centred" if get_method(m).uses_preset else "standardised" for m in PAPER_METHODS}
     assert datasets.make("dag", n_samples=1000, n_decoys=0, seed=0).n_features == 2000
     assert {c.method for c in cells} == PAPER_METHODS
     assert {(c.n_samples, c.n_folds, c.explain) for c in cells} == {(1000, 6, "test")}
@@ -70,6 +73,20 @@ n_features = [2, 5]
 datasets = ["ring"]
 n_decoys = [1]
 """
+
+
+def test_a_grid_block_may_name_its_own_methods(tmp_path):
+    path = tmp_path / "blocks.toml"
+    path.write_text(TINY + 'methods = ["anova"]\n')  # the ring block's own list
+    cells = load_suite(path).cells()
+    assert {c.method for c in cells if c.dataset == "xor"} == {"random", "anova"}
+    assert {c.method for c in cells if c.dataset == "ring"} == {"anova"}
+    path.write_text(TINY + 'methods = ["no_such_method"]\n')
+    with pytest.raises(SuiteError, match="grid block 2: unknown methods 'no_such_method'"):
+        load_suite(path)
+    path.write_text(TINY + "methods = []\n")
+    with pytest.raises(SuiteError, match="grid block 2: 'methods' must be a non-empty list"):
+        load_suite(path)
 
 
 def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_path, capsys):

@@ -18,7 +18,11 @@ Generative process (``n_features`` features plus one target node, ``N = n_featur
 
    where mean and std are taken over the ``n_samples`` drawn rows, as in the reference code
    (so rows are exchangeable but not strictly independent). ``y = s_target > median(s_target)``.
-6. Features are the ``s`` of the ``n_features`` non-target nodes, centred ``2s - 1``.
+6. Features are the ``s`` of the ``n_features`` non-target nodes, centred ``2s - 1``
+   (``scaling="centred"``, the default). ``scaling="standardised"`` standardises every column
+   over all ``n_samples`` rows instead (zero mean, unit variance, as ``StandardScaler`` fitted
+   on the whole set): what the 2023 code fed every method except the attribution methods,
+   whose network saw ``2s - 1``.
 
 Ground truths (``truth``)
 -------------------------
@@ -52,9 +56,10 @@ from scipy import special
 from .base import Dataset, register
 from .decoys import assemble, check_decoy_correlation, check_float, check_int, latent_decoys, standardise
 
-__all__ = ["DagGraph", "sample_dag_graph", "dag_graph", "simulate_dag", "simulate_dag_dataset", "TRUTHS"]
+__all__ = ["DagGraph", "sample_dag_graph", "dag_graph", "simulate_dag", "simulate_dag_dataset", "TRUTHS", "SCALINGS"]
 
 TRUTHS = ("ancestors", "ancestors_confounders")
+SCALINGS = ("centred", "standardised")
 _MAX_TRIES = 100
 
 
@@ -252,9 +257,12 @@ def _generate(
     noise_std: float,
     min_ancestors: int,
     decoy_correlation: float,
+    scaling: str,
 ) -> Dataset:
     if truth not in TRUTHS:
         raise ValueError(f"truth must be one of {TRUTHS}, got {truth!r}")
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
     rho = check_decoy_correlation(decoy_correlation)
     graph, S = simulate_dag_dataset(
         n_samples=n_samples,
@@ -292,13 +300,18 @@ def _generate(
         "n_confounded": n_conf,
         "n_edges": graph.n_edges,
         "target_node": graph.target,
-        "marginal": "sigmoid(2*standardised node) centred by 2s-1",
+        "scaling": scaling,
+        "marginal": "sigmoid(2*standardised node) centred by 2s-1" if scaling == "centred"
+        else "sigmoid(2*standardised node), each column standardised over all rows",
         "label": "target > median(target)",
     }
+    columns = [2.0 * feats - 1.0, 2.0 * decoys - 1.0]
+    if scaling == "standardised":
+        columns = [standardise(c, axis=0) for c in columns]
     return assemble(
         name=name,
         seed=seed,
-        columns=[2.0 * feats - 1.0, 2.0 * decoys - 1.0],
+        columns=columns,
         y=y,
         n_relevant=k,
         relevant_local=None,
@@ -319,6 +332,7 @@ def dag(
     noise_std: float = 0.2,
     min_ancestors: int = 1,
     decoy_correlation: float = 0.0,
+    scaling: str = "centred",
 ) -> Dataset:
     """Causal DAG set; see the module docstring.
 
@@ -341,6 +355,7 @@ def dag(
         noise_std=noise_std,
         min_ancestors=min_ancestors,
         decoy_correlation=decoy_correlation,
+        scaling=scaling,
     )
 
 
@@ -360,6 +375,7 @@ def dag_confounders(
     noise_std: float = 0.2,
     min_ancestors: int = 1,
     decoy_correlation: float = 0.0,
+    scaling: str = "centred",
 ) -> Dataset:
     """``dag`` with ``truth="ancestors_confounders"``; same ``X`` and ``y`` as ``dag`` for a seed."""
     return _generate(
@@ -374,4 +390,5 @@ def dag_confounders(
         noise_std=noise_std,
         min_ancestors=min_ancestors,
         decoy_correlation=decoy_correlation,
+        scaling=scaling,
     )

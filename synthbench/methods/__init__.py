@@ -23,6 +23,7 @@ from synthbench.methods import neural as _neural  # noqa: E402,F401
 from synthbench.methods import embedded as _embedded  # noqa: E402,F401
 from synthbench.methods import selectors as _selectors  # noqa: E402,F401
 from synthbench.methods import deeppink_2023 as _deeppink_2023  # noqa: E402,F401
+from synthbench.methods import selectors_2023 as _selectors_2023  # noqa: E402,F401
 from synthbench.methods.attribution import attribute  # noqa: E402
 from synthbench.methods.mrmr import mrmr  # noqa: E402
 

@@ -13,9 +13,12 @@ direct children, and there was none, so it added nothing. The statistic is
 
     W_j = (w1_j · v_j)^2 − (w1~_j · v_j)^2,   v_j = w2_j · (W_3 W_2 W_1)_j,
 
-and the score is ``W − min(W)`` (higher = more important). Knockoffs: fresh uniform draws on
-``[-1, 1]`` for the uniform synthetic sets, as the paper's; Gaussian ones (synthbench's, from the
-training rows) otherwise, where the paper built its own from all rows.
+and the score is ``W − min(W)`` (higher = more important). Knockoffs are drawn for all the
+fold's rows (training and held-out together, as the paper drew them for the whole set before
+splitting) and the training part is used: fresh uniform draws on ``[-1, 1]`` for the uniform
+synthetic sets, as the paper's; otherwise (``knockoffs="auto_2023"``) the paper's own Gaussian
+construction (:func:`~synthbench.methods.knockoffs.gaussian_knockoffs_2023`), each knockoff column
+then standardised over those rows, as the paper standardised its dag knockoffs.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from synthbench.datasets.decoys import standardise
 from synthbench.evaluation.protocol import FoldData
 from synthbench.methods.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
@@ -70,13 +74,16 @@ class PairedDeepPink(nn.Module):
     "penalty (the paper's was inert), the 2023 training loop; importance W_j - min(W)",
     default=False,
     accelerated=True,
-    params={"knockoffs": "auto", "training": "passemiers2023"},
+    params={"knockoffs": "auto_2023", "training": "passemiers2023"},
 )
 def deeppink_2023(data: FoldData, models: SharedModels, rng: np.random.Generator, *, knockoffs: str,
                   training: str) -> np.ndarray:
     """DeepPINK importances ``W - min(W)``, shape (p,), non-negative (see the module docstring)."""
     X = np.asarray(data.X_train, dtype=np.float32)
-    X_tilde, _ = make_knockoffs(X, rng, knockoffs)
+    X_tilde, kind = make_knockoffs(np.concatenate([data.X_train, data.X_test]), rng, knockoffs)
+    if kind == "gaussian_2023":
+        X_tilde = standardise(X_tilde, axis=0)
+    X_tilde = X_tilde[: X.shape[0]]
     pairs = np.stack([X, X_tilde.astype(np.float32)], axis=2)  # (n, p, 2)
     config = get_preset(training).config
     dev = select_device(models.settings.device)

@@ -10,7 +10,12 @@ unchanged (Candès et al. 2018).
 * :func:`gaussian_knockoffs`: second-order (Gaussian) model-X knockoffs with the
   equicorrelated construction ``s = min(2 * lambda_min(C), 1)`` on the correlation scale
   ``C`` of a Ledoit–Wolf shrunk covariance.
-* :func:`looks_uniform` decides between the two for ``knockoffs="auto"``.
+* :func:`gaussian_knockoffs_2023`: the 2023 benchmark's own second-order construction
+  (``src/knockoff.py`` at 06afd2e), kept for its faithful suite: covariance shrunk 80 % towards
+  its diagonal and ``S`` equal to that diagonal, a choice that makes each knockoff nearly
+  uncorrelated with its feature.
+* :func:`looks_uniform` decides between uniform and Gaussian ones for ``knockoffs="auto"``
+  (Gaussian: :func:`gaussian_knockoffs`) and ``"auto_2023"`` (:func:`gaussian_knockoffs_2023`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from sklearn.covariance import LedoitWolf
 __all__ = [
     "uniform_knockoffs",
     "gaussian_knockoffs",
+    "gaussian_knockoffs_2023",
     "equicorrelated_s",
     "looks_uniform",
     "make_knockoffs",
@@ -120,6 +126,33 @@ def gaussian_knockoffs(
     return cond_mean + rng.standard_normal((n, p)) @ root.T
 
 
+def gaussian_knockoffs_2023(X: np.ndarray, rng: np.random.Generator, *, shrink: float = 0.8,
+                            eps: float = 1e-3) -> np.ndarray:
+    """The 2023 benchmark's Gaussian knockoffs of ``X`` (n, p), float64 (n, p).
+
+    With ``mu`` the column means, ``C`` the sample covariance (``ddof = 1``), ``sigma = shrink *
+    diag(C) + (1 - shrink) * C`` and ``S = diag(sigma)``::
+
+        X_tilde = X - (X - mu) sigma^{-1} S + N(0, I) L.T,   L L.T = 2S - S sigma^{-1} S + eps I
+
+    (``sigma^{-1} S`` by least squares, ``L`` by Cholesky). These are knockoffs for the shrunk
+    covariance ``sigma``: were it the data's, ``cov([X, X_tilde])`` would be ``[[sigma, sigma -
+    S], [sigma - S, sigma]]``; against the data's own ``C`` the cross-covariance is ``C (I -
+    sigma^{-1} S)``, so the swap property holds only as far as ``C`` is close to ``sigma``.
+    Affine-equivariant per column: knockoffs of standardised columns are the standardised
+    knockoffs, draw for draw (without ``eps``).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    mu = X.mean(axis=0)
+    C = np.atleast_2d(np.cov(X, rowvar=False))
+    sigma = shrink * np.diag(np.diag(C)) + (1.0 - shrink) * C
+    S = np.diag(np.diag(sigma))
+    sigma_inv_S = np.linalg.lstsq(sigma, S, rcond=None)[0]
+    L = np.linalg.cholesky(2.0 * S - S @ sigma_inv_S + eps * np.eye(p))
+    return X - (X - mu) @ sigma_inv_S + rng.standard_normal((n, p)) @ L.T
+
+
 def looks_uniform(X: np.ndarray, *, alpha: float = 0.01) -> bool:
     """Whether every column lies in ``[-1, 1]`` and passes a KS test against ``U(-1, 1)``.
 
@@ -146,21 +179,29 @@ def looks_uniform(X: np.ndarray, *, alpha: float = 0.01) -> bool:
     return bool(pvalues.min() >= alpha / p)
 
 
+KINDS = ("auto", "uniform", "gaussian", "auto_2023", "gaussian_2023")
+
+
 def make_knockoffs(
-    X: np.ndarray, rng: np.random.Generator, kind: Literal["auto", "uniform", "gaussian"] = "auto"
+    X: np.ndarray,
+    rng: np.random.Generator,
+    kind: Literal["auto", "uniform", "gaussian", "auto_2023", "gaussian_2023"] = "auto",
 ) -> tuple[np.ndarray, str]:
     """Knockoffs of ``X`` (n, p) of the requested kind; returns ``(X_tilde, kind_used)``.
 
     ``"auto"`` uses uniform redraws on ``[-1, 1]`` when :func:`looks_uniform` holds, else
-    Gaussian knockoffs; ``"uniform"`` redraws on ``[-1, 1]`` when every value lies there, else
-    on each column's observed range.
+    :func:`gaussian_knockoffs`; ``"auto_2023"`` the same with :func:`gaussian_knockoffs_2023`.
+    ``"uniform"`` redraws on ``[-1, 1]`` when every value lies there, else on each column's
+    observed range.
     """
-    if kind not in ("auto", "uniform", "gaussian"):
-        raise ValueError(f"knockoffs must be 'auto', 'uniform' or 'gaussian', got {kind!r}")
+    if kind not in KINDS:
+        raise ValueError(f"knockoffs must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
     X = np.asarray(X, dtype=np.float64)
-    if kind == "auto":
-        kind = "uniform" if looks_uniform(X) else "gaussian"
+    if kind in ("auto", "auto_2023"):
+        kind = "uniform" if looks_uniform(X) else ("gaussian" if kind == "auto" else "gaussian_2023")
     if kind == "uniform":
         in_box = X.size > 0 and X.min() >= -1.0 and X.max() <= 1.0
         return (uniform_knockoffs(X, rng, low=-1.0, high=1.0) if in_box else uniform_knockoffs(X, rng)), kind
+    if kind == "gaussian_2023":
+        return gaussian_knockoffs_2023(X, rng), kind
     return gaussian_knockoffs(X, rng), kind

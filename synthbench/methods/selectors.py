@@ -62,7 +62,7 @@ from synthbench.evaluation.protocol import FoldData
 from synthbench.methods.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
-from synthbench.models.training import select_device, torch_threads
+from synthbench.models.training import plateau_2023, select_device, torch_threads
 
 __all__ = [
     "temperature_schedule",
@@ -73,6 +73,8 @@ __all__ = [
     "DeepPinkFit",
     "fit_deeppink",
     "histogram_embedding",
+    "seeded_generators",
+    "train_selector",
 ]
 
 HIDDEN = 32
@@ -157,7 +159,7 @@ def tiered_importance(probs_k: np.ndarray, probs_2k: np.ndarray | None = None) -
     return 2.0 * tier + m
 
 
-def _generators(rng: np.random.Generator, device: torch.device) -> tuple[torch.Generator, torch.Generator]:
+def seeded_generators(rng: np.random.Generator, device: torch.device) -> tuple[torch.Generator, torch.Generator]:
     """A CPU generator (initialisation) and one on ``device`` (noise, batch order), both from ``rng``."""
     seeds = rng.integers(0, 2**62, size=2)
     cpu = torch.Generator(device="cpu").manual_seed(int(seeds[0]))
@@ -189,7 +191,7 @@ def _mlp(n_in: int, n_out: int, generator: torch.Generator, width: int = HIDDEN,
     return nn.Sequential(*layers)
 
 
-def _train(
+def train_selector(
     module: nn.Module,
     step_loss: Callable[[torch.Tensor, int], torch.Tensor],
     n_rows: int,
@@ -199,31 +201,42 @@ def _train(
     lr: float,
     generator: torch.Generator,
     device: torch.device,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    plateau: bool = False,
 ) -> int:
     """The shared loop: ``epochs`` passes over ``n_rows`` rows in random mini-batches, Adam.
 
     ``step_loss(batch_rows, step)`` returns the loss of the batch (``batch_rows``: int64 row
-    indices on ``device``; ``step``: 0-based global step index). Returns the number of steps.
+    indices on ``device``; ``step``: 0-based global step index). Adam takes ``lr``, ``eps`` and
+    ``weight_decay`` (L2 added to the gradient, torch's convention); ``plateau`` steps
+    :func:`~synthbench.models.training.plateau_2023` on each epoch's summed loss. The module is
+    in training mode while it trains and in eval mode afterwards. Returns the number of steps.
     """
     if epochs < 1 or batch_size < 1:
         raise ValueError("epochs and batch_size must be positive")
-    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr, eps=eps, weight_decay=weight_decay)
+    scheduler = plateau_2023(optimizer) if plateau else None
     module.train()
     step = 0
     for _ in range(epochs):
         order = torch.randperm(n_rows, generator=generator, device=device)
+        total = torch.zeros((), device=device)
         for s in range(0, n_rows, batch_size):
             loss = step_loss(order[s : s + batch_size], step)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
+            total += loss.detach()
             step += 1
+        if scheduler is not None:
+            scheduler.step(float(total))
     module.eval()
     return step
 
 
 def n_steps(n_rows: int, epochs: int, batch_size: int) -> int:
-    """Optimisation steps of :func:`_train`: ``epochs * ceil(n_rows / batch_size)``."""
+    """Optimisation steps of :func:`train_selector`: ``epochs * ceil(n_rows / batch_size)``."""
     return int(epochs) * math.ceil(n_rows / batch_size)
 
 
@@ -358,7 +371,7 @@ def fit_concrete(
     kind : ``"cae"`` (free logits; head chosen by ``target``) or ``"fsnet"`` (logits from the
         histogram weight predictor; classifier plus ``reconstruction_weight`` times the
         reconstruction loss; ``target`` is ignored)
-    epochs, batch_size, lr : training of :func:`_train`
+    epochs, batch_size, lr : training of :func:`train_selector`
     start_temp, end_temp : endpoints of :func:`temperature_schedule`
     rng : numpy Generator seeding the torch generators
     device : torch device
@@ -370,7 +383,7 @@ def fit_concrete(
     if target not in ("y", "X", "both"):
         raise ValueError(f"target must be 'y', 'X' or 'both', got {target!r}")
     dev = select_device(device)
-    cpu_gen, dev_gen = _generators(rng, dev)
+    cpu_gen, dev_gen = seeded_generators(rng, dev)
     n, p = X.shape
     Xt = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32), device=dev)
     yt = torch.as_tensor(np.asarray(y), dtype=torch.float32, device=dev)
@@ -396,7 +409,7 @@ def fit_concrete(
         return loss
 
     with torch_threads(1 if dev.type == "cpu" else None):
-        _train(net, step_loss, n, epochs=epochs, batch_size=batch_size, lr=lr, generator=dev_gen, device=dev)
+        train_selector(net, step_loss, n, epochs=epochs, batch_size=batch_size, lr=lr, generator=dev_gen, device=dev)
     with torch.no_grad():
         logits = net.logits().double().cpu()
     probs = torch.softmax(logits, dim=1).numpy()
@@ -528,7 +541,7 @@ def fit_deeppink(
     l1 : L1 penalty on the first dense layer, or ``"auto"`` for ``0.05 * sqrt(2 log p / n)``
         (Lu et al.'s choice)
     width : hidden units of the two hidden layers
-    epochs, batch_size, lr : training of :func:`_train`
+    epochs, batch_size, lr : training of :func:`train_selector`
     rng, device : as for :func:`fit_concrete`
 
     Returns
@@ -543,7 +556,7 @@ def fit_deeppink(
     if lam < 0:
         raise ValueError(f"l1 must be non-negative, got {lam}")
     dev = select_device(device)
-    cpu_gen, dev_gen = _generators(rng, dev)
+    cpu_gen, dev_gen = seeded_generators(rng, dev)
     Xt = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32), device=dev)
     Kt = torch.as_tensor(np.ascontiguousarray(X_tilde, dtype=np.float32), device=dev)
     yt = torch.as_tensor(np.asarray(y), dtype=torch.float32, device=dev)
@@ -555,7 +568,7 @@ def fit_deeppink(
         return loss + lam * W0.abs().sum() if lam > 0 else loss
 
     with torch_threads(1 if dev.type == "cpu" else None):
-        _train(net, step_loss, n, epochs=epochs, batch_size=batch_size, lr=lr, generator=dev_gen, device=dev)
+        train_selector(net, step_loss, n, epochs=epochs, batch_size=batch_size, lr=lr, generator=dev_gen, device=dev)
     return DeepPinkFit(
         statistics=net.statistics(),
         first_layer=W0.detach().cpu().numpy().copy(),

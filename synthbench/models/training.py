@@ -44,7 +44,7 @@ from torch import nn
 from synthbench.models.mlp import GaussianNoise, MLPConfig, build_mlp
 
 __all__ = ["TrainedMLP", "TrainResult", "Penalty", "fit_network", "select_device", "train_mlp", "cached_train_mlp",
-           "torch_threads", "TRAINING_VERSION"]
+           "torch_threads", "plateau_2023", "TRAINING_VERSION"]
 
 log = logging.getLogger(__name__)
 
@@ -348,6 +348,14 @@ class TrainResult:
     validation_indices: np.ndarray
 
 
+def plateau_2023(optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.ReduceLROnPlateau:
+    """The 2023 code's schedule: torch's ReduceLROnPlateau (factor 0.9, patience 10, relative
+    threshold 1e-4, cooldown 5, floor 1e-5), to be stepped on each epoch's summed training loss."""
+    return torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, mode="min", factor=0.9, patience=10, threshold=1e-4, threshold_mode="rel", cooldown=5,
+        min_lr=1e-5, eps=1e-8)
+
+
 def _check_config(config: MLPConfig) -> None:
     if config.batch_size < 1 or config.max_epochs < 1 or config.patience < 1:
         raise ValueError("batch_size, max_epochs and patience must be positive")
@@ -477,9 +485,7 @@ def fit_network(
     optimizer = _adam([g for g in groups if g["params"]], config.lr)
     scheduler = None
     if config.lr_schedule == "plateau2023":
-        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimizer, mode="min", factor=0.9, patience=10, threshold=1e-4, threshold_mode="rel", cooldown=5,
-            min_lr=1e-5, eps=1e-8)
+        scheduler = plateau_2023(optimizer)
     first = _first_linear(module) if config.l1_first_layer > 0 else None
     noises = [m for m in module.modules() if isinstance(m, GaussianNoise)]
     higher = config.monitor == "auroc"

@@ -5,8 +5,8 @@ A suite file has top-level ``name``, ``version``, ``description``, ``n_samples``
 (the MLP presets the neural methods explain; default ``passemiers2023_corrected``), then one or
 more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature counts
 ``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and optional
-``params`` (dataset parameters). ``passemiers2023.toml`` ships with the package; users pass their
-own files by path.
+``params`` (dataset parameters) and ``methods`` (the block's own list, replacing the top-level
+one). ``passemiers2023.toml`` ships with the package; users pass their own files by path.
 
 The suite's hash (SHA-256 of its parsed content, canonical JSON) enters every cell's id and is
 stored with every result, so editing a suite never silently mixes its numbers with the old ones.
@@ -119,6 +119,12 @@ def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, diges
     params = block.get("params", {})
     if not isinstance(params, dict):
         raise SuiteError(f"{where}: 'params' must be a table")
+    methods = block.get("methods", raw["methods"])
+    if not isinstance(methods, list) or not methods:
+        raise SuiteError(f"{where}: 'methods' must be a non-empty list")
+    unknown = [m for m in methods if m not in method_names()]
+    if unknown:
+        raise SuiteError(f"{where}: unknown methods {', '.join(map(repr, unknown))}")
     out = []
     for name in names:
         if "n_decoys" in block:
@@ -131,7 +137,7 @@ def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, diges
             decoys = tuple(m - k for m in block["n_features"])
         if not decoys or any(not isinstance(d, int) or d < 0 for d in decoys):
             raise SuiteError(f"{where}: decoy counts must be non-negative integers")
-        out.append(GridSpec((name,), tuple(raw["methods"]), decoys, raw["n_samples"], raw["folds"], raw["seed"],
+        out.append(GridSpec((name,), tuple(methods), decoys, raw["n_samples"], raw["folds"], raw["seed"],
                             explain, {name: params} if params else {}, suite=(raw["name"], digest),
                             models=tuple(raw.get("models", [DEFAULT_PRESET]))))
     return out

@@ -1,0 +1,168 @@
+"""The 2023 benchmark's concrete autoencoder and FSNet, checked against their definitions."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import synthbench.methods.selectors_2023 as s23
+from synthbench.evaluation import GroundTruthScorer
+from synthbench.methods import get_method, run_method
+from synthbench.models import SharedModels
+from synthbench.models.mlp import GaussianNoise
+
+from conftest import fold_of, tiny_dataset
+
+
+@pytest.fixture(scope="module")
+def easy_fold():
+    return fold_of(tiny_dataset(p=6, n=240))
+
+
+def test_cae_temperatures_follow_the_packages_per_step_decay():
+    t = s23.cae_temperatures(1000, 10.0, 0.01)
+    alpha = math.exp(math.log(0.01 / 10.0) / 1000)
+    assert t.shape == (1000,) and t[0] == pytest.approx(10.0 * alpha) and t[-1] == pytest.approx(0.01)
+    np.testing.assert_allclose(t[1:] / t[:-1], alpha)
+    assert [s23.cae_batch_size(n) for n in (100, 833, 4095, 4096, 50_000)] == [16, 16, 16, 16, 195]
+    with pytest.raises(ValueError):
+        s23.cae_temperatures(0)
+
+
+def test_cae_network_is_the_papers_keras_model():
+    g = torch.Generator().manual_seed(0)
+    net = s23._CAE2023(p=3000, n_neurons=40, generator=g)
+    kinds = [type(m) for m in net.head]
+    assert kinds == [GaussianNoise, torch.nn.Linear, s23.SeededDropout, torch.nn.LeakyReLU, torch.nn.Linear,
+                     s23.SeededDropout, torch.nn.LeakyReLU, torch.nn.Linear]
+    assert [m.negative_slope for m in net.head if isinstance(m, torch.nn.LeakyReLU)] == [0.2, 0.2]
+    assert net.head[0].sigma == 0.1 and [m.rate for m in net.head if isinstance(m, s23.SeededDropout)] == [0.2, 0.2]
+    dense = [m for m in net.head if isinstance(m, torch.nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in dense] == [(40, 32), (32, 32), (32, 1)]
+    assert all(torch.all(m.bias == 0) for m in dense)
+    for m in dense:  # Glorot-uniform
+        bound = math.sqrt(6.0 / (m.in_features + m.out_features))
+        assert m.weight.abs().max() <= bound
+    # keras' glorot_normal: truncated at two deviations of the unscaled normal, variance 2 / (fan_in + fan_out)
+    w = net.logits.detach().double()
+    std = math.sqrt(2.0 / 3040)
+    assert w.std().item() == pytest.approx(std, rel=0.02)
+    assert w.abs().max().item() <= 2 * std / 0.87962566103423978 + 1e-9
+    net.eval()
+    x = torch.randn(5, 3000, generator=g)
+    with torch.no_grad():  # evaluation: the argmax columns feed the head, output in (0, 1)
+        chosen = x[:, net.logits.argmax(dim=1)]
+        np.testing.assert_allclose(net(x).numpy(), torch.sigmoid(net.head(chosen)).reshape(-1).numpy(), rtol=1e-6)
+
+
+def test_seeded_dropout_is_inverted_dropout_from_its_generator():
+    d = s23.SeededDropout(0.2)
+    x = torch.ones(200_000)
+    d.generator = torch.Generator().manual_seed(1)
+    a = d(x)
+    assert set(torch.unique(a).tolist()) == {0.0, 1.25}
+    assert (a == 0).double().mean().item() == pytest.approx(0.2, abs=0.005)
+    d.generator = torch.Generator().manual_seed(1)
+    assert torch.equal(a, d(x))
+    assert torch.equal(d.eval()(x), x)
+
+
+def test_cae_2023_is_told_the_true_k_and_scores_its_2k_run_for_best_2k(easy_fold, monkeypatch):
+    calls = []
+    real = s23.fit_cae_2023
+
+    def spy(X, y, n_neurons, *, epochs, **kw):
+        calls.append((n_neurons, epochs))
+        return real(X, y, n_neurons, epochs=2, **kw)
+
+    monkeypatch.setattr(s23, "fit_cae_2023", spy)
+    out = run_method(get_method("concrete_autoencoder_2023"), easy_fold, SharedModels(easy_fold))
+    assert calls == [(1, 300), (2, 30)]  # k = 1 relevant feature: a k-run of 300 epochs, a 2k-run of 30
+    assert set(out.scores) <= {0.0, 1.0} and out.scores.sum() == 1
+    assert set(out.scores_2k) <= {0.0, 1.0} and 1 <= out.scores_2k.sum() <= 2
+
+
+def test_cae_2023_finds_an_easy_feature_more_often_than_chance_and_is_deterministic(easy_fold):
+    fit = lambda seed: s23.fit_cae_2023(easy_fold.X_train, easy_fold.y_train, 1, epochs=100, lr=1e-3,  # noqa: E731
+                                        rng=np.random.default_rng(seed))
+    np.testing.assert_array_equal(fit(0), fit(0))
+    hits = sum(np.flatnonzero(easy_fold.relevant)[0] in fit(seed) for seed in range(8))
+    # One neuron over 6 columns picks the relevant one with probability 1/6 by chance: P(hits >= 4) = 0.03.
+    assert hits >= 4
+
+
+def test_fsnet_histogram_matrix_is_counts_times_centres_standardised_globally():
+    X = np.random.default_rng(0).normal(size=(500, 4))
+    U = s23.histogram_matrix_2023(X, n_bins=30)
+    raw = np.stack([np.histogram(X[:, j], 30)[0] * 0.5 * (np.histogram(X[:, j], 30)[1][:-1]
+                                                          + np.histogram(X[:, j], 30)[1][1:]) for j in range(4)])
+    np.testing.assert_allclose(U, (raw - raw.mean()) / raw.std(), rtol=1e-5, atol=1e-6)
+    assert U.shape == (4, 30) and U.dtype == np.float32
+
+
+def test_fsnet_temperature_runs_from_just_below_10_to_0_01():
+    assert s23.fsnet_temperature(0, 2000) == pytest.approx(10 * 0.001 ** (1 / 2000))
+    assert s23.fsnet_temperature(1999, 2000) == pytest.approx(0.01)
+
+
+def test_fsnet_network_is_the_papers():
+    g = torch.Generator().manual_seed(0)
+    U = torch.as_tensor(s23.histogram_matrix_2023(np.random.default_rng(1).normal(size=(50, 7))))
+    classifier = torch.nn.Linear(3, 1)
+    net = s23._FSNet2023(U, 3, classifier, g)
+    assert net.selector_weight.shape == (30, 3) and net.reconstruction_weight.shape == (3, 30)
+    net.temperature, net.gumbel_generator = 0.7, torch.Generator().manual_seed(5)
+    x = torch.randn(4, 7, generator=g)
+    logit, recon = net(x)
+    u = 1e-5 + (1 - 2e-5) * torch.rand((7, 3), generator=torch.Generator().manual_seed(5))
+    M = torch.softmax((U @ net.selector_weight - torch.log(-torch.log(u))) / 0.7, dim=0)
+    torch.testing.assert_close(logit, classifier(x @ M).reshape(-1))
+    torch.testing.assert_close(recon, x @ M @ net.reconstruction_weight @ U.T)
+    imp = net.importances()
+    np.testing.assert_allclose(imp, torch.softmax(U @ net.selector_weight, 0).mean(1).detach().numpy(), rtol=1e-6)
+    assert imp.sum() == pytest.approx(1.0)
+
+
+def test_fsnet_2023_uses_min_2k_p_neurons_and_its_importances_for_both_metrics(easy_fold, monkeypatch):
+    calls = []
+    real = s23.fit_fsnet_2023
+
+    def spy(X, y, n_neurons, **kw):
+        calls.append(n_neurons)
+        return real(X, y, n_neurons, **{**kw, "epochs": 30})
+
+    monkeypatch.setattr(s23, "fit_fsnet_2023", spy)
+    a = run_method(get_method("fsnet_2023"), easy_fold, SharedModels(easy_fold))
+    b = run_method(get_method("fsnet_2023"), easy_fold, SharedModels(easy_fold))
+    assert calls == [2, 2] and a.scores_2k is None
+    np.testing.assert_array_equal(a.scores, b.scores)
+    assert np.all(a.scores >= 0) and a.scores.sum() == pytest.approx(1.0)
+
+
+def test_the_2023_selectors_refuse_a_dataset_without_relevant_features(easy_fold):
+    from dataclasses import replace
+
+    empty = replace(easy_fold, relevant=np.zeros_like(easy_fold.relevant))
+    with pytest.raises(ValueError, match="true k"):
+        get_method("fsnet_2023").fn(empty, SharedModels(empty), np.random.default_rng(0))
+
+
+def test_best_2k_reads_the_separate_2k_ranking(easy_fold):
+    from synthbench.evaluation import MethodOutput
+
+    p = easy_fold.n_features
+    relevant = np.flatnonzero(easy_fold.relevant)[0]
+    wrong = np.zeros(p)
+    wrong[(relevant + 1) % p] = 1.0
+    right = np.zeros(p)
+    right[relevant] = 1.0
+    scorer = GroundTruthScorer()
+    both = scorer.score(MethodOutput(wrong, scores_2k=right).validate(p, len(easy_fold.y_explain)), easy_fold, "m")
+    plain = scorer.score(MethodOutput(wrong).validate(p, len(easy_fold.y_explain)), easy_fold, "m")
+    assert both["best_k"] == plain["best_k"] == 0.0 and both["auroc"] == plain["auroc"]
+    assert both["best_2k"] == 1.0 and plain["best_2k"] < 1.0
+    with pytest.raises(ValueError, match="scores_2k of shape"):
+        MethodOutput(wrong, scores_2k=right[:-1]).validate(p, 1)
+    with pytest.raises(ValueError, match="NaN or inf scores_2k"):
+        MethodOutput(wrong, scores_2k=right * np.nan).validate(p, 1)
