@@ -71,7 +71,8 @@ from synthbench.models.mlp import GaussianNoise
 from synthbench.models.presets import get_preset
 from synthbench.models.training import build_seeded_mlp, select_device, torch_threads
 
-__all__ = ["cae_temperatures", "fit_cae_2023", "histogram_matrix_2023", "fsnet_temperature", "fit_fsnet_2023"]
+__all__ = ["SeededDropout", "cae_batch_size", "cae_temperatures", "fit_cae_2023", "histogram_matrix_2023",
+           "fsnet_temperature", "fit_fsnet_2023"]
 
 #: The paper's concrete-autoencoder runs: (neurons as a multiple of k, epochs).
 CAE_RUNS = ((1, 300), (2, 30))
@@ -101,7 +102,8 @@ def _seed_noise(module: nn.Module, generator: torch.Generator | None) -> None:
 
 
 def _gumbel(shape: tuple[int, ...], low: float, generator: torch.Generator, device: torch.device) -> torch.Tensor:
-    """Gumbel noise ``-log(-log(u))``, ``u ~ U(low, 1 - low)`` (``low = 1e-7``: keras' ``U(epsilon, 1)``)."""
+    """Gumbel noise ``-log(-log(u))``, ``u ~ U(low, 1 - low)``: the paper's FSNet drew from ``U(1e-5, 1 - 1e-5)``;
+    keras' ``U(1e-7, 1)`` is taken as ``low = 1e-7`` (the upper ends differ by 1e-7)."""
     u = low + (1.0 - 2.0 * low) * torch.rand(shape, generator=generator, device=device)
     return -torch.log(-torch.log(u))
 
