@@ -227,7 +227,8 @@ def train_selector(
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            total += loss.detach()
+            if scheduler is not None:
+                total += loss.detach()
             step += 1
         if scheduler is not None:
             scheduler.step(float(total))
