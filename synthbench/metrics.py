@@ -198,6 +198,8 @@ class Metric:
     limits : ``(lowest, highest)`` the metric can take for any truth (bounds are per truth);
         reports clip confidence intervals to it
     unit : what a value counts, for axis labels ("" when the name says it all)
+    reads_2k_ranking : the metric reads a method's separate 2k ranking when it returns one
+        (``MethodOutput.scores_2k``: selectors whose k and 2k picks come from separate runs)
     """
 
     name: str
@@ -209,6 +211,7 @@ class Metric:
     description: str
     limits: tuple[float, float] = (0.0, 1.0)
     unit: str = ""
+    reads_2k_ranking: bool = False
 
     def __call__(self, scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> float:
         return self.fn(scores, relevant, rng)
@@ -231,7 +234,8 @@ METRICS: dict[str, Metric] = {
                "share of true features among the top k by |score|", unit="share of true features"),
         Metric("best_2k", best_2k, "higher", "global", lambda r: (0.0, 1.0),
                lambda r: min(2 * _kp(r)[0], _kp(r)[1]) / _kp(r)[1],
-               "true features found within the top 2k, divided by k", unit="true features found / k"),
+               "true features found within the top 2k, divided by k", unit="true features found / k",
+               reads_2k_ranking=True),
         Metric("auroc", auroc, "higher", "global", lambda r: (0.0, 1.0), lambda r: 0.5,
                "AUROC of |score| against the truth"),
         Metric("average_precision", average_precision, "higher", "global",

@@ -10,7 +10,7 @@ import synthbench.methods.selectors_2023 as s23
 from synthbench.evaluation import GroundTruthScorer
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
-from synthbench.models.mlp import GaussianNoise
+from synthbench.models.mlp import GaussianNoise, SeededDropout
 
 from conftest import fold_of, tiny_dataset
 
@@ -34,10 +34,10 @@ def test_cae_network_is_the_papers_keras_model():
     g = torch.Generator().manual_seed(0)
     net = s23._CAE2023(p=3000, n_neurons=40, generator=g)
     kinds = [type(m) for m in net.head]
-    assert kinds == [GaussianNoise, torch.nn.Linear, s23.SeededDropout, torch.nn.LeakyReLU, torch.nn.Linear,
-                     s23.SeededDropout, torch.nn.LeakyReLU, torch.nn.Linear]
+    assert kinds == [GaussianNoise, torch.nn.Linear, SeededDropout, torch.nn.LeakyReLU, torch.nn.Linear,
+                     SeededDropout, torch.nn.LeakyReLU, torch.nn.Linear]
     assert [m.negative_slope for m in net.head if isinstance(m, torch.nn.LeakyReLU)] == [0.2, 0.2]
-    assert net.head[0].sigma == 0.1 and [m.rate for m in net.head if isinstance(m, s23.SeededDropout)] == [0.2, 0.2]
+    assert net.head[0].sigma == 0.1 and [m.rate for m in net.head if isinstance(m, SeededDropout)] == [0.2, 0.2]
     dense = [m for m in net.head if isinstance(m, torch.nn.Linear)]
     assert [(m.in_features, m.out_features) for m in dense] == [(40, 32), (32, 32), (32, 1)]
     assert all(torch.all(m.bias == 0) for m in dense)
@@ -57,7 +57,7 @@ def test_cae_network_is_the_papers_keras_model():
 
 
 def test_seeded_dropout_is_inverted_dropout_from_its_generator():
-    d = s23.SeededDropout(0.2)
+    d = SeededDropout(0.2)
     x = torch.ones(200_000)
     d.generator = torch.Generator().manual_seed(1)
     a = d(x)

@@ -27,9 +27,10 @@ class MethodOutput:
     ----------
     scores : float (p,), one importance per (permuted) feature; higher ``|score|`` = more important
     local : float (n_explain, p) or None, per-instance attributions of the explained rows
-    scores_2k : float (p,) or None, a second global ranking that only ``best_2k`` reads. Set by
-        the 2023 reproductions whose k and 2k selections came from separate runs (the paper's
-        concrete autoencoder); None means ``best_2k`` reads ``scores`` like every other metric.
+    scores_2k : float (p,) or None, a second global ranking that only metrics declaring
+        ``reads_2k_ranking`` (``best_2k``) read. Set by the 2023 reproductions whose k and 2k
+        selections came from separate runs (the paper's concrete autoencoder); None means those
+        metrics read ``scores`` like every other.
     """
 
     scores: np.ndarray
@@ -48,10 +49,6 @@ class MethodOutput:
             if not np.all(np.isfinite(local)):
                 raise ValueError("method returned NaN or inf local attributions")
         return MethodOutput(s, local, s_2k)
-
-    def global_scores(self, metric: str) -> np.ndarray:
-        """The ranking ``metric`` reads: ``scores_2k`` for ``best_2k`` when set, else ``scores``."""
-        return self.scores_2k if metric == "best_2k" and self.scores_2k is not None else self.scores
 
 
 def _global_scores(values: np.ndarray, n_features: int, what: str) -> np.ndarray:
@@ -113,7 +110,8 @@ class GroundTruthScorer:
             metric = M.get(name)
             stream = data.rng("ties", method, name)
             if metric.scope == "global":
-                truth, value = data.relevant, metric(output.global_scores(name), data.relevant, stream)
+                ranking = output.scores_2k if metric.reads_2k_ranking and output.scores_2k is not None else output.scores
+                truth, value = data.relevant, metric(ranking, data.relevant, stream)
             else:
                 truth, value = data.relevant_local, metric(output.local, data.relevant_local, stream)
             lo, hi = metric.bounds(truth)

@@ -67,38 +67,15 @@ from synthbench.evaluation.scorers import MethodOutput
 from synthbench.methods.registry import register_method
 from synthbench.methods.selectors import seeded_generators, train_selector
 from synthbench.models import SharedModels
-from synthbench.models.mlp import GaussianNoise
+from synthbench.models.mlp import GaussianNoise, SeededDropout, seed_noise_layers
 from synthbench.models.presets import get_preset
 from synthbench.models.training import build_seeded_mlp, select_device, torch_threads
 
-__all__ = ["SeededDropout", "cae_batch_size", "cae_temperatures", "fit_cae_2023", "histogram_matrix_2023",
+__all__ = ["cae_batch_size", "cae_temperatures", "fit_cae_2023", "histogram_matrix_2023",
            "fsnet_temperature", "fit_fsnet_2023"]
 
 #: The paper's concrete-autoencoder runs: (neurons as a multiple of k, epochs).
 CAE_RUNS = ((1, 300), (2, 30))
-
-
-class SeededDropout(nn.Module):
-    """Inverted dropout (zero with probability ``rate``, scale the rest by ``1 / (1 - rate)``) in
-    training mode, drawing from ``generator``; the identity in evaluation mode."""
-
-    def __init__(self, rate: float) -> None:
-        super().__init__()
-        self.rate = float(rate)
-        self.generator: torch.Generator | None = None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.rate == 0.0:
-            return x
-        keep = torch.rand(x.shape, generator=self.generator, device=x.device, dtype=x.dtype) >= self.rate
-        return x * keep / (1.0 - self.rate)
-
-
-def _seed_noise(module: nn.Module, generator: torch.Generator | None) -> None:
-    """Point every noise and dropout layer of ``module`` at ``generator`` (None: detach them)."""
-    for m in module.modules():
-        if isinstance(m, (GaussianNoise, SeededDropout)):
-            m.generator = generator
 
 
 def _gumbel(shape: tuple[int, ...], low: float, generator: torch.Generator, device: torch.device) -> torch.Tensor:
@@ -123,14 +100,14 @@ def _fit_2023(build: Callable[[torch.Generator], nn.Module], X: np.ndarray, y: n
     yt = torch.as_tensor(np.asarray(y), dtype=torch.float32, device=dev)
     net = build(cpu_gen).to(dev)
     net.gumbel_generator = dev_gen
-    _seed_noise(net, dev_gen)
+    seed_noise_layers(net, dev_gen)
     try:
         with torch_threads(1 if dev.type == "cpu" else None):
             train_selector(net, lambda rows, step: loss(net, Xt[rows], yt[rows], step), X.shape[0],
                            generator=dev_gen, device=dev, **training)
     finally:
         net.gumbel_generator = None
-        _seed_noise(net, None)
+        seed_noise_layers(net, None)
     return net
 
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.utils import skip_init
 
-__all__ = ["GaussianNoise", "MLPConfig", "build_mlp", "ACTIVATIONS"]
+__all__ = ["GaussianNoise", "SeededDropout", "seed_noise_layers", "MLPConfig", "build_mlp", "ACTIVATIONS"]
 
 ACTIVATIONS = ("leaky_relu", "relu", "softplus")
 
@@ -40,6 +40,30 @@ class GaussianNoise(nn.Module):
 
     def extra_repr(self) -> str:
         return f"sigma={self.sigma}"
+
+
+class SeededDropout(nn.Module):
+    """Inverted dropout (zero with probability ``rate``, scale the rest by ``1 / (1 - rate)``) in
+    training mode, drawing from ``generator`` like :class:`GaussianNoise`; the identity in evaluation mode."""
+
+    def __init__(self, rate: float) -> None:
+        super().__init__()
+        self.rate = float(rate)
+        self.generator: torch.Generator | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.rate == 0.0:
+            return x
+        keep = torch.rand(x.shape, generator=self.generator, device=x.device, dtype=x.dtype) >= self.rate
+        return x * keep / (1.0 - self.rate)
+
+
+def seed_noise_layers(module: nn.Module, generator: torch.Generator | None) -> None:
+    """Point every random layer of ``module`` (:class:`GaussianNoise`, :class:`SeededDropout`) at
+    ``generator`` for a training run; ``None`` detaches them afterwards."""
+    for m in module.modules():
+        if isinstance(m, (GaussianNoise, SeededDropout)):
+            m.generator = generator
 
 
 @dataclass(frozen=True)

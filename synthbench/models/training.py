@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.models.mlp import GaussianNoise, MLPConfig, build_mlp
+from synthbench.models.mlp import MLPConfig, build_mlp, seed_noise_layers
 
 __all__ = ["TrainedMLP", "TrainResult", "Penalty", "fit_network", "select_device", "train_mlp", "cached_train_mlp",
            "torch_threads", "plateau_2023", "TRAINING_VERSION"]
@@ -426,7 +426,7 @@ def fit_network(
     Parameters
     ----------
     module : nn.Module mapping float32 ``(b, p)`` to logits ``(b, 1)``; already initialised (on
-        the CPU or ``device``). Every ``GaussianNoise`` layer inside draws from the run's
+        the CPU or ``device``). Every random layer inside (``seed_noise_layers``) draws from the run's
         generator while training.
     X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
     config : MLPConfig
@@ -487,7 +487,6 @@ def fit_network(
     if config.lr_schedule == "plateau2023":
         scheduler = plateau_2023(optimizer)
     first = _first_linear(module) if config.l1_first_layer > 0 else None
-    noises = [m for m in module.modules() if isinstance(m, GaussianNoise)]
     higher = config.monitor == "auroc"
 
     history: dict[str, list[float]] = {"train_loss": [], "val_loss": []}
@@ -500,8 +499,7 @@ def fit_network(
     def better(a: float, b: float) -> bool:
         return a > b if higher else a < b
 
-    for m in noises:
-        m.generator = dev_gen
+    seed_noise_layers(module, dev_gen)
     try:
         for epoch in range(int(config.max_epochs)):
             module.train()
@@ -541,8 +539,7 @@ def fit_network(
             if stale >= config.patience:
                 break
     finally:
-        for m in noises:
-            m.generator = None
+        seed_noise_layers(module, None)
     if best_state:
         module.load_state_dict(best_state)
     elif config.restore == "best":
