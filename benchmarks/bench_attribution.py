@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import torch
 
-from synthbench.methods.attribution import attribute
+from synthbench.attribution import attribute
 from synthbench.models.mlp import build_mlp
 
 METHODS = ("smoothgrad_sq", "integrated_gradients", "shapley_sampling", "feature_permutation")

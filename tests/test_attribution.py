@@ -1,4 +1,4 @@
-"""Tests of synthbench.methods.attribution: captum cross-checks, completeness, batching, RNG hygiene."""
+"""Tests of synthbench.attribution: captum cross-checks, completeness, batching, RNG hygiene."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from captum.attr import (  # noqa: E402
 )
 from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule  # noqa: E402
 
-from synthbench.methods.attribution import attribute, feature_scores, names  # noqa: E402
-from synthbench.methods.attribution_gradient import ig_quadrature  # noqa: E402
+from synthbench.attribution import attribute, feature_scores, names  # noqa: E402
+from synthbench.attribution.gradient import ig_quadrature  # noqa: E402
 from synthbench.models.mlp import MLPConfig, build_mlp  # noqa: E402
 
 ATOL = 1e-5
@@ -342,7 +342,7 @@ def test_noise_draw_sigma_seed_and_chunking():
             attribute("vargrad", model, x, n_samples=3, stdevs=0.0, fast=fast), torch.zeros_like(x), atol=1e-12, rtol=0
         )
     # per-feature sigma = 0.15 * column range: a column scaled by 100 gets 100x the noise
-    from synthbench.methods.attribution_noise import noise_sigma
+    from synthbench.attribution.noise import noise_sigma
 
     xs = x.clone()
     xs[:, 0] *= 100

@@ -1,6 +1,6 @@
 """Attribution methods on the shared MLP, registered as benchmark methods.
 
-Each explains the fold's explained rows with :func:`synthbench.methods.attribution.attribute`
+Each explains the fold's explained rows with :func:`synthbench.attribution.attribute`
 on the positive-class logit; ``local`` is the signed attribution ``(n_explain, p)`` and the
 feature score is its mean absolute value over rows.
 """
@@ -67,7 +67,7 @@ def _make(name: str, attribution: str):
     def method(data: FoldData, models: SharedModels, rng: np.random.Generator, **params) -> MethodOutput:
         import torch
 
-        from synthbench.methods.attribution import attribute
+        from synthbench.attribution import attribute
 
         trained = models.get("mlp")
         device = next(trained.module.parameters()).device

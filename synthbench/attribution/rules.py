@@ -1,10 +1,15 @@
-"""Layer-walking rules for Sequential MLPs: DeepLIFT (rescale), guided backprop, deconvnet, LRP.
+"""Layer-walking rules for Sequential networks: DeepLIFT (rescale), guided backprop, deconvnet, LRP.
 
-The model must be a (possibly nested) ``nn.Sequential`` of ``nn.Linear`` layers and elementwise
-activations (see :data:`~synthbench.methods.attribution_core.ELEMENTWISE_ACTIVATIONS`), ending in a
-``Linear``; eval-mode identities (``GaussianNoise``, ``Dropout``, ``Identity``) are skipped. The
-rules are applied by an explicit backward pass over the layers: no hooks are registered and the
-model is never modified.
+The model must be a (possibly nested) ``nn.Sequential`` of elementwise activations (see
+:data:`~synthbench.attribution.core.ELEMENTWISE_ACTIVATIONS`) and layers that are affine in eval
+mode (``Linear``, ``Conv1d/2d/3d``, ``Flatten``, average pooling, batch norm: see
+:data:`~synthbench.attribution.core.LINEAR_OPS`), plus max pooling for guided backprop,
+deconvolution and LRP, ending in a ``Linear``; eval-mode identities (``GaussianNoise``,
+``Dropout``, ``Identity``) are skipped. The rules are applied by an explicit backward pass over
+the layers: no hooks are registered and the model is never modified. Affine layers pass the
+backward signal through their transpose (``g @ W`` for ``Linear``, the autograd vector-Jacobian
+product otherwise); max pooling routes it to each window's maximum, as the gradient does (captum
+hooks only the nonlinearities, so its guided backprop and deconvolution do the same).
 
 Backward rules through an activation ``y = f(x)`` with incoming signal ``g`` (d target / d y):
 
@@ -31,6 +36,8 @@ LRP                       ``g`` (relevance passes)    ``g`` (relevance passes)
   Softplus networks they silently return the plain gradient; these versions act on the model's
   actual nonlinearity. ``rules_on="relu_only"`` reproduces captum's behaviour (the rule at
   ``nn.ReLU`` modules, the ordinary derivative everywhere else), as the 2023 benchmark ran it.
+* DeepLIFT's rescale rule needs a reference-difference rule at max pooling that this walker
+  does not implement; networks with max pooling are refused (use average pooling).
 """
 
 from __future__ import annotations
@@ -42,12 +49,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.methods.attribution_core import (
+from synthbench.attribution.core import (
     DEFAULT_MAX_BATCH_ELEMENTS,
+    ELEMENTWISE_ACTIVATIONS,
+    LINEAR_OPS,
+    Target,
     activation_derivative,
     as_baseline,
     rows_per_chunk,
     sequential_ops,
+    slice_target,
+    vjp,
 )
 
 __all__ = ["guided_backprop", "deconvolution", "deeplift", "lrp_epsilon", "lrp_zplus"]
@@ -65,28 +77,36 @@ def _trace(ops: list[nn.Module], x: torch.Tensor) -> tuple[list[torch.Tensor], t
     return seen, x
 
 
-def _seed_signal(output: torch.Tensor, target: int) -> torch.Tensor:
-    """One-hot backward signal on output column ``target``, shape of ``output`` (m, k)."""
-    if target >= output.shape[1]:
-        raise ValueError(f"target {target} out of range for {output.shape[1]} output columns")
+def _seed_signal(output: torch.Tensor, target: Target) -> torch.Tensor:
+    """One-hot backward signal on each row's target column, shape of ``output`` (m, k)."""
     g = torch.zeros_like(output)
-    g[:, target] = 1.0
+    if isinstance(target, int):
+        if target >= output.shape[1]:
+            raise ValueError(f"target {target} out of range for {output.shape[1]} output columns")
+        g[:, target] = 1.0
+    else:
+        g.scatter_(1, target.view(-1, 1), 1.0)
     return g
 
 
+def _transpose(op: nn.Module, x_in: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """The backward signal through a non-activation layer: ``g @ W`` for Linear, else its vector-Jacobian product."""
+    return g @ op.weight.detach() if isinstance(op, nn.Linear) else vjp(op, x_in, g)
+
+
 def _modified_backward(
-    model: nn.Module, inputs: torch.Tensor, target: int, act_rule: _ActRule, max_batch_elements: int
+    model: nn.Module, inputs: torch.Tensor, target: Target, act_rule: _ActRule, max_batch_elements: int
 ) -> torch.Tensor:
-    """Backward pass with Linear layers as usual (``g @ W``) and ``act_rule`` at activations."""
+    """Backward pass with affine and pooling layers as usual and ``act_rule`` at activations."""
     ops = sequential_ops(model)
-    n, p = inputs.shape
-    step = rows_per_chunk(p, max_batch_elements)
+    n = inputs.shape[0]
+    step = rows_per_chunk(inputs[0].numel() if n else 1, max_batch_elements)
     result = torch.empty_like(inputs)
     for i in range(0, n, step):
         seen, out = _trace(ops, inputs[i : i + step])
-        g = _seed_signal(out, target)
+        g = _seed_signal(out, slice_target(target, i, i + step))
         for op, x_in in zip(reversed(ops), reversed(seen)):
-            g = g @ op.weight.detach() if isinstance(op, nn.Linear) else act_rule(op, x_in, g)
+            g = act_rule(op, x_in, g) if isinstance(op, ELEMENTWISE_ACTIVATIONS) else _transpose(op, x_in, g)
         result[i : i + step] = g
     return result
 
@@ -126,14 +146,14 @@ def _rule(rule: _ActRule, rules_on: RulesOn) -> _ActRule:
 def guided_backprop(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     rules_on: RulesOn = "all",
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
 ) -> torch.Tensor:
     """Guided backpropagation: backward signal ``max(g, 0) * f'(x)`` at each activation.
 
-    Returns shape ``(n, p)``; equals captum's ``GuidedBackprop`` on ReLU networks. See the module
+    Returns the inputs' shape; equals captum's ``GuidedBackprop`` on ReLU networks. See the module
     docstring for the LeakyReLU / Softplus rules; ``rules_on="relu_only"`` is captum's
     behaviour on any network (the plain gradient where no activation is an ``nn.ReLU``).
     """
@@ -143,14 +163,14 @@ def guided_backprop(
 def deconvolution(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     rules_on: RulesOn = "all",
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
 ) -> torch.Tensor:
     """Deconvnet: the activation's rectifier applied to the backward signal, ignoring ``x``.
 
-    ReLU/Softplus: ``relu(g)``; LeakyReLU(a): ``leaky_relu(g, a)``. Returns shape ``(n, p)``;
+    ReLU/Softplus: ``relu(g)``; LeakyReLU(a): ``leaky_relu(g, a)``. Returns the inputs' shape;
     equals captum's ``Deconvolution`` on ReLU networks; ``rules_on="relu_only"`` is captum's
     behaviour on any network.
     """
@@ -160,7 +180,7 @@ def deconvolution(
 def deeplift(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     baselines: torch.Tensor | float | None = None,
     eps: float = 1e-10,
@@ -171,34 +191,35 @@ def deeplift(
 
     At each activation the multiplier is ``(f(x) - f(x0)) / (x - x0)`` for the unit's input on the
     row and on the baseline; where ``|x - x0| < eps`` it is the gradient ``f'(x)`` at the input
-    (captum's rule, same default ``eps = 1e-10``). Linear layers pass ``g @ W``.
+    (captum's rule, same default ``eps = 1e-10``). Affine layers pass the multipliers through their
+    transpose; max pooling is refused (``TypeError``).
 
     Parameters
     ----------
     baselines
-        ``x0``: None (zeros), scalar, ``(p,)``, ``(1, p)`` or ``(n, p)``.
+        ``x0``: None (zeros), a scalar, ``input_shape``, ``(1, *)`` or ``(n, *)``.
     multiply_by_inputs
         True: ``(x - x0) * multipliers`` (captum default); False: the multipliers alone.
 
     Returns
     -------
     torch.Tensor
-        Shape ``(n, p)``; with ``multiply_by_inputs`` each row sums to ``f(x) - f(x0)`` exactly
+        The inputs' shape; with ``multiply_by_inputs`` each example sums to ``f(x) - f(x0)`` exactly
         (up to rounding and the ``eps`` fallback) for these networks.
     """
-    ops = sequential_ops(model)
-    n, p = inputs.shape
+    ops = sequential_ops(model, allow=LINEAR_OPS)
+    n = inputs.shape[0]
     base = as_baseline(baselines, inputs)
-    step = rows_per_chunk(2 * p, max_batch_elements)
+    step = rows_per_chunk(2 * (inputs[0].numel() if n else 1), max_batch_elements)
     mult = torch.empty_like(inputs)
     for i in range(0, n, step):
         seen_x, out = _trace(ops, inputs[i : i + step])
         seen_b, _ = _trace(ops, base[i : i + step])
-        g = _seed_signal(out, target)
+        g = _seed_signal(out, slice_target(target, i, i + step))
         for k in range(len(ops) - 1, -1, -1):
             op = ops[k]
-            if isinstance(op, nn.Linear):
-                g = g @ op.weight.detach()
+            if not isinstance(op, ELEMENTWISE_ACTIVATIONS):
+                g = _transpose(op, seen_x[k], g)
                 continue
             x_in, b_in = seen_x[k], seen_b[k]
             x_out, b_out = seen_x[k + 1], seen_b[k + 1]
@@ -212,7 +233,7 @@ def deeplift(
 def _lrp(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     positive_weights: bool,
     use_bias: bool,
@@ -221,47 +242,75 @@ def _lrp(
 ) -> torch.Tensor:
     """Relevance propagation; see :func:`lrp_epsilon` and :func:`lrp_zplus`."""
     ops = sequential_ops(model)
-    n, p = inputs.shape
-    step = rows_per_chunk(p, max_batch_elements)
+    n = inputs.shape[0]
+    step = rows_per_chunk(inputs[0].numel() if n else 1, max_batch_elements)
     result = torch.empty_like(inputs)
     for i in range(0, n, step):
         seen, out = _trace(ops, inputs[i : i + step])
-        relevance = _seed_signal(out, target) * out
+        relevance = _seed_signal(out, slice_target(target, i, i + step)) * out
         for k in range(len(ops) - 1, -1, -1):
             op = ops[k]
-            if not isinstance(op, nn.Linear):
+            if isinstance(op, ELEMENTWISE_ACTIVATIONS):
                 continue  # relevance passes activations unchanged
-            a = seen[k]
-            w = op.weight.detach()
-            if positive_weights:
-                w = w.clamp(min=0)
-            bias = op.bias.detach() if (use_bias and op.bias is not None) else None
-            z = F.linear(a, w, bias)
-            sign = torch.where(z >= 0, torch.ones_like(z), -torch.ones_like(z))
-            relevance = a * ((relevance / (z + epsilon * sign)) @ w)
+            relevance = _lrp_layer(op, seen[k], relevance, positive_weights, use_bias, epsilon)
         result[i : i + step] = relevance
     return result
+
+
+def _lrp_layer(op: nn.Module, a: torch.Tensor, relevance: torch.Tensor, positive_weights: bool, use_bias: bool,
+               epsilon: float) -> torch.Tensor:
+    """Relevance of a layer's input ``a`` from its output relevance: ``a * J^T (R / (z + eps sign z))``.
+
+    ``z`` is the layer's output on ``a``, with the weights clamped at 0 for the z+ rule and the
+    bias dropped unless ``use_bias``; ``J^T`` is the transpose of the (possibly clamped) affine map.
+    Layers without weights (pooling, flatten) use their own output as ``z`` and their vector-
+    Jacobian product, which is captum's epsilon rule at those layers.
+    """
+    weight = getattr(op, "weight", None)
+    if isinstance(op, nn.Linear):
+        w = op.weight.detach()
+        if positive_weights:
+            w = w.clamp(min=0)
+        bias = op.bias.detach() if (use_bias and op.bias is not None) else None
+        z = F.linear(a, w, bias)
+        sign = torch.where(z >= 0, torch.ones_like(z), -torch.ones_like(z))
+        return a * ((relevance / (z + epsilon * sign)) @ w)
+    if isinstance(op, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+        w = op.weight.detach().clamp(min=0) if positive_weights else op.weight.detach()
+        bias = op.bias.detach() if (use_bias and op.bias is not None) else None
+
+        def layer(x: torch.Tensor) -> torch.Tensor:
+            return op._conv_forward(x, w, bias)
+    elif weight is not None and positive_weights:
+        raise TypeError(f"the z+ rule has no definition for {type(op).__name__}")
+    else:
+        layer = op
+    with torch.no_grad():
+        z = layer(a)
+    sign = torch.where(z >= 0, torch.ones_like(z), -torch.ones_like(z))
+    return a * vjp(layer, a, relevance / (z + epsilon * sign))
 
 
 def lrp_epsilon(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     epsilon: float = 1e-9,
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
 ) -> torch.Tensor:
     """LRP-epsilon on every Linear layer (captum ``LRP`` with its default ``EpsilonRule``).
 
-    Starting from ``R = f_target(x)`` on the target output, each Linear layer ``z = W a + b``
+    Starting from ``R = f_target(x)`` on the target output, each affine layer ``z = W a + b``
+    (Linear, convolution; pooling and flatten layers likewise with their own output as ``z``)
     redistributes ``R_j = a_j * sum_i W_ij R_i / (z_i + epsilon * sign(z_i))`` with
     ``sign(0) = +1``; activations pass relevance unchanged. Default ``epsilon = 1e-9`` as captum.
 
     Returns
     -------
     torch.Tensor
-        Shape ``(n, p)``; positive relevance supports the target output. Biases absorb part of the
-        relevance, so rows sum to ``f(x)`` only for bias-free networks.
+        The inputs' shape; positive relevance supports the target output. Biases absorb part of
+        the relevance, so an example's relevance sums to ``f(x)`` only for bias-free networks.
     """
     return _lrp(
         model, inputs, target, positive_weights=False, use_bias=True, epsilon=epsilon,
@@ -272,16 +321,16 @@ def lrp_epsilon(
 def lrp_zplus(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     epsilon: float = 1e-9,
     use_bias: bool = False,
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
 ) -> torch.Tensor:
-    """LRP z+ rule on every Linear layer: ``R_j = a_j sum_i W+_ij R_i / (z+_i + eps sign(z+_i))``.
+    """LRP z+ rule on every Linear and convolution layer: ``R_j = a_j sum_i W+_ij R_i / (z+_i + eps sign(z+_i))``.
 
     ``W+ = max(W, 0)`` and ``z+ = W+ a`` (plus ``b`` only if ``use_bias``). This is captum's
-    ``Alpha1_Beta0_Rule(set_bias_to_zero=not use_bias)`` on every Linear layer. Starting relevance
+    ``Alpha1_Beta0_Rule(set_bias_to_zero=not use_bias)`` on every such layer. Starting relevance
     is ``f_target(x)``; activations pass relevance unchanged. With the default ``use_bias=False``
     relevance is conserved layer to layer: rows sum to ``f_target(x)`` (up to ``eps``) unless a
     unit with nonzero relevance has ``z+ = 0``. On the first layer ``a = x`` may be negative.
@@ -289,7 +338,7 @@ def lrp_zplus(
     Returns
     -------
     torch.Tensor
-        Shape ``(n, p)``.
+        The inputs' shape.
     """
     return _lrp(
         model, inputs, target, positive_weights=True, use_bias=use_bias, epsilon=epsilon,

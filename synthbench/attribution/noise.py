@@ -1,7 +1,8 @@
 """Noise ensembles: SmoothGrad, SmoothGrad-squared, VarGrad (NoiseTunnel-style) and GradientSHAP.
 
-All noisy copies of the inputs are stacked along the batch dimension (sample-major,
-``(n_samples * n, p)``) and evaluated in chunks of at most ``max_batch_elements`` elements.
+All noisy copies of the inputs ``(n, *input_shape)`` are stacked along the batch dimension
+(sample-major, ``(n_samples * n, *input_shape)``) and evaluated in chunks of at most
+``max_batch_elements`` elements.
 Random draws come from an explicit ``torch.Generator`` (``generator=``, or one seeded from
 ``seed``); torch's global RNG is never used.
 """
@@ -13,22 +14,24 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from synthbench.methods.attribution_core import (
+from synthbench.attribution.core import (
     DEFAULT_MAX_BATCH_ELEMENTS,
+    Target,
     gradient_target,
     make_generator,
+    repeat_target,
     rows_per_chunk,
     split_linear_head,
 )
-from synthbench.methods.attribution_gradient import (
+from synthbench.attribution.gradient import (
     gradient,
     input_x_gradient,
     integrated_gradients,
     saliency,
 )
-from synthbench.methods.attribution_rules import deconvolution, deeplift, guided_backprop
+from synthbench.attribution.rules import deconvolution, deeplift, guided_backprop
 
-__all__ = ["NOISE_BASES", "noise_sigma", "smoothgrad", "smoothgrad_sq", "vargrad", "gradient_shap"]
+__all__ = ["NOISE_BASES", "GRAPH_BASES", "noise_sigma", "smoothgrad", "smoothgrad_sq", "vargrad", "gradient_shap"]
 
 NOISE_BASES: dict[str, Callable[..., torch.Tensor]] = {
     "gradient": gradient,
@@ -41,17 +44,21 @@ NOISE_BASES: dict[str, Callable[..., torch.Tensor]] = {
 }
 """Base methods the noise ensembles accept (``base=`` name)."""
 
+GRAPH_BASES = frozenset({"gradient", "saliency", "input_x_gradient", "integrated_gradients"})
+"""Bases that can keep the autograd graph (``create_graph=True``)."""
+
 def noise_sigma(inputs: torch.Tensor, noise_level: float, per_feature: bool = True) -> torch.Tensor:
     """Noise standard deviation ``noise_level * (max - min)`` of ``inputs``.
 
     Parameters
     ----------
     inputs
-        ``(n, p)``.
+        ``(n, *input_shape)``.
     per_feature
-        True: the range of each column over the ``n`` rows, shape ``(p,)`` (columns of a tabular
-        data set have different scales); False: the global range, a 0-d tensor. A constant column
-        (or ``n == 1`` with ``per_feature``) gets ``sigma = 0``.
+        True: the range of each input element over the ``n`` examples, shape ``input_shape``
+        (columns of a tabular data set have different scales); False: the global range, a 0-d
+        tensor (images, whose pixels share one scale). A constant element (or ``n == 1`` with
+        ``per_feature``) gets ``sigma = 0``.
     """
     if per_feature:
         return noise_level * (inputs.amax(dim=0) - inputs.amin(dim=0))
@@ -82,7 +89,7 @@ def _projected_noise_factor(weight: torch.Tensor, sigma: torch.Tensor) -> torch.
 def _gradient_moments_fast(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     noise: torch.Tensor | None,
     n_samples: int,
     sigma: torch.Tensor,
@@ -115,7 +122,8 @@ def _gradient_moments_fast(
             xi = torch.randn((int(n_samples), n, h), generator=g, dtype=inputs.dtype, device=inputs.device)
             z_noise = xi @ _projected_noise_factor(w, sigma).t()
     s_total = z_noise.shape[0]
-    u = gradient_target(tail, (z.unsqueeze(0) + z_noise).reshape(-1, h), target, max_batch_elements)
+    u = gradient_target(tail, (z.unsqueeze(0) + z_noise).reshape(-1, h), repeat_target(target, s_total),
+                        max_batch_elements)
     u = u.view(s_total, n, h)
     mean = u.mean(dim=0) @ w
     second = torch.einsum("sna,snb->nab", u, u) / s_total  # (n, h, h)
@@ -129,7 +137,7 @@ def _gradient_moments_fast(
 def _noise_moments(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     base: str,
     base_params: dict | None,
@@ -142,21 +150,26 @@ def _noise_moments(
     seed: int,
     fast: bool,
     max_batch_elements: int,
+    create_graph: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and mean square over noise samples of ``base`` attributions, each ``(n, p)``."""
+    """Mean and mean square over noise samples of ``base`` attributions, each of the inputs' shape."""
     if base not in NOISE_BASES:
         raise ValueError(f"unknown base method {base!r}; valid: {', '.join(NOISE_BASES)}")
+    if create_graph and base not in GRAPH_BASES:
+        raise ValueError(f"create_graph needs a gradient base ({', '.join(sorted(GRAPH_BASES))}), got {base!r}")
     method = NOISE_BASES[base]
     params = dict(base_params or {})
-    n, p = inputs.shape
+    n = inputs.shape[0]
+    shape = tuple(inputs.shape[1:])
     if noise is not None:
         noise = torch.as_tensor(noise, dtype=inputs.dtype, device=inputs.device)
-        if noise.dim() != 3 or tuple(noise.shape[1:]) != (n, p) or noise.shape[0] < 1:
-            raise ValueError(f"noise must have shape (n_samples >= 1, {n}, {p}), got {tuple(noise.shape)}")
+        if noise.dim() != inputs.dim() + 1 or tuple(noise.shape[1:]) != tuple(inputs.shape) or noise.shape[0] < 1:
+            raise ValueError(f"noise must have shape (n_samples >= 1, {', '.join(map(str, inputs.shape))}), "
+                             f"got {tuple(noise.shape)}")
     elif int(n_samples) < 1:
         raise ValueError("need at least one noise sample")
     sigma = _sigma(inputs, noise_level, stdevs, per_feature)
-    if fast and base == "gradient" and not params:
+    if fast and base == "gradient" and not params and inputs.dim() == 2 and not create_graph:
         moments = _gradient_moments_fast(
             model, inputs, target, noise, n_samples, sigma, generator, seed, max_batch_elements
         )
@@ -164,33 +177,38 @@ def _noise_moments(
             return moments
     if noise is None:
         g = make_generator(generator, seed, inputs.device)
-        noise = sigma * torch.randn((int(n_samples), n, p), generator=g, dtype=inputs.dtype, device=inputs.device)
+        noise = sigma * torch.randn((int(n_samples), *inputs.shape), generator=g, dtype=inputs.dtype,
+                                    device=inputs.device)
     s_total = noise.shape[0]
     cost = int(params.get("n_steps", 50)) if base == "integrated_gradients" else 1  # rows per row
     # Samples per chunk: the base method chunks further if one sample alone is too large.
-    s_step = rows_per_chunk(n * p * cost, max_batch_elements)
+    s_step = rows_per_chunk(inputs.numel() * cost, max_batch_elements)
     per_row = {
-        k: v for k, v in params.items() if isinstance(v, torch.Tensor) and v.dim() == 2 and v.shape[0] == n and n > 1
+        k: v for k, v in params.items()
+        if isinstance(v, torch.Tensor) and v.dim() == inputs.dim() and v.shape[0] == n and n > 1
     }
+    if create_graph:
+        params["create_graph"] = True
     total = torch.zeros_like(inputs)
     total_sq = torch.zeros_like(inputs)
     for s0 in range(0, s_total, s_step):
         chunk = noise[s0 : s0 + s_step]
         s = chunk.shape[0]
-        noisy = (inputs.unsqueeze(0) + chunk).reshape(s * n, p)
+        noisy = (inputs.unsqueeze(0) + chunk).reshape(s * n, *shape)
         call = dict(params)
         for k, v in per_row.items():
-            call[k] = v.repeat(s, 1)
-        attr = method(model, noisy, target, max_batch_elements=max_batch_elements, **call).view(s, n, p)
-        total += attr.sum(dim=0)
-        total_sq += attr.pow(2).sum(dim=0)
+            call[k] = v.repeat(s, *([1] * (v.dim() - 1)))
+        attr = method(model, noisy, repeat_target(target, s), max_batch_elements=max_batch_elements, **call)
+        attr = attr.view(s, n, *shape)
+        total = total + attr.sum(dim=0)
+        total_sq = total_sq + attr.pow(2).sum(dim=0)
     return total / s_total, total_sq / s_total
 
 
 def smoothgrad(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     base: str = "gradient",
     base_params: dict | None = None,
@@ -203,6 +221,7 @@ def smoothgrad(
     seed: int = 0,
     fast: bool = True,
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
+    create_graph: bool = False,
 ) -> torch.Tensor:
     """SmoothGrad: mean of ``base`` attributions at ``x + noise`` over ``n_samples`` draws.
 
@@ -217,10 +236,10 @@ def smoothgrad(
     stdevs
         Absolute noise sd; overrides ``noise_level`` (captum ``NoiseTunnel(stdevs=...)``).
     noise
-        Explicit noise ``(n_samples, n, p)``; overrides the draw (sample ``s`` of row ``i`` is
-        ``x_i + noise[s, i]``).
+        Explicit noise ``(n_samples, n, *input_shape)``; overrides the draw (sample ``s`` of
+        example ``i`` is ``x_i + noise[s, i]``).
     generator, seed
-        Source of the noise draw (``randn`` of shape ``(n_samples, n, p)``; on the fast path
+        Source of the noise draw (``randn`` of shape ``(n_samples, n, *input_shape)``; on the fast path
         ``(n_samples, n, h)``, see ``fast``).
     fast
         For ``base="gradient"`` without ``base_params`` on a model starting with a Linear layer
@@ -231,12 +250,13 @@ def smoothgrad(
     Returns
     -------
     torch.Tensor
-        Shape ``(n, p)``, same sign convention as the base method.
+        The inputs' shape, same sign convention as the base method.
     """
     mean, _ = _noise_moments(
         model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
         noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
         generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
+        create_graph=create_graph,
     )
     return mean
 
@@ -244,7 +264,7 @@ def smoothgrad(
 def smoothgrad_sq(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     base: str = "gradient",
     base_params: dict | None = None,
@@ -257,8 +277,9 @@ def smoothgrad_sq(
     seed: int = 0,
     fast: bool = True,
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
+    create_graph: bool = False,
 ) -> torch.Tensor:
-    """SmoothGrad-squared: mean of squared ``base`` attributions; ``(n, p)``, >= 0.
+    """SmoothGrad-squared: mean of squared ``base`` attributions; the inputs' shape, >= 0.
 
     Parameters as :func:`smoothgrad`.
     """
@@ -266,6 +287,7 @@ def smoothgrad_sq(
         model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
         noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
         generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
+        create_graph=create_graph,
     )
     return mean_sq
 
@@ -273,7 +295,7 @@ def smoothgrad_sq(
 def vargrad(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     base: str = "gradient",
     base_params: dict | None = None,
@@ -286,8 +308,9 @@ def vargrad(
     seed: int = 0,
     fast: bool = True,
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
+    create_graph: bool = False,
 ) -> torch.Tensor:
-    """VarGrad: population variance ``E[a^2] - E[a]^2`` of ``base`` attributions; ``(n, p)``, >= 0.
+    """VarGrad: population variance ``E[a^2] - E[a]^2`` of ``base`` attributions; the inputs' shape, >= 0.
 
     Parameters as :func:`smoothgrad` (same formula as captum's ``nt_type="vargrad"``).
     """
@@ -295,6 +318,7 @@ def vargrad(
         model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
         noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
         generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
+        create_graph=create_graph,
     )
     return mean_sq - mean * mean
 
@@ -302,7 +326,7 @@ def vargrad(
 def gradient_shap(
     model: nn.Module,
     inputs: torch.Tensor,
-    target: int,
+    target: Target,
     *,
     baselines: torch.Tensor | None = None,
     n_samples: int = 50,
@@ -310,43 +334,48 @@ def gradient_shap(
     generator: torch.Generator | None = None,
     seed: int = 0,
     max_batch_elements: int = DEFAULT_MAX_BATCH_ELEMENTS,
+    create_graph: bool = False,
 ) -> torch.Tensor:
     """GradientSHAP / expected gradients: ``E[(x~ - b) * grad f(b + alpha (x~ - b))]``.
 
-    For every row and each of ``n_samples`` draws: a baseline ``b`` drawn uniformly from the rows
-    of ``baselines``, ``x~ = x + N(0, stdevs^2)`` and ``alpha ~ U(0, 1)`` (as captum's
+    For every example and each of ``n_samples`` draws: a baseline ``b`` drawn uniformly from the
+    examples of ``baselines``, ``x~ = x + N(0, stdevs^2)`` and ``alpha ~ U(0, 1)`` (as captum's
     ``GradientShap``).
 
     Parameters
     ----------
     baselines
-        Background distribution, ``(m, p)`` (or ``(p,)``); None uses the inputs themselves.
+        Background distribution, ``(m, *input_shape)`` (or ``input_shape``); None uses the inputs
+        themselves.
 
     Returns
     -------
     torch.Tensor
-        Shape ``(n, p)``; in expectation rows sum to ``f(x) - E_b f(b)`` (for ``stdevs = 0``).
+        The inputs' shape; in expectation an example's attributions sum to ``f(x) - E_b f(b)``
+        (for ``stdevs = 0``).
     """
-    n, p = inputs.shape
+    n = inputs.shape[0]
+    shape = tuple(inputs.shape[1:])
     background = inputs if baselines is None else torch.as_tensor(baselines, dtype=inputs.dtype, device=inputs.device)
-    background = background.reshape(-1, p)
+    background = background.reshape(-1, *shape)
     g = make_generator(generator, seed, inputs.device)
     s_total = int(n_samples)
     idx = torch.randint(0, background.shape[0], (s_total, n), generator=g, device=inputs.device)
-    alphas = torch.rand((s_total, n, 1), generator=g, dtype=inputs.dtype, device=inputs.device)
+    alphas = torch.rand((s_total, n) + (1,) * len(shape), generator=g, dtype=inputs.dtype, device=inputs.device)
     noise = None
     if stdevs:
-        noise = float(stdevs) * torch.randn((s_total, n, p), generator=g, dtype=inputs.dtype, device=inputs.device)
-    s_step = rows_per_chunk(n * p, max_batch_elements)
+        noise = float(stdevs) * torch.randn((s_total, *inputs.shape), generator=g, dtype=inputs.dtype,
+                                            device=inputs.device)
+    s_step = rows_per_chunk(inputs.numel(), max_batch_elements)
     total = torch.zeros_like(inputs)
     for s0 in range(0, s_total, s_step):
         s1 = min(s_total, s0 + s_step)
-        x = inputs.unsqueeze(0).expand(s1 - s0, n, p)
+        x = inputs.unsqueeze(0).expand(s1 - s0, *inputs.shape)
         if noise is not None:
             x = x + noise[s0:s1]
         b = background[idx[s0:s1]]
         diff = x - b
-        points = (b + alphas[s0:s1] * diff).reshape(-1, p)
-        grads = gradient_target(model, points, target, max_batch_elements).view(s1 - s0, n, p)
-        total += (grads * diff).sum(dim=0)
+        points = (b + alphas[s0:s1] * diff).reshape(-1, *shape)
+        grads = gradient_target(model, points, repeat_target(target, s1 - s0), max_batch_elements, create_graph)
+        total = total + (grads.view(s1 - s0, n, *shape) * diff).sum(dim=0)
     return total / s_total

@@ -1,0 +1,167 @@
+"""Feature attributions of a torch model: one entry point over a registry of methods.
+
+``attribute(name, model, inputs, target=None, **params)`` returns a tensor of the inputs' shape
+``(n, *input_shape)``, like captum's ``attribute``; ``target`` is one output column for all
+examples or one per example. This package is a library of its own: it knows tensors and modules,
+not data sets or benchmarks (:mod:`synthbench.methods.neural` adapts it). The methods live in one
+module per idea:
+
+* :mod:`~synthbench.attribution.gradient`: ``gradient``, ``saliency``, ``input_x_gradient``,
+  ``integrated_gradients``;
+* :mod:`~synthbench.attribution.rules`: ``deeplift``, ``guided_backprop``, ``deconvolution``,
+  ``lrp_epsilon``, ``lrp_zplus`` (layer-walking rules for Sequential MLPs and CNNs);
+* :mod:`~synthbench.attribution.noise`: ``smoothgrad``, ``smoothgrad_sq``, ``vargrad``,
+  ``gradient_shap``;
+* :mod:`~synthbench.attribution.perturbation`: ``feature_ablation``, ``feature_permutation``,
+  ``shapley_sampling``, each over single elements or the groups of a ``feature_mask``.
+
+Speed: perturbations, integration steps and noise samples are stacked along the batch dimension
+(chunks capped by ``max_batch_elements``). When the inputs are 2-D and the model starts with a
+``Linear`` layer (the benchmark MLP), IG, the gradient noise ensembles and the perturbation
+methods work in that layer's output space (``fast=True``, default): exact up to rounding, with
+drawn noise in the ensembles differing from ``fast=False`` only in the random stream, not in
+distribution.
+
+Sign convention: positive attribution = evidence for a higher target output (the logit of
+``P(y = 1)`` for the binary benchmark networks); ``saliency``, ``smoothgrad_sq`` and ``vargrad``
+are >= 0.
+
+Differentiable explanations: ``create_graph=True`` keeps the autograd graph for the methods in
+:data:`GRAPH_METHODS`, so that a fragility attack can differentiate an explanation with respect
+to the inputs (pass inputs that require grad) or the weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from synthbench.attribution.core import eval_mode, resolve_target
+from synthbench.attribution.gradient import (
+    gradient,
+    input_x_gradient,
+    integrated_gradients,
+    saliency,
+)
+from synthbench.attribution.noise import gradient_shap, smoothgrad, smoothgrad_sq, vargrad
+from synthbench.attribution.perturbation import (
+    feature_ablation,
+    feature_permutation,
+    shapley_sampling,
+)
+from synthbench.attribution.rules import (
+    deconvolution,
+    deeplift,
+    guided_backprop,
+    lrp_epsilon,
+    lrp_zplus,
+)
+
+__all__ = ["ATTRIBUTION_METHODS", "GRAPH_METHODS", "MASK_METHODS", "attribute", "names", "feature_scores"]
+
+AttributionFn = Callable[..., torch.Tensor]
+
+ATTRIBUTION_METHODS: dict[str, AttributionFn] = {
+    "gradient": gradient,
+    "saliency": saliency,
+    "input_x_gradient": input_x_gradient,
+    "integrated_gradients": integrated_gradients,
+    "deeplift": deeplift,
+    "guided_backprop": guided_backprop,
+    "deconvolution": deconvolution,
+    "lrp_epsilon": lrp_epsilon,
+    "lrp_zplus": lrp_zplus,
+    "smoothgrad": smoothgrad,
+    "smoothgrad_sq": smoothgrad_sq,
+    "vargrad": vargrad,
+    "gradient_shap": gradient_shap,
+    "feature_ablation": feature_ablation,
+    "feature_permutation": feature_permutation,
+    "shapley_sampling": shapley_sampling,
+}
+"""Name -> ``fn(model, inputs, target, **params)`` (``target`` already resolved, see :func:`~synthbench.attribution.core.resolve_target`)."""
+
+GRAPH_METHODS = frozenset({"gradient", "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad",
+                           "smoothgrad_sq", "vargrad", "gradient_shap"})
+"""Methods that accept ``create_graph=True`` (the noise ensembles with a gradient base)."""
+
+MASK_METHODS = frozenset({"feature_ablation", "feature_permutation", "shapley_sampling"})
+"""Methods that accept a ``feature_mask`` grouping input elements."""
+
+
+def names() -> list[str]:
+    """Names accepted by :func:`attribute`, in registry order."""
+    return list(ATTRIBUTION_METHODS)
+
+
+def attribute(
+    name: str,
+    model: nn.Module,
+    inputs: torch.Tensor,
+    target: int | Sequence[int] | torch.Tensor | None = None,
+    *,
+    create_graph: bool = False,
+    **params: object,
+) -> torch.Tensor:
+    """Attributions of ``model``'s output column ``target`` to each input element.
+
+    Parameters
+    ----------
+    name
+        A method of :func:`names`.
+    model
+        Maps ``(m, *input_shape)`` to ``(m, k)`` (or ``(m,)``). It is run in eval mode; every
+        submodule's training flag is restored afterwards and no hooks or weights are changed.
+    inputs
+        ``(n, *input_shape)``: ``(n, p)`` rows of a table, ``(n, C, H, W)`` images; not modified.
+    target
+        Output column to explain: an int for every example, or one per example (a sequence or
+        tensor of ``n`` ints, as captum takes it). ``None`` means column 0, the single logit of
+        the binary benchmark networks (output shape ``(n, 1)``).
+    create_graph
+        Keep the autograd graph (methods of :data:`GRAPH_METHODS`): the result is not detached
+        and, when ``inputs`` requires grad, depends differentiably on it.
+    **params
+        Method parameters (see each method's docstring), e.g. ``baselines``, ``n_steps``,
+        ``n_samples``, ``generator``/``seed``, ``feature_mask`` (perturbation methods),
+        ``max_batch_elements`` (cap on input elements per forward call, default ``2**24``).
+
+    Returns
+    -------
+    torch.Tensor
+        The inputs' shape, dtype and device; detached unless ``create_graph``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, inputs without a batch dimension, a malformed target, or an option
+        the method does not take (``create_graph``, ``feature_mask``).
+    """
+    if name not in ATTRIBUTION_METHODS:
+        raise ValueError(f"unknown attribution method {name!r}; valid: {', '.join(ATTRIBUTION_METHODS)}")
+    x = torch.as_tensor(inputs)
+    if x.dim() < 2:
+        raise ValueError(f"inputs must have shape (n, *input_shape) with at least 2 dimensions, got {tuple(x.shape)}")
+    if create_graph and name not in GRAPH_METHODS:
+        raise ValueError(f"create_graph is supported by {', '.join(sorted(GRAPH_METHODS))}; not by {name!r}")
+    if "feature_mask" in params and name not in MASK_METHODS:
+        raise ValueError(f"feature_mask is taken by {', '.join(sorted(MASK_METHODS))}; not by {name!r}")
+    if not create_graph:
+        x = x.detach()
+    t = resolve_target(target, x.shape[0], x.device)
+    if create_graph:
+        params["create_graph"] = True
+    with eval_mode(model):
+        result = ATTRIBUTION_METHODS[name](model, x, t, **params)
+    return result if create_graph else result.detach()
+
+
+def feature_scores(attributions: torch.Tensor) -> np.ndarray:
+    """Global scores: mean absolute attribution over the examples, shape ``input_shape`` (float64)."""
+    a = torch.as_tensor(attributions).detach()
+    if a.dim() < 2:
+        raise ValueError(f"attributions must have shape (n, *input_shape), got {tuple(a.shape)}")
+    return a.abs().mean(dim=0).cpu().to(torch.float64).numpy()
