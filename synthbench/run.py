@@ -273,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_leaderboard(leaderboard(rows, args.metric), args.metric))
     over = f", {summary.over_limit} over a method's feature limit (skipped)" if summary.over_limit else ""
-    print(f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed{over} "
+    busy = (f", {summary.busy} left to another run computing them (rerun to collect them)"
+            if summary.busy else "")
+    print(f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed{over}{busy} "
           f"in {summary.wall_seconds:.1f}s")
     print(f"report: python -m synthbench.report --store {args.store} --out {args.store.parent / 'report'}")
     if args.export is not None:

@@ -252,11 +252,39 @@ def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and
         GridSpec(("xor",), ("saliency",), (3,), models=("nope",)).cells()
 
 
+def _drop_claims(con: sqlite3.Connection) -> None:
+    """Undo schema 5: no claims, no liveness columns on runs."""
+    con.execute("DROP TABLE claims")
+    for column in ("host", "pid", "heartbeat_at"):
+        con.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+
+
+def test_a_version_4_store_gains_claims_and_keeps_its_cells(tmp_path):
+    path = tmp_path / "v4.sqlite"
+    with ResultStore(path) as store:
+        store.write(result(cell()))
+        run = store.start_run(command="x", executor=None, machine=None, package_version="0", cells_total=1,
+                              cells_pending=1)
+    con = sqlite3.connect(path)
+    _drop_claims(con)
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with ResultStore(path, readonly=True) as store:
+        assert len(store.scores().drop_duplicates("cell_id")) == 1
+    with ResultStore(path) as store:
+        assert store.runs().loc[0, "run_id"] == run and store.runs()["host"].isna().all()
+        claimed, finished, busy = store.claim([cell(), cell(fold=1)], run)
+        # the old run has no heartbeat: its (absent) claims could not block anything
+        assert [c.fold for c in claimed] == [1] and len(finished) == 1 and not busy
+
+
 def test_a_version_3_store_gains_the_preset_column_and_keeps_its_cells(tmp_path):
     path = tmp_path / "v3.sqlite"
     with ResultStore(path) as store:
         store.write(result(cell()))
     con = sqlite3.connect(path)  # what synthbench wrote before presets: schema 3, no model_preset column
+    _drop_claims(con)
     con.execute("ALTER TABLE cells DROP COLUMN model_preset")
     con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     con.commit()

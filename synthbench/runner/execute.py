@@ -1,13 +1,17 @@
 """Execute a grid: skip finished cells, hand the rest to an executor, store each result as it arrives.
 
-The calling process is the only writer of the store, whatever the engine (see
+The calling process is this run's only writer of the store, whatever the engine (see
 :mod:`synthbench.runner.executors`); a cell is in the store as soon as its result arrives.
+Other runs may share the store: each fold's cells are claimed just before they are handed to a
+worker, so a cell finished or being computed by another run is left to it, and a heartbeat
+thread keeps this run's claims alive (:meth:`~synthbench.runner.store.ResultStore.claim`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,9 +20,9 @@ from synthbench import __version__
 from synthbench.models import TrainSettings
 from synthbench.runner.cells import NEAR_CHANCE_AUROC, run_task
 from synthbench.runner.executors import Executor, SerialExecutor
-from synthbench.runner.grid import Cell, GridSpec
+from synthbench.runner.grid import Cell, FoldTask, GridSpec
 from synthbench.runner.machine import describe_machine
-from synthbench.runner.store import CellResult, ResultStore, StoreError
+from synthbench.runner.store import STALE_AFTER_SECONDS, CellResult, ResultStore, StoreError
 
 __all__ = ["execute", "RunSummary", "run_task", "NEAR_CHANCE_AUROC"]
 
@@ -30,7 +34,8 @@ class RunSummary:
     """Counts of one execution."""
 
     total: int
-    skipped: int  # already finished in the store
+    skipped: int  # already finished in the store (at the start, or by another run meanwhile)
+    busy: int = 0  # left to another live run that had claimed them
     ok: int = 0
     failed: int = 0
     over_limit: int = 0  # recorded as skipped: more features than the method's declared limit
@@ -48,6 +53,8 @@ def execute(
     on_cell: Callable[[CellResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     command: str | None = None,
+    heartbeat_seconds: float = 30.0,
+    stale_after: float = STALE_AFTER_SECONDS,
 ) -> RunSummary:
     """Run the cells not yet finished in ``store`` (all of them with ``force``) and store each result.
 
@@ -56,6 +63,11 @@ def execute(
     once before work starts; ``on_cell(result)`` after each cell is written (progress bars hook in here).
     The execution is recorded in the store as a run (``command``, the engine, this machine, its
     wall time and how it ended: ``finished``, ``interrupted`` by Ctrl-C, or ``failed`` on an error).
+
+    Each fold's cells are claimed when the executor is about to run them; cells another live run
+    holds are counted in ``busy`` and left to it, cells it finished meanwhile in ``skipped``. This
+    run's heartbeat is refreshed every ``heartbeat_seconds``; another run's claims lapse after
+    ``stale_after`` seconds without one (at once when its process is gone from this host).
     """
     executor = executor or SerialExecutor()
     t0 = time.perf_counter()
@@ -79,14 +91,36 @@ def execute(
         if on_cell is not None:
             on_cell(result)
 
+    def claim(task: FoldTask) -> FoldTask | None:
+        claimed, finished, busy = store.claim(task.cells, summary.run_id, force=force, stale_after=stale_after)
+        summary.skipped += len(finished)
+        summary.busy += len(busy)
+        if busy:
+            log.info("%d cells of %s fold %d are being computed by another run", len(busy), task.head.dataset,
+                     task.head.fold)
+        return FoldTask(tuple(claimed)) if claimed else None
+
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(heartbeat_seconds):
+            try:
+                store.heartbeat(summary.run_id)
+            except StoreError as exc:
+                log.warning("heartbeat of run %s: %s", summary.run_id, exc)
+
+    heart = threading.Thread(target=beat, name="synthbench-heartbeat", daemon=True)
+    heart.start()
     status = "failed"
     try:
-        executor.run(GridSpec.tasks(pending), settings, record)
+        executor.run(GridSpec.tasks(pending), settings, record, claim)
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
     finally:
+        stop.set()
+        heart.join()
         summary.wall_seconds = time.perf_counter() - t0
         try:
             store.finish_run(summary.run_id, status=status, wall_seconds=summary.wall_seconds, ok=summary.ok,

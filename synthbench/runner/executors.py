@@ -33,6 +33,15 @@ __all__ = ["Executor", "ExecutorError", "SerialExecutor", "ProcessExecutor", "Ra
 log = logging.getLogger(__name__)
 
 Record = Callable[[CellResult], None]
+#: ``claim(task)`` is called once per task just before it is first handed to a worker; it returns
+#: the part of the task this run may compute (cells not finished or held by another run), or None.
+Claim = Callable[[FoldTask], "FoldTask | None"]
+
+
+def _claim_all(task: FoldTask) -> FoldTask:
+    """The default claim: the whole task (a store used by one run only)."""
+    return task
+
 
 #: Share of a GPU each accelerated (torch) task asks Ray for where the cluster has GPUs.
 DEFAULT_GPUS_PER_CELL = 0.25
@@ -50,8 +59,9 @@ class Executor(Protocol):
     def check(self) -> None:
         """Fail fast with :class:`ExecutorError` when the engine cannot run (before anything is written)."""
 
-    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
-        """Run ``tasks``; call ``record`` once per cell, in this process."""
+    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
+            claim: Claim = _claim_all) -> None:
+        """Run the part of each task that ``claim`` returns; call ``record`` once per cell, in this process."""
 
 
 def _died(cells: Sequence[Cell], reason: str) -> list[CellResult]:
@@ -68,10 +78,14 @@ class SerialExecutor:
     def check(self) -> None:
         return None
 
-    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
+    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
+            claim: Claim = _claim_all) -> None:
         threads = replace(settings, n_jobs=os.cpu_count() or 1)
         for task in tasks:
-            for result in run_task(task, settings=threads):
+            mine = claim(task)
+            if mine is None:
+                continue
+            for result in run_task(mine, settings=threads):
                 record(result)
 
 
@@ -137,12 +151,13 @@ class ProcessExecutor:
         if self.max_retries < 0:
             raise ExecutorError(f"max_retries must be non-negative, got {self.max_retries}")
 
-    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
+    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
+            claim: Claim = _claim_all) -> None:
         if not tasks:
             return
         ctx = multiprocessing.get_context("spawn")
         settings = replace(settings, n_jobs=1)
-        remaining = [{c.cell_id: c for c in t.cells} for t in tasks]  # cells not yet recorded, per task
+        remaining: list[dict | None] = [None] * len(tasks)  # cells not yet recorded, per task, once claimed
         attempts = [0] * len(tasks)
         pending = deque(range(len(tasks)))
         workers = [_Worker(ctx, settings, self.plugins) for _ in range(min(self.jobs, len(tasks)))]
@@ -179,11 +194,22 @@ class ProcessExecutor:
                     pending.appendleft(w.task)
             workers[i] = _Worker(ctx, settings, self.plugins)
 
+        def next_task() -> int | None:
+            """The next pending task with cells left for this run, claimed on first dispatch."""
+            while pending:
+                i = pending.popleft()
+                if remaining[i] is None:
+                    mine = claim(tasks[i])
+                    remaining[i] = {} if mine is None else {c.cell_id: c for c in mine.cells}
+                if remaining[i]:
+                    return i
+            return None
+
         try:
             while pending or any(w.task is not None for w in workers):
                 for w in workers:
-                    if w.task is None and pending:
-                        w.task = pending.popleft()
+                    if w.task is None and (i := next_task()) is not None:
+                        w.task = i
                         attempts[w.task] += 1
                         try:
                             w.conn.send(FoldTask(tuple(remaining[w.task].values())))
@@ -277,7 +303,9 @@ class RayExecutor:
         return dict(num_cpus=1, num_gpus=per_cell if on_gpu else 0, max_retries=self.max_retries,
                     retry_exceptions=False)
 
-    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record) -> None:
+    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
+            claim: Claim = _claim_all) -> None:
+        """Claim every task and submit it to Ray at once (the cluster schedules them)."""
         import ray
 
         self.check()
@@ -290,8 +318,10 @@ class RayExecutor:
             remote = ray.remote(_ray_task)
             running: dict[Any, FoldTask] = {}
             for task in tasks:
-                options = self.task_options(task, cluster_gpus, settings.device)
-                running[remote.options(**options).remote(task, settings, self.plugins)] = task
+                if (mine := claim(task)) is None:
+                    continue
+                options = self.task_options(mine, cluster_gpus, settings.device)
+                running[remote.options(**options).remote(mine, settings, self.plugins)] = mine
             while running:
                 done, _ = ray.wait(list(running), num_returns=1)
                 for ref in done:

@@ -4,29 +4,43 @@ Every cell is written in a single transaction, so a run killed at any instant le
 whole cells behind; a rerun skips cells whose status is ``ok`` or ``skipped`` (the data exceed
 a limit the method declares) and retries failed ones.
 
-Schema (version 4)::
+Schema (version 5)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 4
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 5
     runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
-         machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped)
+         machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped,
+         host, pid, heartbeat_at)
     cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
           method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
           seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at,
           suite, suite_hash, run_id, model_preset)
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
+    claims(cell_id PRIMARY KEY, run_id, claimed_at)
+
+Several runs may share one store (two terminals, an array job). Creating and upgrading the file
+happen under SQLite's write lock, so concurrent openers wait for each other. Before a run
+computes a fold's cells it *claims* them in one transaction (:meth:`ResultStore.claim`): cells
+finished or claimed by another live run are left to that run, so overlapping grids never compute
+a cell twice. A claim ends when its cell is written or its run ends; a run that died leaves
+claims that lapse: at once when its process is gone from this host, otherwise once its
+heartbeat (:meth:`ResultStore.heartbeat`, refreshed by the running process) is older than the
+claimant's ``stale_after``.
 
 A run is one execution of a grid (one command): where it ran, how long, and how it ended
 (``running`` until it ends; a run whose process was killed stays ``running`` with no end time).
 Older stores are upgraded in place when opened for writing (version 1 has no suite columns,
 version 2 no runs, version 3 no model presets: their cells explain the default
-MLP preset of their time and carry none); opened read-only, they are upgraded in a private in-memory copy.
+MLP preset of their time and carry none; version 4 no claims); opened read-only, they are upgraded in a private in-memory copy.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,9 +50,9 @@ import pandas as pd
 
 from synthbench.runner.grid import Cell
 
-__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES"]
+__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION = "synthbench"
 
 _CELLS_V2 = """
@@ -63,7 +77,14 @@ CREATE TABLE runs (
     started_at TEXT NOT NULL, finished_at TEXT, wall_seconds REAL,
     status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'interrupted', 'failed')),
     command TEXT, executor TEXT, machine TEXT, package_version TEXT NOT NULL,
-    cells_total INTEGER, cells_pending INTEGER, cells_ok INTEGER, cells_failed INTEGER, cells_skipped INTEGER
+    cells_total INTEGER, cells_pending INTEGER, cells_ok INTEGER, cells_failed INTEGER, cells_skipped INTEGER{extra}
+)"""
+_RUN_LIVENESS = ("host TEXT", "pid INTEGER", "heartbeat_at REAL")
+_CLAIMS = """
+CREATE TABLE claims (
+    cell_id TEXT PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(run_id),
+    claimed_at REAL NOT NULL
 )"""
 RUN_STATUSES = ("finished", "interrupted", "failed")
 _V1_COLUMNS = ("cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
@@ -71,7 +92,7 @@ _V1_COLUMNS = ("cell_id, dataset, dataset_params, n_samples, n_decoys, n_feature
                "permutation, versions, package_version, finished_at")
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    _RUNS,
+    _RUNS.format(extra="".join(f", {c}" for c in _RUN_LIVENESS)),
     _CELLS,
     """CREATE TABLE scores (
     cell_id TEXT NOT NULL REFERENCES cells(cell_id) ON DELETE CASCADE,
@@ -79,12 +100,14 @@ _SCHEMA = (
     PRIMARY KEY (cell_id, metric)
 )""",
     "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
+    _CLAIMS,
 )
 
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
 #: in one transaction). 1 -> 2: suite columns, and the status 'skipped'; SQLite cannot change a
 #: CHECK constraint in place, so the cells table is rebuilt as SQLite's documentation prescribes.
-#: 2 -> 3: the runs table, and each cell's run. 3 -> 4: the MLP preset a cell explains.
+#: 2 -> 3: the runs table, and each cell's run. 3 -> 4: the MLP preset a cell explains. 4 -> 5:
+#: claims, and the host, process and heartbeat of each run.
 _UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -94,11 +117,16 @@ _UPGRADES = {
         "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
     ),
     "2": (
-        _RUNS,
+        _RUNS.format(extra=""),
         "ALTER TABLE cells ADD COLUMN run_id INTEGER REFERENCES runs(run_id)",
     ),
     "3": ("ALTER TABLE cells ADD COLUMN model_preset TEXT",),
+    "4": (*(f"ALTER TABLE runs ADD COLUMN {c}" for c in _RUN_LIVENESS), _CLAIMS),
 }
+
+#: Default seconds after which a silent run's claims lapse (the running process refreshes its
+#: heartbeat far more often; see :func:`synthbench.runner.execute.execute`).
+STALE_AFTER_SECONDS = 600.0
 
 
 class StoreError(Exception):
@@ -144,22 +172,50 @@ class ResultStore:
             raise StoreError(f"store {self.path} does not exist")
         if exists and self.path.is_dir():
             raise StoreError(f"store path {self.path} is a directory, not a database file")
-        if exists:
+        if readonly:
             self._check_existing()
-        try:
-            if readonly:
+            try:
                 self._con = self._open_readonly()
-                return
-            if not exists:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except (OSError, sqlite3.Error) as exc:
+                raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             self._con.execute("PRAGMA foreign_keys = ON")
-            if not exists:
-                self._create()
-            else:
-                self._upgrade()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot {'open' if exists else 'create'} store {self.path}: {exc}") from exc
+        self._create_or_check(may_create=create)
+        try:
+            self._upgrade()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot upgrade store {self.path}: {exc}") from exc
+
+    def _create_or_check(self, may_create: bool) -> None:
+        """Under the write lock: create the schema in a file without tables, or check that it is a store.
+
+        Two processes opening a new path at once both get here; the second waits for the
+        first's transaction and then finds the schema in place.
+        """
+        try:
+            with self._transaction():
+                tables = {r[0] for r in self._con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if not tables and may_create:
+                    for stmt in _SCHEMA:
+                        self._con.execute(stmt)
+                    self._con.executemany(
+                        "INSERT INTO meta VALUES (?, ?)",
+                        [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
+                    )
+                    return
+                meta = dict(self._con.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+            raise StoreError(f"{self.path} is not a synthbench results database ({exc})") from None
+        except OSError as exc:
+            raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+        self._check_meta(meta)
 
     def _open_readonly(self) -> sqlite3.Connection:
         """The file opened read-only; an older schema is upgraded in an in-memory copy instead."""
@@ -183,6 +239,9 @@ class ResultStore:
                 con.close()
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path} is not a synthbench results database ({exc})") from None
+        self._check_meta(meta)
+
+    def _check_meta(self, meta: dict[str, str]) -> None:
         if meta.get("application") != APPLICATION:
             raise StoreError(f"{self.path} is not a synthbench results database")
         if meta.get("schema_version") not in (str(SCHEMA_VERSION), *_UPGRADES):
@@ -190,21 +249,19 @@ class ResultStore:
                 f"{self.path} has schema version {meta.get('schema_version')}, this synthbench reads {SCHEMA_VERSION}"
             )
 
-    def _create(self) -> None:
-        with self._transaction():
-            for stmt in _SCHEMA:
-                self._con.execute(stmt)
-            self._con.executemany(
-                "INSERT INTO meta VALUES (?, ?)",
-                [("application", APPLICATION), ("schema_version", str(SCHEMA_VERSION))],
-            )
-
     def _upgrade(self) -> None:
-        """Bring an older schema up to :data:`SCHEMA_VERSION`, one step per transaction."""
-        while (version := self._con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) in _UPGRADES:
+        """Bring an older schema up to :data:`SCHEMA_VERSION`, one step per transaction.
+
+        The version is read inside each step's transaction, so a concurrent opener that
+        upgraded first leaves nothing to do.
+        """
+        while True:
             self._con.execute("PRAGMA foreign_keys = OFF")
             try:
                 with self._transaction():
+                    version = self._con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+                    if version not in _UPGRADES:
+                        return
                     for stmt in _UPGRADES[version]:
                         self._con.execute(stmt)
                     if self._con.execute("PRAGMA foreign_key_check").fetchall():
@@ -238,22 +295,24 @@ class ResultStore:
     def start_run(self, *, command: str | None, executor: dict[str, Any] | None, machine: dict[str, Any] | None,
                   package_version: str, cells_total: int, cells_pending: int) -> int:
         """Record the start of a run (status ``running``) and return its ``run_id``."""
-        row = (_now(), "running", command, _json(executor), _json(machine), package_version, cells_total, cells_pending)
+        row = (_now(), "running", command, _json(executor), _json(machine), package_version, cells_total, cells_pending,
+               socket.gethostname(), os.getpid(), time.time())
         try:
             with self._transaction():
                 cur = self._con.execute(
                     "INSERT INTO runs (started_at, status, command, executor, machine, package_version, cells_total,"
-                    " cells_pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+                    " cells_pending, host, pid, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, *, status: str, wall_seconds: float, ok: int, failed: int, skipped: int) -> None:
-        """Record how run ``run_id`` ended: ``status`` is one of :data:`RUN_STATUSES`."""
+        """Record how run ``run_id`` ended (``status`` is one of :data:`RUN_STATUSES`) and drop its claims."""
         if status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
         try:
             with self._transaction():
+                self._con.execute("DELETE FROM claims WHERE run_id = ?", (run_id,))
                 self._con.execute(
                     "UPDATE runs SET finished_at = ?, status = ?, wall_seconds = ?, cells_ok = ?, cells_failed = ?,"
                     " cells_skipped = ? WHERE run_id = ?", (_now(), status, wall_seconds, ok, failed, skipped, run_id))
@@ -272,12 +331,66 @@ class ResultStore:
         )
         try:
             with self._transaction():
+                self._con.execute("DELETE FROM claims WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute("DELETE FROM cells WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute(f"INSERT INTO cells VALUES ({','.join('?' * len(row))})", row)
                 self._con.executemany(
                     "INSERT INTO scores VALUES (?, ?, ?, ?)",
                     [(c.cell_id, m, _finite_or_none(v), result.chance.get(m)) for m, v in result.scores.items()],
                 )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
+
+    def claim(self, cells: Sequence[Cell], run_id: int, *, force: bool = False,
+              stale_after: float = STALE_AFTER_SECONDS) -> tuple[list[Cell], list[Cell], list[Cell]]:
+        """Claim ``cells`` for run ``run_id`` before computing them, in one transaction.
+
+        Parameters
+        ----------
+        cells : the cells about to be computed
+        run_id : the claiming run (from :meth:`start_run`)
+        force : claim finished cells too (they will be recomputed)
+        stale_after : seconds of heartbeat silence after which another run's claim lapses
+
+        Returns
+        -------
+        claimed, finished, busy : lists of cells
+            ``claimed`` now belong to this run; ``finished`` were stored with status ``ok`` or
+            ``skipped`` meanwhile (never with ``force``); ``busy`` are claimed by another run that
+            is alive (a run on this host whose process exists, or one on another host whose
+            heartbeat is younger than ``stale_after``). Lapsed claims are taken over.
+        """
+        by_id = {c.cell_id: c for c in cells}
+        ids = list(by_id)
+        now, host = time.time(), socket.gethostname()
+        try:
+            with self._transaction():
+                done = set() if force else self.finished(ids)
+                holders = {}
+                for i in range(0, len(ids), 500):
+                    chunk = ids[i : i + 500]
+                    holders.update((r[0], r[1:]) for r in self._con.execute(
+                        "SELECT k.cell_id, k.run_id, r.status, r.host, r.pid, r.heartbeat_at FROM claims k"
+                        f" LEFT JOIN runs r ON r.run_id = k.run_id WHERE k.cell_id IN ({','.join('?' * len(chunk))})",
+                        chunk))
+                busy = {cid for cid, (holder, status, h, pid, beat) in holders.items()
+                        if holder != run_id and _alive(status, h, pid, beat, host, now, stale_after)}
+                claimed = [cid for cid in ids if cid not in done and cid not in busy]
+                self._con.executemany("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
+                                      [(cid, run_id, now) for cid in claimed])
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
+        return ([by_id[c] for c in claimed], [by_id[c] for c in ids if c in done],
+                [by_id[c] for c in ids if c in busy])
+
+    def heartbeat(self, run_id: int) -> None:
+        """Mark run ``run_id`` alive now; safe from any thread (it uses a connection of its own)."""
+        try:
+            con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            try:
+                con.execute("UPDATE runs SET heartbeat_at = ? WHERE run_id = ?", (time.time(), run_id))
+            finally:
+                con.close()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
 
@@ -336,6 +449,21 @@ class _Transaction:
             self._con.execute("COMMIT")
         elif self._con.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
             self._con.execute("ROLLBACK")
+
+
+def _alive(status: str | None, host: str | None, pid: int | None, heartbeat: float | None, this_host: str,
+           now: float, stale_after: float) -> bool:
+    """Whether a claim's run may still be computing its cell."""
+    if status != "running" or heartbeat is None or now - heartbeat > stale_after:
+        return False
+    if host == this_host and pid is not None:
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+    return True
 
 
 def _now() -> str:
