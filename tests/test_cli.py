@@ -213,7 +213,8 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, jobs):
 
 
 def test_cells_on_a_model_near_chance_are_flagged_not_hidden(tmp_path):
-    from synthbench.runner.execute import NEAR_CHANCE_AUROC, execute
+    from synthbench.models.shared import NEAR_CHANCE_AUROC
+    from synthbench.runner.execute import execute
     from synthbench.runner.grid import Cell
     from synthbench.runner.leaderboard import leaderboard
     from synthbench.runner.store import ResultStore

@@ -66,8 +66,10 @@ def test_select_device_unknown(name: str) -> None:
 
 def test_train_rejects_bad_input() -> None:
     X, y = _linear_problem(n=20, p=3)
-    with pytest.raises(ValueError, match="binary"):
-        train_mlp(X, y + 1, seed=0, config=QUICK)
+    with pytest.raises(ValueError, match="integer class labels"):
+        train_mlp(X, y - 1, seed=0, config=QUICK)
+    with pytest.raises(ValueError, match="integer class labels"):
+        train_mlp(X, y + 0.5, seed=0, config=QUICK)
     with pytest.raises(ValueError, match="shape"):
         train_mlp(X, y[:-1], seed=0, config=QUICK)
     with pytest.raises(ValueError, match="2-D"):
@@ -368,3 +370,86 @@ def test_unknown_training_options_are_refused(field, value) -> None:
     X, y = _linear_problem(n=40)
     with pytest.raises(ValueError, match=field):
         train_mlp(X, y, config=MLPConfig(**{**QUICK.to_dict(), field: value}), seed=0)
+
+
+# ---------------------------------------------------------------- one loop for every network
+
+
+def _three_classes(n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = np.digitize(X[:, 0] + X[:, 1], [-0.6, 0.6]).astype(np.int64)  # three bands, none a majority
+    return X, y
+
+
+def test_multi_class_mlp_has_one_logit_per_class_and_learns() -> None:
+    X, y = _three_classes()
+    model = train_mlp(X[:400], y[:400], config=MLPConfig(max_epochs=200, patience=20, lr=5e-3), seed=1)
+    out = model.module(torch.from_numpy(X[:5]))
+    assert out.shape == (5, 3) and list(model.classes_) == [0, 1, 2]
+    proba = model.predict_proba(X[400:])
+    assert proba.shape == (200, 3) and np.allclose(proba.sum(1), 1.0)
+    majority = np.bincount(y[400:]).max() / 200
+    accuracy = (model.predict(X[400:]) == y[400:]).mean()
+    assert accuracy > majority + 0.3, (accuracy, majority)
+    again = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(again.predict_proba(X[400:]), proba)
+
+
+def test_near_chance_reads_auroc_for_binary_models_and_the_majority_rate_otherwise() -> None:
+    from synthbench.models.shared import near_chance
+
+    assert near_chance({"test_auroc": 0.55, "test_accuracy": 0.9}) and not near_chance({"test_auroc": 0.7})
+    # majority 0.5: near chance below 0.5 + 0.2 * 0.5 = 0.6
+    assert near_chance({"test_accuracy": 0.59, "test_majority_rate": 0.5})
+    assert not near_chance({"test_accuracy": 0.61, "test_majority_rate": 0.5})
+    # 10 balanced classes: 10 % is chance, 28 % is still near it
+    assert near_chance({"test_accuracy": 0.27, "test_majority_rate": 0.1})
+
+
+def test_fixed_epoch_training_without_validation_passes_each_step_to_the_loss() -> None:
+    X, y = _linear_problem(n=100, p=3)
+    steps: list[int] = []
+
+    def loss(module, xb, yb, step):
+        steps.append(step)
+        return training.classification_loss(module(xb), yb)
+
+    net = training.build_seeded_mlp(3, QUICK, torch.Generator().manual_seed(0))
+    config = training.TrainConfig(max_epochs=3, batch_size=32, validation="none", restore="last")
+    result = training.fit_network(net, X, y, config=config, loss=loss, generator=torch.Generator().manual_seed(1),
+                                  device=torch.device("cpu"))
+    assert result.epochs_run == 3 and result.steps == 12 and steps == list(range(12))
+    assert result.validation_indices.size == 0 and "val_loss" not in result.history
+    with pytest.raises(ValueError, match="restore='last'"):
+        training.fit_network(net, X, y, config=training.TrainConfig(validation="none"),
+                             generator=torch.Generator(), device=torch.device("cpu"))
+
+
+def test_the_loop_trains_a_convolutional_network_on_images() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 1, 6, 6)).astype(np.float32)
+    y = (X[:, 0, :3].mean(axis=(1, 2)) > X[:, 0, 3:].mean(axis=(1, 2))).astype(np.int64) * 2  # classes 0 and 2 of 3
+    torch.manual_seed(0)  # test-only: default init of the layers
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(144, 3))
+    config = training.TrainConfig(lr=1e-2, max_epochs=30, patience=5)
+    result = training.fit_network(net, X, y, config=config, generator=torch.Generator().manual_seed(0),
+                                  device=torch.device("cpu"))
+    assert result.history["val_loss"][result.best_epoch] < 0.5 * result.history["val_loss"][0]
+    proba = training.predict_proba(result.module, X, torch.device("cpu"))
+    assert proba.shape == (300, 3) and (proba.argmax(1) == y).mean() > 0.9
+
+
+def test_replicates_are_independent_trainings_and_replicate_zero_is_the_shared_model() -> None:
+    from synthbench.evaluation.protocol import FoldData, make_folds
+    from synthbench.models import SharedModels
+
+    ds = datasets.make("xor", n_samples=200, n_decoys=2, seed=0)
+    data = FoldData.from_dataset(ds, make_folds(200, ds.n_features, n_folds=2, seed=0)[0])
+    models = SharedModels(data)
+    first, again, other = models.get("forest"), models.get("forest", replicate=0), models.get("forest", replicate=1)
+    assert first is again and other is not first and models.trainings == 2
+    assert first.random_state != other.random_state and set(models.info) == {"forest", "forest#1"}
+    with pytest.raises(ValueError, match="non-negative"):
+        models.get("forest", replicate=-1)

@@ -45,7 +45,7 @@ from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.models.mlp import MLPConfig
 from synthbench.models.presets import get_preset
-from synthbench.models.training import build_seeded_mlp, fit_network, select_device, torch_threads
+from synthbench.models.training import TrainConfig, build_seeded_mlp, fit_network, select_device, torch_threads
 
 __all__ = [
     "CancelOutGate",
@@ -235,8 +235,8 @@ def fit_cancelout(
         penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1, signed=signed_l1)  # noqa: E731
     own = () if gate_lr is None else (gate.weight,)
     with torch_threads(1 if dev.type == "cpu" else None):
-        result = fit_network(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, gate_params=own,
-                             gate_lr=gate_lr)
+        result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev, penalty=penalty,
+                             gate_params=own, gate_lr=gate_lr)
     with torch.no_grad():
         gates = gate.gates().double().cpu().numpy()
     return gates, result.module
@@ -351,7 +351,8 @@ def fit_deep_lasso(
     module = build_seeded_mlp(X.shape[1], config, gen)
     penalty = None if lam == 0.0 else (lambda _m, xb, loss: deep_lasso_penalty(xb, loss, lam))  # noqa: E731
     with torch_threads(1 if dev.type == "cpu" else None):
-        return fit_network(module, X, y, config=config, generator=gen, device=dev, penalty=penalty, input_grad=penalty is not None).module
+        return fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev, penalty=penalty,
+                           input_grad=penalty is not None).module
 
 
 @register_method(

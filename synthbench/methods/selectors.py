@@ -40,10 +40,11 @@ Concrete selectors (``concrete_autoencoder``, ``fsnet``)
     shift ``W - min(W)`` (as the 2023 benchmark did): the most positive ``W_j`` ranks first and
     a strongly negative ``W_j`` (knockoff preferred) ranks last.
 
-Training (all three): Adam, mini-batches of ``batch_size`` in a fresh random order each epoch,
-a fixed number of epochs (the annealing schedule needs one; no early stopping), every random
-draw from torch generators seeded from the method's ``rng``; one CPU thread, so a seed gives
-bit-identical scores on one machine.
+Training (all three): the benchmark's one loop,
+:func:`~synthbench.models.training.fit_network`, configured by :func:`selector_config`: Adam,
+mini-batches of ``batch_size`` in a fresh random order each epoch, a fixed number of epochs (the
+annealing schedule needs one; no early stopping), every random draw from torch generators seeded
+from the method's ``rng``; one CPU thread, so a seed gives bit-identical scores on one machine.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from synthbench.evaluation.protocol import FoldData
 from synthbench.methods.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
-from synthbench.models.training import plateau_2023, select_device, torch_threads
+from synthbench.models.training import TrainConfig, fit_network, select_device, torch_threads
 
 __all__ = [
     "temperature_schedule",
@@ -74,7 +75,7 @@ __all__ = [
     "fit_deeppink",
     "histogram_embedding",
     "seeded_generators",
-    "train_selector",
+    "selector_config",
 ]
 
 HIDDEN = 32
@@ -191,53 +192,22 @@ def _mlp(n_in: int, n_out: int, generator: torch.Generator, width: int = HIDDEN,
     return nn.Sequential(*layers)
 
 
-def train_selector(
-    module: nn.Module,
-    step_loss: Callable[[torch.Tensor, int], torch.Tensor],
-    n_rows: int,
-    *,
-    epochs: int,
-    batch_size: int,
-    lr: float,
-    generator: torch.Generator,
-    device: torch.device,
-    eps: float = 1e-8,
-    weight_decay: float = 0.0,
-    plateau: bool = False,
-) -> int:
-    """The shared loop: ``epochs`` passes over ``n_rows`` rows in random mini-batches, Adam.
-
-    ``step_loss(batch_rows, step)`` returns the loss of the batch (``batch_rows``: int64 row
-    indices on ``device``; ``step``: 0-based global step index). Adam takes ``lr``, ``eps`` and
-    ``weight_decay`` (L2 added to the gradient, torch's convention); ``plateau`` steps
-    :func:`~synthbench.models.training.plateau_2023` on each epoch's summed loss. The module is
-    in training mode while it trains and in eval mode afterwards. Returns the number of steps.
-    """
+def selector_config(*, epochs: int, batch_size: int, lr: float, eps: float = 1e-8, weight_decay: float = 0.0,
+                    plateau: bool = False) -> TrainConfig:
+    """How the selectors train in :func:`~synthbench.models.training.fit_network`: ``epochs`` passes
+    over every row in random mini-batches (no held-out rows, no early stopping: the annealing
+    schedules need a fixed number of steps), Adam with ``lr``, ``eps`` and ``weight_decay``
+    (torch's default kernel), and ``plateau``: :func:`~synthbench.models.training.plateau_2023`
+    stepped on each epoch's summed loss. The last weights are kept."""
     if epochs < 1 or batch_size < 1:
         raise ValueError("epochs and batch_size must be positive")
-    optimizer = torch.optim.Adam(module.parameters(), lr=lr, eps=eps, weight_decay=weight_decay)
-    scheduler = plateau_2023(optimizer) if plateau else None
-    module.train()
-    step = 0
-    for _ in range(epochs):
-        order = torch.randperm(n_rows, generator=generator, device=device)
-        total = torch.zeros((), device=device)
-        for s in range(0, n_rows, batch_size):
-            loss = step_loss(order[s : s + batch_size], step)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            if scheduler is not None:
-                total += loss.detach()
-            step += 1
-        if scheduler is not None:
-            scheduler.step(float(total))
-    module.eval()
-    return step
+    return TrainConfig(lr=lr, weight_decay=weight_decay, adam_eps=eps, fused_adam=False, batch_size=batch_size,
+                       max_epochs=epochs, validation="none", restore="last",
+                       lr_schedule="plateau2023" if plateau else "constant")
 
 
 def n_steps(n_rows: int, epochs: int, batch_size: int) -> int:
-    """Optimisation steps of :func:`train_selector`: ``epochs * ceil(n_rows / batch_size)``."""
+    """Optimisation steps of a :func:`selector_config` run: ``epochs * ceil(n_rows / batch_size)``."""
     return int(epochs) * math.ceil(n_rows / batch_size)
 
 
@@ -372,7 +342,7 @@ def fit_concrete(
     kind : ``"cae"`` (free logits; head chosen by ``target``) or ``"fsnet"`` (logits from the
         histogram weight predictor; classifier plus ``reconstruction_weight`` times the
         reconstruction loss; ``target`` is ignored)
-    epochs, batch_size, lr : training of :func:`train_selector`
+    epochs, batch_size, lr : training (:func:`selector_config`)
     start_temp, end_temp : endpoints of :func:`temperature_schedule`
     rng : numpy Generator seeding the torch generators
     device : torch device
@@ -386,8 +356,6 @@ def fit_concrete(
     dev = select_device(device)
     cpu_gen, dev_gen = seeded_generators(rng, dev)
     n, p = X.shape
-    Xt = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32), device=dev)
-    yt = torch.as_tensor(np.asarray(y), dtype=torch.float32, device=dev)
     if kind == "fsnet":
         emb = torch.as_tensor(histogram_embedding(X, n_bins))
         predict_y, reconstruct, rec_w = True, True, float(reconstruction_weight)
@@ -399,18 +367,18 @@ def fit_concrete(
     net = _ConcreteNet(p, k, cpu_gen, predict_y=predict_y, reconstruct=reconstruct, embedding=emb).to(dev)
     temps = temperature_schedule(n_steps(n, epochs, batch_size), start_temp, end_temp)
 
-    def step_loss(rows: torch.Tensor, step: int) -> torch.Tensor:
-        xb = Xt[rows]
-        y_logit, recon = net(xb, float(temps[step]), dev_gen)
+    def step_loss(module: nn.Module, xb: torch.Tensor, yb: torch.Tensor, step: int) -> torch.Tensor:
+        y_logit, recon = module(xb, float(temps[step]), dev_gen)
         loss = torch.zeros((), device=dev)
         if y_logit is not None:
-            loss = loss + F.binary_cross_entropy_with_logits(y_logit, yt[rows])
+            loss = loss + F.binary_cross_entropy_with_logits(y_logit, yb.to(y_logit.dtype))
         if recon is not None:
             loss = loss + rec_w * F.mse_loss(recon, xb)
         return loss
 
     with torch_threads(1 if dev.type == "cpu" else None):
-        train_selector(net, step_loss, n, epochs=epochs, batch_size=batch_size, lr=lr, generator=dev_gen, device=dev)
+        fit_network(net, X, y, config=selector_config(epochs=epochs, batch_size=batch_size, lr=lr), loss=step_loss,
+                    generator=cpu_gen, device=dev)
     with torch.no_grad():
         logits = net.logits().double().cpu()
     probs = torch.softmax(logits, dim=1).numpy()
@@ -542,7 +510,7 @@ def fit_deeppink(
     l1 : L1 penalty on the first dense layer, or ``"auto"`` for ``0.05 * sqrt(2 log p / n)``
         (Lu et al.'s choice)
     width : hidden units of the two hidden layers
-    epochs, batch_size, lr : training of :func:`train_selector`
+    epochs, batch_size, lr : training (:func:`selector_config`)
     rng, device : as for :func:`fit_concrete`
 
     Returns
@@ -557,19 +525,19 @@ def fit_deeppink(
     if lam < 0:
         raise ValueError(f"l1 must be non-negative, got {lam}")
     dev = select_device(device)
-    cpu_gen, dev_gen = seeded_generators(rng, dev)
-    Xt = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32), device=dev)
-    Kt = torch.as_tensor(np.ascontiguousarray(X_tilde, dtype=np.float32), device=dev)
-    yt = torch.as_tensor(np.asarray(y), dtype=torch.float32, device=dev)
+    cpu_gen, _ = seeded_generators(rng, dev)
     net = _DeepPink(p, width, cpu_gen).to(dev)
     W0 = net.first_layer().weight
 
-    def step_loss(rows: torch.Tensor, step: int) -> torch.Tensor:
-        loss = F.binary_cross_entropy_with_logits(net(Xt[rows], Kt[rows]), yt[rows])
+    def step_loss(module: nn.Module, xb: torch.Tensor, yb: torch.Tensor, step: int) -> torch.Tensor:
+        logit = module(xb[:, :p], xb[:, p:])  # the batch holds [X, X_tilde]
+        loss = F.binary_cross_entropy_with_logits(logit, yb.to(logit.dtype))
         return loss + lam * W0.abs().sum() if lam > 0 else loss
 
+    pairs = np.concatenate([np.asarray(X, dtype=np.float32), np.asarray(X_tilde, dtype=np.float32)], axis=1)
     with torch_threads(1 if dev.type == "cpu" else None):
-        train_selector(net, step_loss, n, epochs=epochs, batch_size=batch_size, lr=lr, generator=dev_gen, device=dev)
+        fit_network(net, pairs, y, config=selector_config(epochs=epochs, batch_size=batch_size, lr=lr), loss=step_loss,
+                    generator=cpu_gen, device=dev)
     return DeepPinkFit(
         statistics=net.statistics(),
         first_layer=W0.detach().cpu().numpy().copy(),

@@ -65,11 +65,11 @@ from torch import nn
 from synthbench.evaluation.protocol import FoldData
 from synthbench.evaluation.scorers import MethodOutput
 from synthbench.methods.registry import register_method
-from synthbench.methods.selectors import seeded_generators, train_selector
+from synthbench.methods.selectors import seeded_generators, selector_config
 from synthbench.models import SharedModels
-from synthbench.models.mlp import GaussianNoise, SeededDropout, seed_noise_layers
+from synthbench.models.mlp import GaussianNoise, SeededDropout
 from synthbench.models.presets import get_preset
-from synthbench.models.training import build_seeded_mlp, select_device, torch_threads
+from synthbench.models.training import build_seeded_mlp, fit_network, select_device, torch_threads
 
 __all__ = ["cae_batch_size", "cae_temperatures", "fit_cae_2023", "histogram_matrix_2023",
            "fsnet_temperature", "fit_fsnet_2023"]
@@ -89,25 +89,21 @@ def _fit_2023(build: Callable[[torch.Generator], nn.Module], X: np.ndarray, y: n
               loss: Callable[[nn.Module, torch.Tensor, torch.Tensor, int], torch.Tensor], *,
               rng: np.random.Generator, device: torch.device | str, **training: Any) -> nn.Module:
     """Build a network from a CPU generator seeded from ``rng``, train it on ``(X, y)`` with
-    :func:`~synthbench.methods.selectors.train_selector` (``training``: its keywords) and return it.
+    :func:`~synthbench.models.training.fit_network` (``training``: the keywords of
+    :func:`~synthbench.methods.selectors.selector_config`) and return it.
 
-    ``loss(net, x_batch, y_batch, step)`` gives a batch's loss (``y`` as float). The Gumbel draws,
-    input noise, dropout and batch order come from the run's device generator.
+    ``loss(net, x_batch, y_batch, step)`` gives a batch's loss (``y`` as int64 labels). The Gumbel
+    draws, input noise, dropout and batch order come from the run's device generator.
     """
     dev = select_device(device)
     cpu_gen, dev_gen = seeded_generators(rng, dev)
-    Xt = torch.as_tensor(np.ascontiguousarray(X, dtype=np.float32), device=dev)
-    yt = torch.as_tensor(np.asarray(y), dtype=torch.float32, device=dev)
     net = build(cpu_gen).to(dev)
     net.gumbel_generator = dev_gen
-    seed_noise_layers(net, dev_gen)
     try:
         with torch_threads(1 if dev.type == "cpu" else None):
-            train_selector(net, lambda rows, step: loss(net, Xt[rows], yt[rows], step), X.shape[0],
-                           generator=dev_gen, device=dev, **training)
+            fit_network(net, X, y, config=selector_config(**training), loss=loss, generator=cpu_gen, device=dev)
     finally:
         net.gumbel_generator = None
-        seed_noise_layers(net, None)
     return net
 
 
@@ -175,7 +171,7 @@ def fit_cae_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, epochs: int, r
 
     def loss(net: _CAE2023, xb: torch.Tensor, yb: torch.Tensor, step: int) -> torch.Tensor:
         net.temperature = temps[step]
-        return F.mse_loss(net(xb), yb)
+        return F.mse_loss(net(xb), yb.to(xb.dtype))
 
     net = _fit_2023(lambda g: _CAE2023(p, n_neurons, g), X, y, loss, rng=rng, device=device, epochs=epochs,
                     batch_size=bs, lr=lr, eps=1e-7)
@@ -279,7 +275,7 @@ def fit_fsnet_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, rng: np.rand
     def loss(net: _FSNet2023, xb: torch.Tensor, yb: torch.Tensor, step: int) -> torch.Tensor:
         net.temperature = fsnet_temperature(step // steps_per_epoch, epochs)
         logit, recon = net(xb)
-        return F.binary_cross_entropy_with_logits(logit, yb) + 10.0 * F.mse_loss(recon, xb)
+        return F.binary_cross_entropy_with_logits(logit, yb.to(logit.dtype)) + 10.0 * F.mse_loss(recon, xb)
 
     net = _fit_2023(build, X, y, loss, rng=rng, device=device, epochs=epochs, batch_size=64, lr=5e-3,
                     weight_decay=1e-6, plateau=True)

@@ -10,14 +10,14 @@ from synthbench.models.shared import ModelKind, TrainSettings, register_model
 N_TREES = 500
 
 
-def train_forest(data: FoldData, settings: TrainSettings) -> RandomForestClassifier:
+def train_forest(data: FoldData, settings: TrainSettings, *, replicate: int = 0) -> RandomForestClassifier:
     """A ``RandomForestClassifier`` with 500 trees fitted on the training part.
 
-    Its ``random_state`` comes from the fold's seed; results do not depend on ``n_jobs``.
+    Its ``random_state`` comes from the fold's seed (and, for ``replicate > 0``, the replicate's
+    number); results do not depend on ``n_jobs``.
     """
-    model = RandomForestClassifier(
-        n_estimators=N_TREES, random_state=data.random_state("model", "forest"), n_jobs=settings.n_jobs
-    )
+    seed = data.random_state("model", "forest", *((replicate,) if replicate else ()))
+    model = RandomForestClassifier(n_estimators=N_TREES, random_state=seed, n_jobs=settings.n_jobs)
     return model.fit(data.X_train, data.y_train)
 
 

@@ -114,22 +114,23 @@ def _activation(config: MLPConfig) -> nn.Module:
 BIAS_INIT = 1e-3
 
 
-def build_mlp(n_features: int, config: MLPConfig = MLPConfig(), *, generator: torch.Generator | None = None) -> nn.Sequential:
+def build_mlp(n_features: int, config: MLPConfig = MLPConfig(), *, generator: torch.Generator | None = None,
+              n_outputs: int = 1) -> nn.Sequential:
     """A fresh MLP for ``n_features`` inputs, initialised from ``generator`` as the 2023 benchmark does.
 
     Returns an ``nn.Sequential``: ``GaussianNoise``, then ``depth`` blocks of ``Linear`` +
-    activation, then ``Linear(width, 1)``. Weights: Kaiming uniform for a leaky ReLU with
+    activation, then ``Linear(width, n_outputs)`` (one logit for binary labels, one per class). Weights: Kaiming uniform for a leaky ReLU with
     ``a = 0`` (bound ``sqrt(6 / fan_in)``), Xavier uniform where ``fan_in == 1``; every bias 1e-3.
     Torch's global generator is never drawn from (layers are created uninitialised).
     """
-    if n_features < 1 or config.width < 1 or config.depth < 1:
-        raise ValueError("n_features, width and depth must be positive")
+    if n_features < 1 or config.width < 1 or config.depth < 1 or n_outputs < 1:
+        raise ValueError("n_features, width, depth and n_outputs must be positive")
     layers: list[nn.Module] = [GaussianNoise(config.noise_sigma)]
     fan_in = n_features
     for _ in range(config.depth):
         layers += [skip_init(nn.Linear, fan_in, config.width), _activation(config)]
         fan_in = config.width
-    layers.append(skip_init(nn.Linear, fan_in, 1))
+    layers.append(skip_init(nn.Linear, fan_in, n_outputs))
     net = nn.Sequential(*layers)
     with torch.no_grad():
         for layer in net:

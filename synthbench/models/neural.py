@@ -9,17 +9,19 @@ from synthbench.models.shared import ModelKind, TrainSettings, register_model
 __all__ = ["train_fold_mlp", "MLP"]
 
 
-def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESET):
+def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESET, *, replicate: int = 0):
     """The MLP of ``preset`` (:mod:`synthbench.models.presets`) trained on the fold's training part.
 
-    Seeded from the fold (the same seed for every preset). Returns a
+    Seeded from the fold (the same seed for every preset) and, for ``replicate > 0``, the
+    replicate's number. Returns a
     :class:`~synthbench.models.training.TrainedMLP` (``predict_proba``, ``module``). Cached on
     disk under ``settings.cache_dir`` when one is set.
     """
     from synthbench.models.training import cached_train_mlp, select_device
 
     return cached_train_mlp(
-        data.X_train, data.y_train, config=get_preset(preset).config, seed=data.random_state("model", "mlp"),
+        data.X_train, data.y_train, config=get_preset(preset).config,
+        seed=data.random_state("model", "mlp", *((replicate,) if replicate else ())),
         device=select_device(settings.device), cache_dir=settings.cache_dir,
     )
 

@@ -13,7 +13,8 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 from synthbench.evaluation.protocol import FoldData
 
-__all__ = ["ModelKind", "SharedModels", "TrainSettings", "register_model", "kinds", "model_kind"]
+__all__ = ["ModelKind", "SharedModels", "TrainSettings", "register_model", "kinds", "model_kind", "held_out_quality",
+           "near_chance", "NEAR_CHANCE_AUROC", "NEAR_CHANCE_GAIN"]
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +39,15 @@ class TrainSettings:
 class ModelKind:
     """A kind of model methods may ask for.
 
-    ``train(data, settings) -> model`` fits on ``data.X_train``; the model must offer
-    ``predict_proba`` (scikit-learn convention) so the cache can score it on the held-out part.
+    ``train(data, settings, *, replicate=0) -> model`` fits on ``data.X_train``; the model must
+    offer ``predict_proba`` and ``classes_`` (scikit-learn convention) so the cache can score it
+    on the held-out part. ``replicate`` numbers independent trainings of the same model on the
+    same data (remove-and-retrain repeats, ensembles): each draws its own seed from the fold's
+    seed and the replicate, and replicate 0 is the model every method shares.
     ``accelerated``: training runs on ``settings.device`` (torch), so a GPU speeds it up.
     ``uses_preset``: the kind is configured by a named preset (:mod:`synthbench.models.presets`);
-    its trainer is called as ``train(data, settings, preset)`` and every method that needs it
-    runs once per preset of a grid.
+    its trainer is called as ``train(data, settings, preset, replicate=r)`` and every method that
+    needs it runs once per preset of a grid.
     """
 
     name: str
@@ -100,28 +104,58 @@ class SharedModels:
         """How models are trained (device, threads, cache); methods that train their own nets read it too."""
         return self._settings
 
-    def get(self, name: str) -> Any:
-        """The trained model of kind ``name``, training it on first request."""
-        if name not in self._models:
+    def get(self, name: str, replicate: int = 0) -> Any:
+        """The trained model of kind ``name`` (its ``replicate``-th independent training), trained on first request.
+
+        ``info`` records replicate 0 under ``name`` and replicate ``r > 0`` under ``"name#r"``.
+        """
+        key = name if replicate == 0 else f"{name}#{int(replicate)}"
+        if key not in self._models:
+            if replicate < 0:
+                raise ValueError(f"replicate must be non-negative, got {replicate}")
             kind = model_kind(name)
             t0 = time.perf_counter()
             if kind.uses_preset and self.preset is not None:
-                model = kind.train(self._data, self._settings, self.preset)
+                model = kind.train(self._data, self._settings, self.preset, replicate=int(replicate))
             else:
-                model = kind.train(self._data, self._settings)
+                model = kind.train(self._data, self._settings, replicate=int(replicate))
             seconds = time.perf_counter() - t0
             self.trainings += 1
-            self._models[name] = model
-            self.info[name] = {**held_out_quality(model, self._data), "train_seconds": seconds}
-            log.debug("trained %s in %.2fs: %s", name, seconds, self.info[name])
-        return self._models[name]
+            self._models[key] = model
+            self.info[key] = {**held_out_quality(model, self._data), "train_seconds": seconds}
+            log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
+        return self._models[key]
+
+
+#: A binary model whose held-out AUROC is below this is *near chance*: an explanation of a model
+#: that learned nothing says nothing about the method.
+NEAR_CHANCE_AUROC = 0.6
+#: A multi-class model is near chance when its held-out accuracy closes less than this share of
+#: the gap between always answering the majority class and a perfect score.
+NEAR_CHANCE_GAIN = 0.2
 
 
 def held_out_quality(model: Any, data: FoldData) -> dict[str, float]:
-    """Accuracy and AUROC of ``model`` on the fold's held-out rows (AUROC: binary labels only)."""
+    """Accuracy of ``model`` on the fold's held-out rows, and AUROC (binary labels) or the majority-class rate (more classes)."""
     proba = model.predict_proba(data.X_test)
     pred = model.classes_[np.argmax(proba, axis=1)]
     out = {"test_accuracy": float(accuracy_score(data.y_test, pred))}
     if len(model.classes_) == 2 and len(np.unique(data.y_test)) == 2:
         out["test_auroc"] = float(roc_auc_score(data.y_test, proba[:, 1]))
+    elif len(data.y_test):
+        out["test_majority_rate"] = float(np.bincount(data.y_test).max() / len(data.y_test))
     return out
+
+
+def near_chance(info: dict[str, float]) -> bool:
+    """Whether a model's :func:`held_out_quality` says it learned next to nothing.
+
+    Binary models: held-out AUROC below :data:`NEAR_CHANCE_AUROC`. Multi-class models: accuracy
+    below ``m + NEAR_CHANCE_GAIN * (1 - m)``, ``m`` the held-out majority-class rate.
+    """
+    if "test_auroc" in info:
+        return info["test_auroc"] < NEAR_CHANCE_AUROC
+    if "test_majority_rate" in info:
+        m = info["test_majority_rate"]
+        return info["test_accuracy"] < m + NEAR_CHANCE_GAIN * (1.0 - m)
+    return False

@@ -1,25 +1,28 @@
 """The one training loop of every benchmark network, and the shared MLP trained with it.
 
-:func:`fit_network` trains any module mapping ``(b, p)`` to a logit with Adam (``config.lr``,
-``config.weight_decay``), mini-batches of ``config.batch_size``, binary cross-entropy on the
-logit (mean over the batch) plus optional penalties, and early stopping on a random validation
-part of the training rows (``config.validation_fraction``, not stratified, as
-``sklearn.model_selection.train_test_split`` without ``stratify`` in the reference code). The
-config chooses what stopping watches (validation loss or AUROC), how the validation loss is
-measured (clean, or as the 2023 code did: noise on, summed over batches), which weights are kept
-(the best epoch's, truly copied, or the last), a learning-rate schedule and an L1 penalty on the
-first layer; the presets of :mod:`synthbench.models.presets` name the useful combinations.
+:func:`fit_network` trains any module mapping ``(b, *input_shape)`` to logits (tables or images;
+one logit for binary labels, one per class otherwise) with Adam, mini-batches, the classification
+loss (binary or softmax cross-entropy, :func:`classification_loss`) or a caller's batch loss,
+optional penalties, and early stopping on a random validation part of the training rows (not
+stratified, as ``sklearn.model_selection.train_test_split`` without ``stratify`` in the reference
+code) or a fixed number of epochs without one. A :class:`TrainConfig` chooses what stopping
+watches (validation loss or AUROC), how the validation loss is measured (clean, or as the 2023
+code did: noise on, summed over batches), which weights are kept (the best epoch's, truly
+copied, or the last), a learning-rate schedule and an L1 penalty on the first layer; the presets
+of :mod:`synthbench.models.presets` name the useful combinations for the MLP.
 :func:`train_mlp` builds the benchmark MLP and trains it with this loop; the embedded selectors
-(:mod:`synthbench.methods.embedded`) train their own networks with it.
+(:mod:`synthbench.methods.embedded`) and the concrete selectors and DeepPINK
+(:mod:`synthbench.methods.selectors`, :mod:`synthbench.methods.selectors_2023`) train their own
+networks with it. There is no other training loop.
 
 Reproducibility: every random draw (initialisation, validation split, batch order, the
 ``GaussianNoise`` layer) comes from one ``torch.Generator`` seeded with ``seed``; on CPU the
-same seed gives bit-identical weights. Nothing touches torch's global generator or its thread
-setting.
+same seed gives bit-identical weights. A replicate is another seed. Nothing touches torch's
+global generator or its thread setting.
 
 Speed: the training rows live on the device as tensors; batches are contiguous slices of one
 gathered permutation per epoch; losses are accumulated on the device and read back once per
-epoch; the clean validation loss is one forward pass.
+epoch; the clean validation loss is one forward pass (in chunks of :data:`PREDICT_BATCH` rows).
 
 :func:`cached_train_mlp` adds an on-disk cache (``joblib.Memory``) keyed by the data, the
 config, the seed, the device type and the torch version.
@@ -31,7 +34,7 @@ import logging
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +46,14 @@ from torch import nn
 
 from synthbench.models.mlp import MLPConfig, build_mlp, seed_noise_layers
 
-__all__ = ["TrainedMLP", "TrainResult", "Penalty", "fit_network", "select_device", "train_mlp", "cached_train_mlp",
+__all__ = ["TrainedMLP", "TrainConfig", "TrainResult", "Penalty", "BatchLoss", "classification_loss", "predict_proba",
+           "fit_network", "select_device", "train_mlp", "cached_train_mlp",
            "torch_threads", "plateau_2023", "TRAINING_VERSION"]
 
 log = logging.getLogger(__name__)
 
 #: Part of the cache key; bump it whenever a change to this module changes trained weights.
-TRAINING_VERSION = 2
+TRAINING_VERSION = 3
 
 #: Rows per forward pass in :meth:`TrainedMLP.predict_proba`.
 PREDICT_BATCH = 8192
@@ -99,7 +103,8 @@ class TrainedMLP:
     Attributes
     ----------
     module : nn.Sequential
-        The network in eval mode, on ``device``; maps float32 ``(n, p)`` to logits ``(n, 1)``.
+        The network in eval mode, on ``device``; maps float32 ``(n, p)`` to logits: ``(n, 1)``
+        for binary labels, ``(n, K)`` for ``K > 2`` classes.
     config : MLPConfig
     n_features_in_ : int
         ``p``, the number of input columns.
@@ -115,7 +120,7 @@ class TrainedMLP:
     validation_indices : ndarray of int64, shape (n_val,)
         Rows of ``X_train`` held out for early stopping, in ascending order.
     device : torch.device
-    classes_ : ndarray, ``[0, 1]``
+    classes_ : ndarray, ``[0, 1, ..., K - 1]``
     """
 
     module: nn.Sequential = field(repr=False)
@@ -137,24 +142,18 @@ class TrainedMLP:
 
         Returns
         -------
-        ndarray of float64, shape (n, 2)
-            Column 0 is ``P(y = 0)``, column 1 ``P(y = 1)``; rows sum to 1.
+        ndarray of float64, shape (n, K)
+            Column ``c`` is ``P(y = c)``; rows sum to 1. Binary models (one logit) give
+            ``[1 - sigmoid, sigmoid]``, multi-class models the softmax.
         """
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"X must have shape (n, {self.n_features_in_}), got {X.shape}")
-        logits = np.empty(X.shape[0], dtype=np.float64)
-        self.module.eval()
-        with torch.inference_mode():
-            for start in range(0, X.shape[0], PREDICT_BATCH):
-                xb = torch.from_numpy(X[start : start + PREDICT_BATCH]).to(self.device)
-                logits[start : start + len(xb)] = self.module(xb).reshape(-1).double().cpu().numpy()
-        p1 = 1.0 / (1.0 + np.exp(-logits))
-        return np.column_stack([1.0 - p1, p1])
+        return predict_proba(self.module, X, self.device)
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Predicted labels, shape (n,), int64 in ``{0, 1}`` (``P(y = 1) > 0.5``)."""
-        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)]
+        """Predicted labels, shape (n,), int64 (the most probable class; ``P(y = 1) > 0.5`` when binary)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     # Pickling: weights travel as a CPU state_dict; the module is rebuilt on load.
     def __getstate__(self) -> dict[str, Any]:
@@ -172,32 +171,58 @@ class TrainedMLP:
             device = torch.device("cpu")
         self.__dict__.update(state)
         # The drawn init is overwritten by the stored weights.
-        module = build_seeded_mlp(self.n_features_in_, self.config, torch.Generator().manual_seed(0))
+        module = build_seeded_mlp(self.n_features_in_, self.config, torch.Generator().manual_seed(0),
+                                  n_outputs=_n_outputs(len(self.classes_)))
         module.load_state_dict(weights)
         self.module = module.to(device).eval()
         self.device = device
 
 
-def build_seeded_mlp(n_features: int, config: MLPConfig, generator: torch.Generator) -> nn.Sequential:
+def predict_proba(module: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
+    """Class probabilities ``(n, K)`` float64 of a classifier ``module`` (eval mode) on ``X`` ``(n, *input_shape)``.
+
+    One logit: ``[1 - sigmoid, sigmoid]``; ``K >= 2`` logits: softmax. Batches of :data:`PREDICT_BATCH` rows.
+    """
+    parts = []
+    module.eval()
+    with torch.inference_mode():
+        for start in range(0, X.shape[0], PREDICT_BATCH):
+            xb = torch.from_numpy(np.ascontiguousarray(X[start : start + PREDICT_BATCH], dtype=np.float32))
+            parts.append(module(xb.to(device)).double().cpu())
+    logits = torch.cat(parts) if parts else torch.empty(0, 1, dtype=torch.float64)
+    if logits.dim() == 1 or logits.shape[1] == 1:
+        p1 = 1.0 / (1.0 + np.exp(-logits.reshape(-1).numpy()))
+        return np.column_stack([1.0 - p1, p1])
+    return torch.softmax(logits, dim=1).numpy()
+
+
+def _n_outputs(n_classes: int) -> int:
+    """Logits of a classifier of ``n_classes``: one for binary labels, one per class otherwise."""
+    return 1 if n_classes <= 2 else int(n_classes)
+
+
+def build_seeded_mlp(n_features: int, config: MLPConfig, generator: torch.Generator, n_outputs: int = 1) -> nn.Sequential:
     """``build_mlp`` without side effects on torch's global generator.
 
     ``nn.Linear``'s constructor draws a default initialisation from the global generator
     before ``build_mlp`` overwrites it from ``generator``; ``fork_rng`` restores the global state.
     """
     with torch.random.fork_rng(devices=[]):
-        return build_mlp(n_features, config, generator=generator)
+        return build_mlp(n_features, config, generator=generator, n_outputs=n_outputs)
 
 
-def _adam(param_groups: list[dict], lr: float) -> torch.optim.Adam:
-    """Adam over ``param_groups``, the fused kernel where torch has one for the device.
+def _adam(param_groups: list[dict], lr: float, eps: float = 1e-8, fused: bool = True) -> torch.optim.Adam:
+    """Adam over ``param_groups``; with ``fused``, the fused kernel where torch has one for the device.
 
     The fused kernel (CUDA; CPU from torch 2.4) cuts 15-30 % off a CPU epoch of these small
     networks; older builds fall back to the default implementation.
     """
-    try:
-        return torch.optim.Adam(param_groups, lr=lr, fused=True)
-    except RuntimeError:
-        return torch.optim.Adam(param_groups, lr=lr)
+    if fused:
+        try:
+            return torch.optim.Adam(param_groups, lr=lr, eps=eps, fused=True)
+        except RuntimeError:
+            pass
+    return torch.optim.Adam(param_groups, lr=lr, eps=eps)
 
 
 def _check_data(X_train: np.ndarray, y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,8 +232,9 @@ def _check_data(X_train: np.ndarray, y_train: np.ndarray) -> tuple[np.ndarray, n
         raise ValueError(f"X_train must be 2-D (n, p), got shape {X.shape}")
     if y.shape != (X.shape[0],):
         raise ValueError(f"y_train must have shape ({X.shape[0]},), got {y.shape}")
-    if not np.isin(y, (0, 1)).all():
-        raise ValueError("y_train must hold binary labels in {0, 1}")
+    integral = np.issubdtype(y.dtype, np.integer) or np.array_equal(y, np.round(y))
+    if not integral or (y.size and y.min() < 0):
+        raise ValueError("y_train must hold integer class labels 0, 1, ..., K - 1")
     if not np.isfinite(X).all():
         raise ValueError("X_train holds NaN or infinite values")
     return X, np.ascontiguousarray(y, dtype=np.int64)
@@ -261,7 +287,8 @@ def train_mlp(
     Parameters
     ----------
     X_train : ndarray of float32, shape (n, p)
-    y_train : ndarray of int, shape (n,), labels in ``{0, 1}``
+    y_train : ndarray of int, shape (n,), class labels ``0..K-1`` (binary: one logit and binary
+        cross-entropy; ``K > 2``: ``K`` logits and softmax cross-entropy)
     config : MLPConfig
         Architecture and training settings.
     seed : int
@@ -302,9 +329,10 @@ def train_mlp(
 def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torch.device) -> TrainedMLP:
     """:func:`train_mlp` on checked data; ``X`` float32 (n, p), ``y`` int64 (n,)."""
     n, p = X.shape
+    n_classes = max(2, int(y.max()) + 1 if n else 2)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    module = build_seeded_mlp(p, config, gen)
-    result = fit_network(module, X, y, config=config, generator=gen, device=dev)
+    module = build_seeded_mlp(p, config, gen, n_outputs=_n_outputs(n_classes))
+    result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev)
     log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, n, result.epochs_run, result.best_epoch)
     return TrainedMLP(
         module=result.module,
@@ -315,13 +343,65 @@ def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torc
         history=result.history,
         validation_indices=result.validation_indices,
         device=dev,
+        classes_=np.arange(n_classes),
     )
 
 
 #: ``penalty(module, xb, loss) -> scalar tensor`` added to the batch loss. ``xb`` is the batch
-#: ``(b, p)`` (requiring grad when the loop is told ``input_grad=True``), ``loss`` the batch's
-#: mean binary cross-entropy, still attached to the graph.
+#: ``(b, *input_shape)`` (requiring grad when the loop is told ``input_grad=True``), ``loss`` the
+#: batch's mean classification loss, still attached to the graph.
 Penalty = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+#: ``loss(module, xb, yb, step) -> scalar tensor``: a batch's whole training objective in place of
+#: the classification loss (selectors whose forward pass is not a classifier); ``yb`` holds the
+#: batch's int64 labels, ``step`` is the 0-based optimisation step.
+BatchLoss = Callable[[nn.Module, torch.Tensor, torch.Tensor, int], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How :func:`fit_network` trains: optimiser, batches, stopping, validation, restore, schedule.
+
+    Attributes
+    ----------
+    lr, weight_decay, adam_eps : Adam's settings (weight decay as torch's L2 added to the gradient)
+    fused_adam : torch's fused Adam kernel (faster on CPU and CUDA; its rounding differs from the
+        default kernel's, so a network trained one way is not bit-identical to the other)
+    batch_size : rows per optimisation step
+    max_epochs : epochs at most (exactly, when ``validation="none"``)
+    patience, stopping : early stopping ends after ``patience`` epochs in a row whose monitored
+        value does not beat the previous epoch's (``"previous"``, the 2023 rule) or the best so far
+    validation_fraction : share of the rows held out (``ceil``), drawn at random, not stratified
+    monitor : what early stopping watches: the validation loss (lower is better) or, for binary
+        single-logit models, the validation AUROC (higher is better)
+    validation : ``"clean"`` (eval mode, one pass, mean loss), ``"noisy_batches"`` (the 2023
+        code: training mode, noise on, shuffled batches, the sum of the batch means) or
+        ``"none"`` (no held-out rows and no early stopping: every row trains for ``max_epochs``,
+        the last weights are kept; needs ``restore="last"``)
+    restore : weights kept: the best epoch's (copied, never aliased) or the last
+    lr_schedule : ``"plateau2023"`` steps :func:`plateau_2023` on each epoch's summed objective
+    l1_first_layer : weight of ``sum |W_1|`` of the first Linear layer added to each batch's loss
+    """
+
+    lr: float = 5e-4
+    weight_decay: float = 1e-5
+    adam_eps: float = 1e-8
+    fused_adam: bool = True
+    batch_size: int = 64
+    max_epochs: int = 1000
+    patience: int = 5
+    stopping: str = "previous"
+    validation_fraction: float = 0.2
+    monitor: str = "loss"
+    validation: str = "clean"
+    restore: str = "best"
+    lr_schedule: str = "constant"
+    l1_first_layer: float = 0.0
+
+    @classmethod
+    def of(cls, config: MLPConfig) -> TrainConfig:
+        """The training part of an MLP preset's config (same field names)."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)})
 
 
 @dataclass(eq=False)
@@ -330,15 +410,17 @@ class TrainResult:
 
     Attributes
     ----------
-    module : nn.Module, trained, in eval mode, on ``device``; maps ``(n, p)`` to logits ``(n, 1)``
+    module : nn.Module, trained, in eval mode, on ``device``
     epochs_run : int
-    best_epoch : int, 0-based epoch of the best monitored value (-1 when none was finite); its
-        weights were restored when ``config.restore == "best"``
-    history : dict of lists, one float per epoch: ``"train_loss"`` (loss + penalties, mean over
-        the epoch's batches), ``"val_loss"`` (validation binary cross-entropy, penalties excluded,
-        measured as ``config.validation`` says) and, when ``config.monitor == "auroc"``,
+    best_epoch : int, 0-based epoch of the best monitored value (-1 when none was finite or
+        without validation); its weights were restored when ``config.restore == "best"``
+    history : dict of lists, one float per epoch: ``"train_loss"`` (objective, mean over the
+        epoch's batches) and, with validation, ``"val_loss"`` (classification loss, penalties
+        excluded, measured as ``config.validation`` says) and, when ``config.monitor == "auroc"``,
         ``"val_auroc"`` (eval mode)
     validation_indices : int64 ``(n_val,)``, rows of ``X`` held out for early stopping, ascending
+        (empty without validation)
+    steps : optimisation steps taken
     """
 
     module: nn.Module
@@ -346,6 +428,7 @@ class TrainResult:
     best_epoch: int
     history: dict[str, list[float]]
     validation_indices: np.ndarray
+    steps: int = 0
 
 
 def plateau_2023(optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.ReduceLROnPlateau:
@@ -356,16 +439,20 @@ def plateau_2023(optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.R
         min_lr=1e-5, eps=1e-8)
 
 
-def _check_config(config: MLPConfig) -> None:
+def _check_config(config: TrainConfig) -> None:
     if config.batch_size < 1 or config.max_epochs < 1 or config.patience < 1:
         raise ValueError("batch_size, max_epochs and patience must be positive")
-    choices = {"stopping": ("previous", "best"), "monitor": ("loss", "auroc"), "validation": ("clean", "noisy_batches"),
-               "restore": ("best", "last"), "lr_schedule": ("constant", "plateau2023")}
+    choices = {"stopping": ("previous", "best"), "monitor": ("loss", "auroc"),
+               "validation": ("clean", "noisy_batches", "none"), "restore": ("best", "last"),
+               "lr_schedule": ("constant", "plateau2023")}
     for name, valid in choices.items():
         if getattr(config, name) not in valid:
             raise ValueError(f"{name} must be one of {valid}, got {getattr(config, name)!r}")
     if config.l1_first_layer < 0:
         raise ValueError(f"l1_first_layer must be non-negative, got {config.l1_first_layer}")
+    if config.validation == "none" and config.restore != "last":
+        raise ValueError("validation='none' trains without held-out rows and keeps the last weights; "
+                         "set restore='last'")
 
 
 def _first_linear(module: nn.Module) -> nn.Linear:
@@ -375,36 +462,47 @@ def _first_linear(module: nn.Module) -> nn.Linear:
     raise ValueError("l1_first_layer needs a network with a linear layer")
 
 
+def classification_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean classification loss of a batch: binary cross-entropy on a single logit ``(b, 1)`` or
+    ``(b,)``, softmax cross-entropy on ``(b, K)`` logits with ``K >= 2``; ``y`` int labels ``(b,)``."""
+    if logits.dim() == 1 or logits.shape[1] == 1:
+        return F.binary_cross_entropy_with_logits(logits.reshape(-1), y.to(logits.dtype))
+    return F.cross_entropy(logits, y)
+
+
 def _auroc(logits: torch.Tensor, y: torch.Tensor) -> float:
-    """Held-out AUROC of ``logits`` for binary ``y`` (0.5 when one class is absent)."""
+    """Held-out AUROC of single-logit ``logits`` for binary ``y`` (0.5 when one class is absent)."""
     from sklearn.metrics import roc_auc_score
 
+    if logits.dim() == 2 and logits.shape[1] != 1:
+        raise ValueError("monitor='auroc' needs a binary model with a single logit; use monitor='loss'")
     y_np = y.cpu().numpy()
     if y_np.min() == y_np.max():
         return 0.5
-    return float(roc_auc_score(y_np, logits.double().cpu().numpy()))
+    return float(roc_auc_score(y_np, logits.reshape(-1).double().cpu().numpy()))
 
 
-def _validate(module: nn.Module, X_val: torch.Tensor, y_val: torch.Tensor, config: MLPConfig,
+def _validate(module: nn.Module, X_val: torch.Tensor, y_val: torch.Tensor, config: TrainConfig,
               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The epoch's validation loss as ``config.validation`` says, and the clean logits when stopping watches AUROC.
 
     ``"noisy_batches"`` (the 2023 code): measured before switching to eval mode, so the input
     noise is on, over a fresh order of the rows drawn from ``generator``, as the sum of the
     batch means. ``"clean"``: the mean loss of one eval-mode pass. Returns ``(loss, logits)``,
-    ``logits`` of shape ``(n_val,)`` or None; the module is in eval mode afterwards.
+    ``logits`` the model's output on ``X_val`` or None; the module is in eval mode afterwards.
     """
     bs, n_val = int(config.batch_size), X_val.shape[0]
     with torch.no_grad():
         if config.validation == "noisy_batches":
             order = torch.randperm(n_val, generator=generator, device=X_val.device)
             Xv, yv = X_val[order], y_val[order]
-            loss = sum(F.binary_cross_entropy_with_logits(module(Xv[s : s + bs]).reshape(-1), yv[s : s + bs])
-                       for s in range(0, n_val, bs))
+            loss = sum(classification_loss(module(Xv[s : s + bs]), yv[s : s + bs]) for s in range(0, n_val, bs))
         module.eval()
-        logits = module(X_val).reshape(-1) if config.monitor == "auroc" or config.validation == "clean" else None
+        logits = None
+        if config.monitor == "auroc" or config.validation == "clean":
+            logits = torch.cat([module(X_val[s : s + PREDICT_BATCH]) for s in range(0, n_val, PREDICT_BATCH)])
         if config.validation == "clean":
-            loss = F.binary_cross_entropy_with_logits(logits, y_val)
+            loss = classification_loss(logits, y_val)
     return loss, logits
 
 
@@ -413,31 +511,31 @@ def fit_network(
     X: np.ndarray,
     y: np.ndarray,
     *,
-    config: MLPConfig,
+    config: TrainConfig,
     generator: torch.Generator,
     device: torch.device,
+    loss: BatchLoss | None = None,
     penalty: Penalty | None = None,
     input_grad: bool = False,
     gate_params: tuple[nn.Parameter, ...] = (),
     gate_lr: float | None = None,
 ) -> TrainResult:
-    """The one training loop of every benchmark network (the shared MLP and the embedded selectors).
+    """The one training loop of every benchmark network: MLPs, CNNs, embedded and concrete selectors.
 
     Parameters
     ----------
-    module : nn.Module mapping float32 ``(b, p)`` to logits ``(b, 1)``; already initialised (on
-        the CPU or ``device``). Every random layer inside (``seed_noise_layers``) draws from the run's
-        generator while training.
-    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
-    config : MLPConfig
-        ``lr``, ``weight_decay``, ``batch_size``, ``max_epochs``, ``patience``, ``stopping``,
-        ``monitor``, ``validation``, ``restore``, ``lr_schedule``, ``l1_first_layer`` and
-        ``validation_fraction`` (architecture fields are the caller's business).
+    module : nn.Module mapping float32 ``(b, *input_shape)`` to logits: ``(b, 1)`` for a binary
+        model, ``(b, K)`` for ``K`` classes (see :func:`classification_loss`); already initialised
+        (on the CPU or ``device``). Every random layer inside (``seed_noise_layers``) draws from
+        the run's generator while training.
+    X : float32 ``(n, *input_shape)``;  y : int ``(n,)`` class labels ``0..K-1``
+    config : TrainConfig (an MLP preset's via ``TrainConfig.of``)
     generator : CPU ``torch.Generator``; draws the validation split, then (on CPU) the batch
         order, the noise and the order of noisy validation batches (on CUDA those come from a
-        CUDA generator seeded from it).
+        CUDA generator seeded from it). A replicate is another generator.
     device : where to train.
-    penalty : added to each batch's mean binary cross-entropy before the backward pass.
+    loss : the batch objective in place of the classification loss (:data:`BatchLoss`).
+    penalty : added to each batch's classification loss before the backward pass.
     input_grad : mark each batch as requiring grad before the forward pass (penalties on input
         gradients).
     gate_params : parameters put in their own Adam group: no weight decay and learning rate
@@ -449,29 +547,39 @@ def fit_network(
 
     Notes
     -----
-    Per epoch: the ``n - n_val`` training rows are visited in a fresh random order in batches of
-    ``config.batch_size`` (the last one may be smaller), one Adam step each; the objective is the
-    batch's mean BCE on the logit, plus ``l1_first_layer * sum |W_1|``, plus ``penalty``. Then
-    the learning-rate schedule steps (``plateau2023``: on the epoch's summed objective), then the
-    validation value is measured. Early stopping counts epochs whose monitored value does not
-    beat the previous epoch's (``stopping="previous"``, the 2023 rule) or the best so far
-    (``"best"``); ``patience`` such epochs in a row end training, as does ``max_epochs``.
-    ``restore="best"`` restores the weights of the best epoch (copied, never aliased).
+    Per epoch: the training rows are visited in a fresh random order in batches of
+    ``config.batch_size`` (the last one may be smaller), one Adam step each; the objective is
+    ``loss`` or the batch's mean classification loss, plus ``l1_first_layer * sum |W_1|``, plus
+    ``penalty``. Then the learning-rate schedule steps (``plateau2023``: on the epoch's summed
+    objective), then the validation value is measured. Early stopping counts epochs whose
+    monitored value does not beat the previous epoch's (``stopping="previous"``, the 2023 rule)
+    or the best so far (``"best"``); ``patience`` such epochs in a row end training, as does
+    ``max_epochs``. ``restore="best"`` restores the weights of the best epoch (copied, never
+    aliased). With ``validation="none"`` every row trains and the loop runs ``max_epochs``.
     """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig (TrainConfig.of(...) for an MLP preset), got {type(config).__name__}")
     _check_config(config)
     n = X.shape[0]
-    n_val = _n_validation(n, config.validation_fraction)
-    perm = torch.randperm(n, generator=generator)
-    val_idx, tr_idx = torch.sort(perm[:n_val]).values, torch.sort(perm[n_val:]).values
+    validate = config.validation != "none"
+    if validate:
+        n_val = _n_validation(n, config.validation_fraction)
+        perm = torch.randperm(n, generator=generator)
+        val_idx, tr_idx = torch.sort(perm[:n_val]).values, torch.sort(perm[n_val:]).values
+    else:
+        n_val, val_idx, tr_idx = 0, torch.empty(0, dtype=torch.long), None
     if device.type == "cpu":
         dev_gen = generator
     else:
         dev_gen = torch.Generator(device=device).manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
 
     X_all = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
-    y_all = torch.from_numpy(np.asarray(y)).to(torch.float32)
-    X_tr, y_tr = X_all[tr_idx].to(device), y_all[tr_idx].to(device)
-    X_val, y_val = X_all[val_idx].to(device), y_all[val_idx].to(device)
+    y_all = torch.from_numpy(np.asarray(y, dtype=np.int64))
+    if tr_idx is None:
+        X_tr, y_tr = X_all.to(device), y_all.to(device)
+    else:
+        X_tr, y_tr = X_all[tr_idx].to(device), y_all[tr_idx].to(device)
+        X_val, y_val = X_all[val_idx].to(device), y_all[val_idx].to(device)
     n_tr, bs = n - n_val, int(config.batch_size)
     starts = list(range(0, n_tr, bs))
 
@@ -482,18 +590,18 @@ def fit_network(
         {"params": [q for q in module.parameters() if id(q) in own], "weight_decay": 0.0,
          "lr": config.lr if gate_lr is None else float(gate_lr)},
     ]
-    optimizer = _adam([g for g in groups if g["params"]], config.lr)
-    scheduler = None
-    if config.lr_schedule == "plateau2023":
-        scheduler = plateau_2023(optimizer)
+    optimizer = _adam([g for g in groups if g["params"]], config.lr, config.adam_eps, config.fused_adam)
+    scheduler = plateau_2023(optimizer) if config.lr_schedule == "plateau2023" else None
     first = _first_linear(module) if config.l1_first_layer > 0 else None
     higher = config.monitor == "auroc"
 
-    history: dict[str, list[float]] = {"train_loss": [], "val_loss": []}
-    if higher:
+    history: dict[str, list[float]] = {"train_loss": []}
+    if validate:
+        history["val_loss"] = []
+    if validate and higher:
         history["val_auroc"] = []
     best = previous = -math.inf if higher else math.inf
-    best_epoch, stale = -1, 0
+    best_epoch, stale, step = -1, 0, 0
     best_state: dict[str, torch.Tensor] = {}
 
     def better(a: float, b: float) -> bool:
@@ -510,16 +618,23 @@ def fit_network(
                 xb, yb = Xe[s : s + bs], ye[s : s + bs]
                 if input_grad:
                     xb = xb.clone().requires_grad_(True)
-                loss = F.binary_cross_entropy_with_logits(module(xb).reshape(-1), yb)
-                objective = loss
+                base = loss(module, xb, yb, step) if loss is not None else classification_loss(module(xb), yb)
+                objective = base
                 if first is not None:
                     objective = objective + config.l1_first_layer * first.weight.abs().sum()
                 if penalty is not None:
-                    objective = objective + penalty(module, xb, loss)
+                    objective = objective + penalty(module, xb, base)
                 optimizer.zero_grad(set_to_none=True)
                 objective.backward()
                 optimizer.step()
                 total += objective.detach()
+                step += 1
+            if not validate:
+                train_sum = float(total)
+                if scheduler is not None:
+                    scheduler.step(train_sum)
+                history["train_loss"].append(train_sum / len(starts))
+                continue
             val_loss, val_logits = _validate(module, X_val, y_val, config, dev_gen)  # leaves the module in eval mode
             train_sum, val = torch.stack([total, val_loss]).tolist()  # one sync per epoch
             if scheduler is not None:
@@ -544,9 +659,10 @@ def fit_network(
         module.load_state_dict(best_state)
     elif config.restore == "best":
         log.warning("training: no finite validation value in %d epochs; keeping the last weights",
-                    len(history["val_loss"]))
+                    len(history["train_loss"]))
     module.eval()
-    return TrainResult(module, len(history["val_loss"]), best_epoch, history, val_idx.numpy().astype(np.int64))
+    return TrainResult(module, len(history["train_loss"]), best_epoch, history,
+                       val_idx.numpy().astype(np.int64), step)
 
 
 def _train_cached(

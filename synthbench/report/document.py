@@ -24,7 +24,7 @@ from synthbench import metrics as M
 from synthbench.report import figures, tables
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
-from synthbench.runner.cells import NEAR_CHANCE_AUROC
+from synthbench.models.shared import NEAR_CHANCE_AUROC
 
 __all__ = ["Report", "build_report", "write_report"]
 

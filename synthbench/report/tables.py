@@ -17,7 +17,8 @@ from scipy import stats
 from synthbench import metrics as M
 from synthbench.report.results import Results
 from synthbench.models import kinds, model_kind
-from synthbench.runner.cells import NEAR_CHANCE_AUROC, NEAR_CHANCE_FLAG
+from synthbench.models.shared import NEAR_CHANCE_AUROC
+from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
 
 __all__ = ["mean_ci", "summary_table", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
@@ -155,7 +156,7 @@ def model_table(results: Results) -> pd.DataFrame:
     DataFrame with columns ``model, setting, n_decoys, dataset, n_samples, auroc, auroc_lo, auroc_hi`` (mean held-out
     AUROC and its 95 % Student-t interval over folds and seeds), ``accuracy`` (mean held-out
     accuracy), ``models`` (folds × seeds), ``near_chance`` (of them, AUROC below
-    :data:`~synthbench.runner.cells.NEAR_CHANCE_AUROC`) and ``methods`` (the methods that explain
+    :data:`~synthbench.models.shared.NEAR_CHANCE_AUROC`) and ``methods`` (the methods that explain
     it, by name); sorted by model, setting (store order) and decoy count. Empty when no cell
     records a model.
     """

@@ -15,11 +15,12 @@ from synthbench import datasets
 from synthbench.evaluation import FoldData, Scorer, get_scorer, make_folds
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, TrainSettings
+from synthbench.models.shared import near_chance
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
 
-__all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_AUROC", "NEAR_CHANCE_FLAG"]
+__all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_FLAG"]
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +35,8 @@ def import_plugins(modules: Iterable[str]) -> None:
         importlib.import_module(name)
 
 
-#: A cell whose model's held-out AUROC is below this is flagged ``model_near_chance``: an
-#: explanation of a model that learned nothing says nothing about the method.
-NEAR_CHANCE_AUROC = 0.6
-#: The flag such a cell carries in the store's ``flags`` column.
+#: The flag a cell carries in the store's ``flags`` column when a model it explains is near chance
+#: (:func:`synthbench.models.shared.near_chance`).
 NEAR_CHANCE_FLAG = "model_near_chance"
 
 _VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", "skrebate", "pymrmr", "torch", "lassonet")
@@ -98,8 +97,6 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
     trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
     seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in spec.needs if k in models.info)
     model_info = {k: models.info[k] for k in spec.needs if k in models.info} or None
-    flags = (NEAR_CHANCE_FLAG,) if any(
-        info.get("test_auroc", 1.0) < NEAR_CHANCE_AUROC for info in (model_info or {}).values()
-    ) else ()
+    flags = (NEAR_CHANCE_FLAG,) if any(near_chance(info) for info in (model_info or {}).values()) else ()
     return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, peak.bytes, model=model_info,
                       flags=flags, **base)

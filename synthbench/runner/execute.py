@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 from synthbench import __version__
 from synthbench.models import TrainSettings
-from synthbench.runner.cells import NEAR_CHANCE_AUROC, run_task
+from synthbench.runner.cells import run_task
 from synthbench.runner.executors import Executor, SerialExecutor
 from synthbench.runner.grid import Cell, FoldTask, GridSpec
 from synthbench.runner.machine import describe_machine
 from synthbench.runner.store import STALE_AFTER_SECONDS, CellResult, ResultStore, StoreError
 
-__all__ = ["execute", "RunSummary", "run_task", "NEAR_CHANCE_AUROC"]
+__all__ = ["execute", "RunSummary", "run_task"]
 
 log = logging.getLogger(__name__)
 
