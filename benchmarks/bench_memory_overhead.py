@@ -23,7 +23,7 @@ import time
 import tracemalloc
 
 from synthbench import datasets
-from synthbench.evaluation import FoldData, make_folds
+from synthbench.protocol import FoldData, make_folds
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.runner.memory import PeakMemory

@@ -23,7 +23,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from synthbench import datasets
-from synthbench.evaluation import FoldData, make_folds
+from synthbench.protocol import FoldData, make_folds
 from synthbench.models import TrainSettings
 from synthbench.models.neural import train_fold_mlp
 from synthbench.models.shared import held_out_quality

@@ -15,7 +15,7 @@ import argparse
 import time
 
 from synthbench import datasets
-from synthbench.evaluation import FoldData, make_folds
+from synthbench.protocol import FoldData, make_folds
 from synthbench.methods import get_method, method_names, run_method
 from synthbench.models import SharedModels, TrainSettings
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         run_method(spec, data, models)
         seconds = time.perf_counter() - t0
-        cell = seconds + (train if "mlp" in spec.needs else 0.0)
+        cell = seconds + (train if "mlp" in spec.needs_for("tabular") else 0.0)
         print(f"{name:<28}{seconds:>10.3f}{cell:>10.3f}", flush=True)
     return 0
 

@@ -27,7 +27,7 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from synthbench import datasets
-from synthbench.evaluation import FoldData, make_folds
+from synthbench.protocol import FoldData, make_folds
 from synthbench.models.mlp import MLPConfig
 from synthbench.models.training import train_mlp
 

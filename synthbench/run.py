@@ -172,7 +172,7 @@ def _fitting(cells: list[Cell]) -> list[Cell]:
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
-    from synthbench import metrics
+    from synthbench.scoring import metrics
 
     if args.metric not in metrics.names():
         raise UsageError(f"unknown metric {args.metric!r}; valid: {', '.join(metrics.names())}")

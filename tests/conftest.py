@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from synthbench.datasets import Dataset
-from synthbench.evaluation import FoldData, make_folds
+from synthbench.protocol import FoldData, make_folds
 
 
 def fold_of(ds: Dataset, fold: int = 0, n_folds: int = 3) -> FoldData:

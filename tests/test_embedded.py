@@ -33,7 +33,7 @@ def run(name, data, **params):
 def test_registered_not_default_and_needing_no_model():
     for name in NAMES:
         spec = get_method(name)
-        assert not spec.default and spec.needs == ()
+        assert not spec.default and spec.needs_for("tabular") == ()
     for name in NEURAL:
         assert get_method(name).params["ensemble"] == 1
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from synthbench import datasets
-from synthbench.evaluation import MethodOutput
+from synthbench.protocol import MethodOutput
 from synthbench.methods import default_methods, get_method, method_names, register_method, run_method
 from synthbench.methods import registry
 from synthbench.models import SharedModels
@@ -60,7 +60,7 @@ def test_informed_methods_beat_chance_on_an_easy_rule():
     data = fold_of(tiny_dataset(p=20, n=300))
     # lrp_zplus is left out: the z+ rule assumes non-negative layer inputs, and these are in
     # [-1, 1], so on the first layer it ranks by positive weights rather than by use.
-    neural = [n for n in ALL if get_method(n).needs == ("mlp",) and n != "lrp_zplus"]
+    neural = [n for n in ALL if get_method(n).needs_for("tabular") == ("mlp",) and n != "lrp_zplus"]
     for name in ["rf", "rf_permutation", "treeshap", "mi", "anova", "relief", "mrmr", "mrmr_pymrmr", *neural]:
         assert np.argmax(np.abs(run(name, data).scores)) == np.flatnonzero(data.relevant)[0], name
 

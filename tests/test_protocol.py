@@ -5,7 +5,7 @@ import pytest
 from sklearn.model_selection import KFold
 
 from synthbench import datasets
-from synthbench.evaluation import FoldData, make_folds, seed_stream
+from synthbench.protocol import FoldData, make_folds, seed_stream
 
 
 def test_folds_are_unshuffled_kfold_with_fresh_permutations():

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from synthbench import datasets
-from synthbench import metrics as M
-from synthbench.evaluation import GroundTruthScorer, MethodOutput, get_scorer
+from synthbench.scoring import metrics as M
+from synthbench.protocol import MethodOutput
+from synthbench.scoring import GroundTruthScorer, get_scorer
 
 from conftest import fold_of
 
@@ -30,7 +31,7 @@ def test_local_metrics_need_local_truth_and_local_output(switch_fold):
 def test_tie_streams_depend_on_metric_name_not_on_the_metric_list(switch_fold):
     tied = MethodOutput(np.zeros(switch_fold.n_features))
     full = GroundTruthScorer().score(tied, switch_fold, "m")
-    alone = GroundTruthScorer(metrics=("best_k",)).score(tied, switch_fold, "m")
+    alone = GroundTruthScorer(metrics={"best_k": M.METRICS["best_k"]}).score(tied, switch_fold, "m")
     assert alone["best_k"] == full["best_k"]
     other_method = GroundTruthScorer().score(tied, switch_fold, "other")
     assert other_method != full  # a different cell breaks ties differently

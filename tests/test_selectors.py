@@ -32,7 +32,7 @@ def _run(name, data):
 @pytest.mark.parametrize("name", SELECTORS)
 def test_registered_not_default_and_needs_nothing(name):
     spec = get_method(name)
-    assert spec.needs == () and spec.default is False
+    assert spec.needs_for("tabular") == () and spec.inputs == ("tabular",) and spec.default is False
 
 
 @pytest.mark.parametrize("name", SELECTORS)

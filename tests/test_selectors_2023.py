@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import synthbench.methods.selectors_2023 as s23
-from synthbench.evaluation import GroundTruthScorer
+from synthbench.scoring import GroundTruthScorer
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.models.mlp import GaussianNoise, SeededDropout
@@ -149,7 +149,7 @@ def test_the_2023_selectors_refuse_a_dataset_without_relevant_features(easy_fold
 
 
 def test_best_2k_reads_the_separate_2k_ranking(easy_fold):
-    from synthbench.evaluation import MethodOutput
+    from synthbench.protocol import MethodOutput
 
     p = easy_fold.n_features
     relevant = np.flatnonzero(easy_fold.relevant)[0]

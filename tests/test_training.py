@@ -442,7 +442,7 @@ def test_the_loop_trains_a_convolutional_network_on_images() -> None:
 
 
 def test_replicates_are_independent_trainings_and_replicate_zero_is_the_shared_model() -> None:
-    from synthbench.evaluation.protocol import FoldData, make_folds
+    from synthbench.protocol import FoldData, make_folds
     from synthbench.models import SharedModels
 
     ds = datasets.make("xor", n_samples=200, n_decoys=2, seed=0)

@@ -19,6 +19,7 @@ Every generator accepts ``n_decoys`` (0 allowed) and ``decoy_correlation`` in ``
 """
 
 from . import dag, hypercube, l2x, nonlinear  # noqa: F401  (imported to register the generators)
-from .base import Dataset, DatasetTooLarge, check_fits, describe, estimate_bytes, make, names
+from .base import KINDS, Dataset, DatasetTooLarge, check_fits, describe, estimate_bytes, input_kind, make, names, spec
 
-__all__ = ["Dataset", "DatasetTooLarge", "make", "names", "describe", "estimate_bytes", "check_fits"]
+__all__ = ["Dataset", "DatasetTooLarge", "KINDS", "input_kind", "make", "spec", "names", "describe", "estimate_bytes",
+           "check_fits"]

@@ -2,12 +2,18 @@
 
 Conventions shared by every generator
 -------------------------------------
-* ``X`` is float32 of shape ``(n_samples, n_features)``; ``y`` is int64 of shape ``(n_samples,)``.
-* The relevant features come first in the columns; decoys follow. The evaluation protocol
-  permutes columns per fold, so methods never see this order.
-* ``relevant`` (bool, ``(n_features,)``) is the global ground truth: the features the label
-  rule reads. ``relevant_local`` (bool, ``(n_samples, n_features)``) is the per-instance
-  ground truth where the rule reads different features for different samples, else ``None``.
+* ``X`` is float32 of shape ``(n_samples, *input_shape)``: ``(n, p)`` for tables (kind
+  ``"tabular"``), ``(n, C, H, W)`` for images (kind ``"image"``); ``y`` is int64 of shape
+  ``(n_samples,)``, class labels ``0..K-1``.
+* Tables: the relevant features come first in the columns; decoys follow. The evaluation protocol
+  permutes columns per fold (a transform of the tabular kind), so methods never see this order.
+  Images are not permuted: their generators place the signal at random positions.
+* ``relevant`` (bool, ``input_shape``) is the global ground truth, the input elements the label
+  rule reads, or ``None`` when there is none (images whose signal moves). ``relevant_local``
+  (bool, ``(n_samples, *input_shape)``) is the per-instance truth (an image's mask of signal
+  pixels) where the rule reads different elements for different samples, else ``None``.
+* A generator that takes decoys (tables: decoy columns; images: distractor patches) declares it
+  (``register(..., decoys=True)``) and receives ``n_decoys``; others have no decoy axis.
 * Every random draw comes from ``numpy.random.default_rng(seed)`` created inside the generator.
 """
 
@@ -21,22 +27,35 @@ import os
 
 import numpy as np
 
-__all__ = ["Dataset", "GeneratorSpec", "DatasetTooLarge", "register", "make", "names", "describe", "estimate_bytes",
-           "check_fits"]
+__all__ = ["Dataset", "GeneratorSpec", "DatasetTooLarge", "KINDS", "input_kind", "register", "spec", "make", "names",
+           "describe", "estimate_bytes", "check_fits"]
+
+
+KINDS = ("tabular", "image")
+"""Input kinds: ``(n, p)`` tables and ``(n, C, H, W)`` images."""
+
+
+def input_kind(X: np.ndarray) -> str:
+    """``"tabular"`` for 2-D inputs, ``"image"`` for 4-D ``(n, C, H, W)``; ValueError otherwise."""
+    if X.ndim == 2:
+        return "tabular"
+    if X.ndim == 4:
+        return "image"
+    raise ValueError(f"inputs must be (n, p) tables or (n, C, H, W) images, got shape {X.shape}")
 
 
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    """A labelled table with known ground truth.
+    """A labelled data set with known ground truth.
 
     Attributes
     ----------
-    X : ndarray of float32, shape (n_samples, n_features)
-    y : ndarray of int64, shape (n_samples,)
-    relevant : ndarray of bool, shape (n_features,)
+    X : ndarray of float32, shape (n_samples, *input_shape)
+    y : ndarray of int64, shape (n_samples,), labels ``0..K-1``
+    relevant : ndarray of bool, shape input_shape, or None
         Global ground truth; ``relevant.sum()`` is the ``k`` used by the scorer.
-    relevant_local : ndarray of bool, shape (n_samples, n_features), or None
-        Per-instance ground truth.
+    relevant_local : ndarray of bool, shape (n_samples, *input_shape), or None
+        Per-instance ground truth (an image's signal mask).
     name : str
     params : dict
         Every parameter that defines the data (including defaults), for provenance.
@@ -45,66 +64,100 @@ class Dataset:
 
     X: np.ndarray
     y: np.ndarray
-    relevant: np.ndarray
+    relevant: np.ndarray | None
     relevant_local: np.ndarray | None
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
 
     def __post_init__(self) -> None:
-        n, p = self.X.shape
+        input_kind(self.X)
+        n, shape = self.X.shape[0], tuple(self.X.shape[1:])
         if self.X.dtype != np.float32:
             raise TypeError(f"Dataset.X must be float32, got {self.X.dtype}")
         if self.y.dtype != np.int64 or self.y.shape != (n,):
             raise TypeError(f"Dataset.y must be int64 of shape ({n},), got {self.y.dtype} {self.y.shape}")
-        if self.relevant.dtype != np.bool_ or self.relevant.shape != (p,):
-            raise TypeError(f"Dataset.relevant must be bool of shape ({p},)")
+        if self.relevant is not None and (self.relevant.dtype != np.bool_ or self.relevant.shape != shape):
+            raise TypeError(f"Dataset.relevant must be bool of shape {shape} or None")
         if self.relevant_local is not None and (
-            self.relevant_local.dtype != np.bool_ or self.relevant_local.shape != (n, p)
+            self.relevant_local.dtype != np.bool_ or self.relevant_local.shape != (n, *shape)
         ):
-            raise TypeError(f"Dataset.relevant_local must be bool of shape ({n}, {p}) or None")
+            raise TypeError(f"Dataset.relevant_local must be bool of shape {(n, *shape)} or None")
+
+    @property
+    def kind(self) -> str:
+        """``"tabular"`` or ``"image"`` (:func:`input_kind`)."""
+        return input_kind(self.X)
 
     @property
     def n_samples(self) -> int:
         return int(self.X.shape[0])
 
     @property
-    def n_features(self) -> int:
-        return int(self.X.shape[1])
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.X.shape[1:])
 
     @property
-    def k(self) -> int:
-        """Number of globally relevant features."""
-        return int(self.relevant.sum())
+    def n_features(self) -> int:
+        """Input elements per sample: columns of a table, ``C * H * W`` of an image."""
+        return int(np.prod(self.input_shape))
+
+    @property
+    def n_classes(self) -> int:
+        """``K``, one more than the largest label (at least 2)."""
+        return max(2, int(self.y.max()) + 1 if self.n_samples else 2)
+
+    @property
+    def k(self) -> int | None:
+        """Number of globally relevant features (None without global truth)."""
+        return None if self.relevant is None else int(self.relevant.sum())
 
 
 @dataclass(frozen=True)
 class GeneratorSpec:
-    """A registered generator: ``fn(n_samples, n_decoys, rng, **params) -> Dataset fields``."""
+    """A registered generator: ``fn(*, n_samples, seed, [n_decoys,] **params) -> Dataset``.
+
+    ``kind`` is the input kind of its data (:data:`KINDS`); ``decoys`` whether it takes
+    ``n_decoys`` (decoy columns, distractor patches).
+    """
 
     name: str
     fn: Callable[..., Dataset]
     description: str
     family: str
+    kind: str = "tabular"
+    decoys: bool = True
 
 
 _REGISTRY: dict[str, GeneratorSpec] = {}
 
 
-def register(name: str, *, description: str, family: str) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+def register(name: str, *, description: str, family: str, kind: str = "tabular",
+             decoys: bool = True) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Decorator adding a generator to the registry under ``name``.
 
     The decorated function has the signature
-    ``fn(*, n_samples: int, n_decoys: int, seed: int, **params) -> Dataset``.
+    ``fn(*, n_samples: int, n_decoys: int, seed: int, **params) -> Dataset`` (without
+    ``n_decoys`` when ``decoys=False``); ``kind`` is the input kind of its data.
     """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
     def deco(fn: Callable[..., Dataset]) -> Callable[..., Dataset]:
         if name in _REGISTRY:
             raise ValueError(f"dataset {name!r} is already registered")
-        _REGISTRY[name] = GeneratorSpec(name, fn, description, family)
+        _REGISTRY[name] = GeneratorSpec(name, fn, description, family, kind, decoys)
         return fn
 
     return deco
+
+
+def spec(name: str) -> GeneratorSpec:
+    """The registered generator ``name``; the KeyError lists the valid names."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown dataset {name!r}; valid names: {', '.join(names())}") from None
 
 
 def names() -> list[str]:
@@ -117,27 +170,42 @@ def describe() -> dict[str, str]:
     return {n: s.description for n, s in _REGISTRY.items()}
 
 
-def make(name: str, *, n_samples: int, n_decoys: int, seed: int, **params: Any) -> Dataset:
-    """Generate dataset ``name`` with ``n_decoys`` decoy columns appended after the relevant ones.
+def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, **params: Any) -> Dataset:
+    """Generate dataset ``name``.
+
+    Parameters
+    ----------
+    n_samples, seed
+        Sample count and the seed of every random draw.
+    n_decoys
+        For generators that take decoys: decoy columns appended after the relevant ones (tables)
+        or distractor patches (images); None means 0. Refused by generators without decoys.
+    **params
+        The generator's own parameters.
 
     Raises
     ------
     KeyError
         Unknown name; the message lists the valid ones.
     ValueError
-        ``n_samples < 1`` or ``n_decoys < 0``.
+        ``n_samples < 1``, ``n_decoys < 0``, or ``n_decoys`` for a generator without decoys.
     DatasetTooLarge
         The data would not fit in the memory available now (see :func:`check_fits`); raised
         before anything is allocated.
     """
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown dataset {name!r}; valid names: {', '.join(names())}")
+    gen = spec(name)
     if int(n_samples) < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    if int(n_decoys) < 0:
+    if n_decoys is not None and not gen.decoys:
+        raise ValueError(f"dataset {name!r} has no decoys; leave n_decoys out")
+    if not gen.decoys:
+        return gen.fn(n_samples=int(n_samples), seed=int(seed), **params)
+    n_decoys = 0 if n_decoys is None else int(n_decoys)
+    if n_decoys < 0:
         raise ValueError(f"n_decoys must be >= 0, got {n_decoys}")
-    check_fits(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
-    return _REGISTRY[name].fn(n_samples=int(n_samples), n_decoys=int(n_decoys), seed=int(seed), **params)
+    if gen.kind == "tabular":
+        check_fits(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
+    return gen.fn(n_samples=int(n_samples), n_decoys=n_decoys, seed=int(seed), **params)
 
 
 class DatasetTooLarge(ValueError):
@@ -179,12 +247,13 @@ def estimate_bytes(name: str, *, n_samples: int, n_decoys: int, seed: int = 0, *
     return int(n_samples) * p * per_element
 
 
-def check_fits(name: str, *, n_samples: int, n_decoys: int, seed: int = 0, **params: Any) -> None:
-    """Raise :class:`DatasetTooLarge` when the dataset's estimated peak exceeds the memory available now.
+def check_fits(name: str, *, n_samples: int, n_decoys: int | None, seed: int = 0, **params: Any) -> None:
+    """Raise :class:`DatasetTooLarge` when a table's estimated peak exceeds the memory available now.
 
-    Cheap: grids of fewer than about 2·10^7 elements are not probed at all.
+    Cheap: grids of fewer than about 2·10^7 elements are not probed at all; images (whose size
+    the decoy count does not change) are not probed.
     """
-    if int(n_samples) * (int(n_decoys) + 64) < _SMALL:
+    if spec(name).kind != "tabular" or n_decoys is None or int(n_samples) * (int(n_decoys) + 64) < _SMALL:
         return
     need = estimate_bytes(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
     have = _available_bytes()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from synthbench.evaluation.protocol import FoldData
+from synthbench.protocol import FoldData
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 

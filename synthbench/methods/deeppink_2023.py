@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from synthbench.datasets.decoys import standardise
-from synthbench.evaluation.protocol import FoldData
+from synthbench.protocol import FoldData
 from synthbench.methods.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels

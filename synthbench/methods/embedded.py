@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.evaluation.protocol import FoldData
+from synthbench.protocol import FoldData
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.models.mlp import MLPConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.feature_selection import f_classif, mutual_info_classif
 
-from synthbench.evaluation.protocol import FoldData
+from synthbench.protocol import FoldData
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from synthbench.evaluation.protocol import FoldData
-from synthbench.evaluation.scorers import MethodOutput
+from synthbench.protocol import FoldData
+from synthbench.protocol import MethodOutput
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 

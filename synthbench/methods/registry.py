@@ -1,10 +1,12 @@
 """The method registry: what each method needs and how it turns a fold into feature scores.
 
 A method is a function ``fn(data, models, rng, **params) -> MethodOutput | ndarray`` where
-``data`` is the fold's :class:`~synthbench.evaluation.FoldData` (columns permuted), ``models``
-its :class:`~synthbench.models.SharedModels` (ask ``models.get(kind)`` for a model named in
-``needs``; it is trained once per fold and shared by every method), and ``rng`` a generator
-seeded from the cell. Returning a bare array means global scores of shape ``(p,)``.
+``data`` is the fold's :class:`~synthbench.protocol.FoldData` (tables: columns permuted),
+``models`` its :class:`~synthbench.models.SharedModels` (ask ``models.get(kind)`` for a model
+named in ``needs``; it is trained once per fold and shared by every method), and ``rng`` a
+generator seeded from the cell. Returning a bare array means global scores of the input shape
+(``(p,)`` for tables). A method declares the input kinds it accepts (``inputs``, default tables
+only); a grid that pairs it with data of another kind is refused before anything runs.
 
 Adding a method::
 
@@ -24,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from synthbench.evaluation.protocol import FoldData
-from synthbench.evaluation.scorers import MethodOutput
+from synthbench.datasets import KINDS
 from synthbench.models import SharedModels, kinds, model_kind
+from synthbench.protocol import FoldData, MethodOutput
 
 __all__ = ["MethodSpec", "register_method", "get_method", "method_names", "default_methods", "run_method"]
 
@@ -41,7 +43,8 @@ class MethodSpec:
     ----------
     name, description : str
     fn : the method function
-    needs : model kinds it asks for (empty: raw data only)
+    needs : input kind -> the model kinds it asks for on that kind (empty: raw data only); its
+        keys are the input kinds the method accepts (:attr:`inputs`)
     default : whether ``python -m synthbench.run`` runs it without ``--methods``
     params : default keyword parameters, recorded with each result
     accelerated : it runs torch code on the configured device (itself or through a model it
@@ -53,11 +56,22 @@ class MethodSpec:
     name: str
     fn: MethodFn
     description: str
-    needs: tuple[str, ...] = ()
+    needs: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({"tabular": ()}))
     default: bool = True
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     accelerated: bool = False
     max_features: int | None = None
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The input kinds the method accepts (``"tabular"``, ``"image"``)."""
+        return tuple(self.needs)
+
+    def needs_for(self, kind: str) -> tuple[str, ...]:
+        """The model kinds the method asks for on inputs of ``kind``; ValueError when it does not accept them."""
+        if kind not in self.needs:
+            raise ValueError(f"method {self.name!r} does not accept {kind} inputs (it takes {', '.join(self.inputs)})")
+        return self.needs[kind]
 
     @property
     def family(self) -> str:
@@ -70,7 +84,7 @@ class MethodSpec:
     @property
     def uses_preset(self) -> bool:
         """It explains a model kind configured by a preset (the shared MLP): one cell per preset of a grid."""
-        return any(model_kind(k).uses_preset for k in self.needs)
+        return any(model_kind(k).uses_preset for ks in self.needs.values() for k in ks)
 
 
 _METHODS: dict[str, MethodSpec] = {}
@@ -80,7 +94,8 @@ def register_method(
     name: str,
     *,
     description: str,
-    needs: tuple[str, ...] = (),
+    needs: tuple[str, ...] | Mapping[str, tuple[str, ...]] = (),
+    inputs: tuple[str, ...] = ("tabular",),
     default: bool = True,
     params: Mapping[str, Any] | None = None,
     accelerated: bool = False,
@@ -88,20 +103,26 @@ def register_method(
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator registering ``fn`` as method ``name`` (see the module docstring).
 
+    ``needs``: the model kinds it asks for, the same on every kind in ``inputs``, or a mapping
+    input kind -> model kinds (its keys then say which inputs it accepts).
     ``accelerated``: the method itself trains or runs torch models on ``models.settings.device``;
     methods that need an accelerated model kind are accelerated without saying so.
     ``max_features``: the declared limit (see :class:`MethodSpec`).
     """
+    by_kind = dict(needs) if isinstance(needs, Mapping) else {kind: tuple(needs) for kind in inputs}
+    by_kind = {kind: tuple(ks) for kind, ks in by_kind.items()}
 
     def deco(fn: MethodFn) -> MethodFn:
         if name in _METHODS:
             raise ValueError(f"method {name!r} is already registered")
-        unknown = set(needs) - set(kinds())
+        if not by_kind or set(by_kind) - set(KINDS):
+            raise ValueError(f"method {name!r}: input kinds must be some of {KINDS}, got {sorted(by_kind)}")
+        unknown = {k for ks in by_kind.values() for k in ks} - set(kinds())
         if unknown:
             raise ValueError(f"method {name!r} needs unknown model kinds {sorted(unknown)}")
-        on_device = accelerated or any(model_kind(k).accelerated for k in needs)
-        _METHODS[name] = MethodSpec(name, fn, description, tuple(needs), default, MappingProxyType(dict(params or {})),
-                                    on_device, max_features)
+        on_device = accelerated or any(model_kind(k).accelerated for ks in by_kind.values() for k in ks)
+        _METHODS[name] = MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
+                                    MappingProxyType(dict(params or {})), on_device, max_features)
         return fn
 
     return deco
@@ -128,7 +149,8 @@ def get_method(name: str) -> MethodSpec:
 def run_method(spec: MethodSpec, data: FoldData, models: SharedModels) -> MethodOutput:
     """Run ``spec`` on one fold and return its validated output (ValueError when malformed)."""
     rng = data.rng("method", spec.name)
+    spec.needs_for(data.kind)  # ValueError for inputs it does not accept
     out = spec.fn(data, models, rng, **spec.params)
     if not isinstance(out, MethodOutput):
         out = MethodOutput(np.asarray(out))
-    return out.validate(data.n_features, data.X_explain.shape[0])
+    return out.validate(data.input_shape, data.X_explain.shape[0])

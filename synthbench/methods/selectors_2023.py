@@ -62,8 +62,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.evaluation.protocol import FoldData
-from synthbench.evaluation.scorers import MethodOutput
+from synthbench.protocol import FoldData
+from synthbench.protocol import MethodOutput
 from synthbench.methods.registry import register_method
 from synthbench.methods.selectors import seeded_generators, selector_config
 from synthbench.models import SharedModels

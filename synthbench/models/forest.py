@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sklearn.ensemble import RandomForestClassifier
 
-from synthbench.evaluation.protocol import FoldData
+from synthbench.protocol import FoldData
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
 
 N_TREES = 500

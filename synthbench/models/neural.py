@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from synthbench.evaluation.protocol import FoldData
+from synthbench.protocol import FoldData
 from synthbench.models.presets import DEFAULT_PRESET, get_preset
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
 

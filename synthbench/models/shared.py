@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from synthbench.evaluation.protocol import FoldData
+from synthbench.protocol import FoldData
 
 __all__ = ["ModelKind", "SharedModels", "TrainSettings", "register_model", "kinds", "model_kind", "held_out_quality",
            "near_chance", "NEAR_CHANCE_AUROC", "NEAR_CHANCE_GAIN"]

@@ -12,7 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
-from synthbench import metrics
+from synthbench.scoring import metrics
 from synthbench.run import DEFAULT_STORE, OneLineParser, UsageError, parse_names
 
 __all__ = ["main"]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from synthbench import metrics as M
+from synthbench.scoring import get_metric
 from synthbench.report import figures, tables
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
@@ -185,7 +185,7 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     decoys = sorted(results.cells["n_decoys"].unique())
     status = results.cells["status"].value_counts()
     missing = len(results.missing())
-    m = M.get(metric)
+    m = get_metric(metric)
     md = ["# synthbench report", ""]
     versions = results.cells["package_version"].unique()
     if len(versions) > 1:
@@ -202,7 +202,7 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
         "",
         f"**How to read it.** Each method ranks every feature by importance; `{metric}` is the {m.description} "
         f"({m.direction} is better), and the *chance* column gives its expected value under a random ranking. "
-        + " ".join(f"`{other}`: the {M.get(other).description}." for other in metrics[1:])
+        + " ".join(f"`{other}`: the {get_metric(other).description}." for other in metrics[1:])
         + " Means are over folds and seeds, with 95 % Student-t confidence intervals. † marks methods some of whose "
         f"cells explain a model that scored a held-out AUROC below {NEAR_CHANCE_AUROC} (`near chance` counts them).",
         "",

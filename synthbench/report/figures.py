@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from synthbench import metrics as M
+from synthbench.scoring import get_metric
 from synthbench.report.statistics import RankTest
 from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front
 
@@ -31,7 +31,7 @@ _LINES = ("-", "--", ":", "-.")
 
 
 def _axis_label(metric: str, prefix: str = "") -> str:
-    unit = M.get(metric).unit
+    unit = get_metric(metric).unit
     return f"{prefix}{metric}" + (f" ({unit})" if unit else "")
 
 
@@ -115,7 +115,7 @@ def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panel
     nrows = blocks * len(families)
     fig = Figure(figsize=(3.6 * ncols + 3.4, 2.9 * nrows + 0.6))
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    lo, hi = M.get(metric).limits
+    lo, hi = get_metric(metric).limits
     for f, (family, members) in enumerate(families.items()):
         handles: dict[str, object] = {}
         band_alpha = min(0.15, 0.9 / max(1, len(members)))

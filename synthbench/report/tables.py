@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from synthbench import metrics as M
+from synthbench.scoring import get_metric
 from synthbench.report.results import Results
 from synthbench.models import kinds, model_kind
 from synthbench.models.shared import NEAR_CHANCE_AUROC
@@ -51,7 +51,7 @@ def _metric_block(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     columns = [metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_chance", "cells"]
     out = {}
     for method, g in sel.groupby("method", sort=False):
-        mean, lo, hi, n = mean_ci(g["value"], limits=M.get(metric).limits)
+        mean, lo, hi, n = mean_ci(g["value"], limits=get_metric(metric).limits)
         out[method] = [mean, lo, hi, g["chance"].mean(), n]
     return pd.DataFrame.from_dict(out, orient="index", columns=columns)
 
@@ -93,7 +93,7 @@ def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "be
     table["missing"] = missing.groupby("method").size()
     counts = ["near_chance", "failed", "skipped", "missing"]
     table[counts] = table[counts].fillna(0).astype(int)
-    ascending = M.get(metrics[0]).direction == "lower"
+    ascending = get_metric(metrics[0]).direction == "lower"
     return table.sort_values(metrics[0], ascending=ascending, na_position="last")
 
 
@@ -132,7 +132,7 @@ def _curve_points(sel: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFra
     """
     rows = []
     for key, g in sel.groupby(keys):
-        mean, lo, hi, n = mean_ci(g["value"], limits=M.get(metric).limits)
+        mean, lo, hi, n = mean_ci(g["value"], limits=get_metric(metric).limits)
         rows.append((*key, mean, lo, hi, g["chance"].mean(), n))
     table = pd.DataFrame(rows, columns=[*keys, "mean", "lo", "hi", "chance", "cells"])
     for k in ("n_decoys", "n_samples"):
@@ -219,7 +219,7 @@ def pareto_front(summary: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     A method is on the front when every faster method has a worse mean ``metric`` (by its
     direction); methods without seconds or a mean are ignored.
     """
-    higher = M.get(metric).direction == "higher"
+    higher = get_metric(metric).direction == "higher"
     data = summary.dropna(subset=[metric, "seconds"])
     ordered = data.sort_values(["seconds", metric], ascending=[True, not higher])
     keep, best = [], -np.inf

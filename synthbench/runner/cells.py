@@ -12,13 +12,14 @@ from collections.abc import Iterable, Iterator
 from importlib import metadata
 
 from synthbench import datasets
-from synthbench.evaluation import FoldData, Scorer, get_scorer, make_folds
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, TrainSettings
 from synthbench.models.shared import near_chance
+from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
+from synthbench.scoring import Scorer, get_scorer
 
 __all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_FLAG"]
 
@@ -62,41 +63,55 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     head = task.head
     versions = package_versions()
     try:
-        ds = datasets.make(head.dataset, n_samples=head.n_samples, n_decoys=head.n_decoys, seed=head.seed,
-                           **dict(head.dataset_params))
-        fold = make_folds(ds.n_samples, ds.n_features, n_folds=head.n_folds, seed=head.seed)[head.fold]
+        decoys = {} if head.n_decoys is None else {"n_decoys": head.n_decoys}
+        ds = datasets.make(head.dataset, n_samples=head.n_samples, seed=head.seed, **decoys, **dict(head.dataset_params))
+        fold = dataset_folds(ds, n_folds=head.n_folds, seed=head.seed)[head.fold]
         data = FoldData.from_dataset(ds, fold, explain=head.explain)
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
         for cell in task.cells:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
         return
     models = SharedModels(data, settings, preset=head.model)
+    permutation = None if fold.permutation is None else fold.permutation.tolist()
+    outputs: dict[str, tuple[MethodOutput, float, int | None]] = {}  # one run per method, whatever the scorers
     for cell in task.cells:
-        scorer = get_scorer(cell.scorer)
-        yield _run_cell(cell, data, models, scorer, versions, fold.permutation.tolist())
+        yield _run_cell(cell, data, models, get_scorer(cell.scorer), versions, permutation, outputs)
 
 
-def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer,
-              versions: dict[str, str], permutation: list[int]) -> CellResult:
+def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, versions: dict[str, str],
+              permutation: list[int] | None, outputs: dict[str, tuple[MethodOutput, float, int | None]]) -> CellResult:
+    """Run the cell's method (or reuse its output for another scorer of the same task), then its scorer."""
     spec = get_method(cell.method)
-    base = dict(n_features=data.n_features, k=int(data.relevant.sum()), permutation=permutation, versions=versions)
+    base = dict(n_features=data.n_features, k=data.k, permutation=permutation, versions=versions)
     if spec.max_features is not None and data.n_features > spec.max_features:
         return CellResult(cell, "skipped", f"{spec.name} declares a limit of {spec.max_features} features; "
                           f"this cell has {data.n_features}", **base)
-    trained_before = {k: v["train_seconds"] for k, v in models.info.items()}
+    needs = spec.needs_for(data.kind)
+    cached = outputs.get(cell.method)
     with PeakMemory() as peak:
         t0 = time.perf_counter()
         try:
-            output = run_method(spec, data, models)
-            scores = scorer.score(output, data, cell.method, models)
+            if cached is None:
+                trained_before = set(models.info)
+                output = run_method(spec, data, models)
+                elapsed = time.perf_counter() - t0
+                # Seconds as if the method ran alone: its own time plus the training of every model it needs.
+                trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+                seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in needs if k in models.info)
+            else:
+                output, seconds, _ = cached
+            t1 = time.perf_counter()
+            scores = scorer.score(output, data, spec, models)
+            scorer_seconds = time.perf_counter() - t1
         except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
             log.debug("cell %s failed", cell, exc_info=True)
             return CellResult(cell, "failed", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0, **base)
-        elapsed = time.perf_counter() - t0
-    # Seconds as if the method ran alone: its own time plus the training of every model it needs.
-    trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
-    seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in spec.needs if k in models.info)
-    model_info = {k: models.info[k] for k in spec.needs if k in models.info} or None
+    peak_bytes = peak.bytes
+    if cached is None:
+        outputs[cell.method] = (output, seconds, peak_bytes)
+    elif cached[2] is not None:  # the method's own peak, measured when it ran
+        peak_bytes = max(cached[2], peak_bytes or 0)
+    model_info = {k: models.info[k] for k in needs if k in models.info} or None
     flags = (NEAR_CHANCE_FLAG,) if any(near_chance(info) for info in (model_info or {}).values()) else ()
-    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, peak.bytes, model=model_info,
-                      flags=flags, **base)
+    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, peak_bytes, model=model_info,
+                      flags=flags, scorer_seconds=scorer_seconds, **base)

@@ -1,11 +1,16 @@
 """What to run: a grid of cells, grouped into fold tasks that share data and models.
 
-A *cell* is one method on one fold of one dataset configuration; it is the unit stored and
-skipped on resume, keyed by a hash of its full configuration and the package version. A
-*fold task* is the pending cells of one (dataset, n_samples, n_decoys, seed, fold) that need the
-same models (and the same MLP preset): they share the generated data, the column permutation and the trained models. Cells
-whose methods need different models go to different tasks, so an executor can run them
-side by side and give torch tasks a share of a GPU.
+A *cell* is one method, scored by one scorer, on one fold of one dataset configuration; it is
+the unit stored and skipped on resume, keyed by a hash of its full configuration and the package
+version. A *fold task* is the pending cells of one (dataset, n_samples, n_decoys, seed, fold)
+that need the same models (and the same preset): they share the generated data, the fold's
+transform and the trained models. Cells whose methods need different models go to different
+tasks, so an executor can run them side by side and give torch tasks a share of a GPU.
+
+A grid pairs every dataset with every method; a method that does not accept a dataset's input
+kind (a tabular filter on images) makes the grid invalid (``ValueError`` before anything runs)
+unless the grid was told to leave such pairs out (``skip_inapplicable``, for default method
+lists). Datasets without decoys get one configuration whatever the decoy counts.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from synthbench import __version__
+from synthbench import __version__, datasets
 from synthbench.methods import get_method
 from synthbench.models.presets import DEFAULT_PRESET, get_preset
+from synthbench.scoring import get_scorer
 
 __all__ = ["Cell", "FoldTask", "GridSpec", "entry_label"]
 
@@ -33,11 +39,14 @@ def _canonical(obj: Any) -> str:
 
 @dataclass(frozen=True)
 class Cell:
-    """One method on one fold of one dataset configuration."""
+    """One method, scored by one scorer, on one fold of one dataset configuration.
+
+    ``n_decoys`` is None for a dataset without decoys. ``scorer`` names a registered scorer.
+    """
 
     dataset: str
     n_samples: int
-    n_decoys: int
+    n_decoys: int | None
     seed: int
     n_folds: int
     fold: int
@@ -57,8 +66,17 @@ class Cell:
     def method_params(self) -> dict[str, Any]:
         return dict(get_method(self.method).params)
 
+    @property
+    def kind(self) -> str:
+        """The input kind of the cell's dataset."""
+        return datasets.spec(self.dataset).kind
+
     def config(self) -> dict[str, Any]:
-        """Everything that defines the cell's result, including the package version (and suite, if any)."""
+        """Everything that defines the cell's result, including the package version (and suite, if any).
+
+        ``n_decoys`` is left out for datasets without decoys (the ids of tables are those of
+        earlier versions).
+        """
         config = {
             "dataset": self.dataset,
             "dataset_params": dict(self.dataset_params),
@@ -73,6 +91,8 @@ class Cell:
             "scorer": self.scorer,
             "version": __version__,
         }
+        if self.n_decoys is None:
+            del config["n_decoys"]
         if self.model is not None:
             config["model"] = {"preset": self.model, "config": get_preset(self.model).config.to_dict()}
         if self.suite is not None:
@@ -103,10 +123,13 @@ class FoldTask:
 
 @dataclass(frozen=True)
 class GridSpec:
-    """A full-factorial grid: datasets × sample sizes × decoy counts × folds × methods (× MLP presets), one seed.
+    """A full-factorial grid: datasets × sample sizes × decoy counts × folds × methods (× presets) × scorers, one seed.
 
     ``n_samples`` is one sample size or several. A method that explains the shared MLP gets one
     cell per preset in ``models``; any other method gets one cell (its ``model`` is None).
+    ``decoys`` apply to the datasets that take decoys; the others get one configuration (their
+    ``n_decoys`` is None). A (dataset, method) pair whose input kind the method does not accept
+    is a ``ValueError``, or is left out with ``skip_inapplicable``.
     """
 
     datasets: tuple[str, ...]
@@ -119,24 +142,41 @@ class GridSpec:
     dataset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     suite: tuple[str, str] | None = None
     models: tuple[str, ...] = (DEFAULT_PRESET,)
+    scorers: tuple[str, ...] = ("ground_truth",)
+    skip_inapplicable: bool = False
 
     @property
     def sizes(self) -> tuple[int, ...]:
         """The sample sizes, as a tuple."""
         return (self.n_samples,) if isinstance(self.n_samples, int) else tuple(self.n_samples)
 
+    def methods_for(self, dataset: str) -> tuple[str, ...]:
+        """The grid's methods that accept ``dataset``'s input kind; ValueError naming the others
+        unless ``skip_inapplicable``."""
+        kind = datasets.spec(dataset).kind
+        refused = [m for m in self.methods if kind not in get_method(m).inputs]
+        if refused and not self.skip_inapplicable:
+            raise ValueError(f"{', '.join(refused)} cannot run on {dataset} ({kind} data): "
+                             f"{'it accepts' if len(refused) == 1 else 'they accept'} "
+                             f"{' / '.join(sorted({k for m in refused for k in get_method(m).inputs}))} inputs only")
+        return tuple(m for m in self.methods if m not in refused)
+
     def cells(self) -> list[Cell]:
         for name in self.models:
             get_preset(name)  # KeyError listing the valid names
+        for name in self.scorers:
+            get_scorer(name)  # KeyError listing the valid names
         return [
-            Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain,
+            Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain, scorer,
                  dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset)
             for d in self.datasets
+            for methods in (self.methods_for(d),)
             for n in self.sizes
-            for n_decoys in self.decoys
+            for n_decoys in (self.decoys if datasets.spec(d).decoys else (None,))
             for fold in range(self.n_folds)
-            for m in self.methods
+            for m in methods
             for preset in (self.models if get_method(m).uses_preset else (None,))
+            for scorer in self.scorers
         ]
 
     @staticmethod
@@ -145,5 +185,5 @@ class GridSpec:
         groups: dict[tuple, list[Cell]] = {}
         for c in cells:
             spec = get_method(c.method)
-            groups.setdefault((c.task_key, spec.needs, spec.accelerated), []).append(c)
+            groups.setdefault((c.task_key, spec.needs_for(c.kind), spec.accelerated), []).append(c)
         return [FoldTask(tuple(g)) for g in groups.values()]

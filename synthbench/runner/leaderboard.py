@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from synthbench import metrics as M
+from synthbench.scoring import get_metric
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
 
@@ -23,7 +23,7 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     column counting cells whose model scored AUROC < 0.6 on held-out rows (still averaged in). Methods are
     sorted best first by their mean over all columns, following the metric's direction.
     """
-    m = M.get(metric)
+    m = get_metric(metric)
     rows = rows.assign(method=[entry_label(a, b) for a, b in zip(rows["method"], rows["model_preset"])])
     ok = rows[(rows["status"] == "ok") & (rows["metric"] == metric)]
     if ok.empty:
@@ -56,4 +56,4 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     if "s/cell" in t:
         t["s/cell"] = t["s/cell"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     body = t.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
-    return f"mean {metric} over folds (columns: dataset/decoys; {M.get(metric).direction} is better)\n{body}"
+    return f"mean {metric} over folds (columns: dataset/decoys; {get_metric(metric).direction} is better)\n{body}"

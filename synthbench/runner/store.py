@@ -13,7 +13,10 @@ Schema (version 5)::
     cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
           method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
           seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at,
-          suite, suite_hash, run_id, model_preset)
+          suite, suite_hash, run_id, model_preset, scorer_seconds)
+
+``n_decoys`` is null for datasets without decoys; ``seconds`` is the method's time (and the
+training of the models it needs), ``scorer_seconds`` the scorer's.
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
     claims(cell_id PRIMARY KEY, run_id, claimed_at)
 
@@ -70,7 +73,28 @@ CREATE TABLE {name} (
     finished_at TEXT NOT NULL,
     suite TEXT, suite_hash TEXT{extra}
 )"""
-_CELLS = _CELLS_V2.format(name="cells", extra=",\n    run_id INTEGER REFERENCES runs(run_id),\n    model_preset TEXT")
+_CELLS_V4_COLUMNS = ("cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
+                     "n_folds, seed, explain, scorer, status, message, flags, seconds, peak_memory_bytes, model, "
+                     "permutation, versions, package_version, finished_at, suite, suite_hash, run_id, model_preset")
+_CELLS_V5 = """
+CREATE TABLE {name} (
+    cell_id TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL, dataset_params TEXT NOT NULL,
+    n_samples INTEGER NOT NULL, n_decoys INTEGER, n_features INTEGER, k INTEGER,
+    method TEXT NOT NULL, method_params TEXT NOT NULL,
+    fold INTEGER NOT NULL, n_folds INTEGER NOT NULL, seed INTEGER NOT NULL,
+    explain TEXT NOT NULL, scorer TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'skipped')), message TEXT,
+    flags TEXT NOT NULL DEFAULT '',
+    seconds REAL, peak_memory_bytes INTEGER,
+    model TEXT, permutation TEXT, versions TEXT, package_version TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    suite TEXT, suite_hash TEXT,
+    run_id INTEGER REFERENCES runs(run_id),
+    model_preset TEXT,
+    scorer_seconds REAL
+)"""
+_CELLS = _CELLS_V5.format(name="cells")
 _RUNS = """
 CREATE TABLE runs (
     run_id INTEGER PRIMARY KEY,
@@ -107,7 +131,8 @@ _SCHEMA = (
 #: in one transaction). 1 -> 2: suite columns, and the status 'skipped'; SQLite cannot change a
 #: CHECK constraint in place, so the cells table is rebuilt as SQLite's documentation prescribes.
 #: 2 -> 3: the runs table, and each cell's run. 3 -> 4: the MLP preset a cell explains. 4 -> 5:
-#: claims, and the host, process and heartbeat of each run.
+#: claims, the host, process and heartbeat of each run, the scorer's seconds, and a nullable
+#: ``n_decoys`` (datasets without decoys; the cells table is rebuilt again).
 _UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -121,7 +146,15 @@ _UPGRADES = {
         "ALTER TABLE cells ADD COLUMN run_id INTEGER REFERENCES runs(run_id)",
     ),
     "3": ("ALTER TABLE cells ADD COLUMN model_preset TEXT",),
-    "4": (*(f"ALTER TABLE runs ADD COLUMN {c}" for c in _RUN_LIVENESS), _CLAIMS),
+    "4": (
+        _CELLS_V5.format(name="cells_v5"),
+        f"INSERT INTO cells_v5 ({_CELLS_V4_COLUMNS}) SELECT {_CELLS_V4_COLUMNS} FROM cells",
+        "DROP TABLE cells",
+        "ALTER TABLE cells_v5 RENAME TO cells",
+        "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
+        *(f"ALTER TABLE runs ADD COLUMN {c}" for c in _RUN_LIVENESS),
+        _CLAIMS,
+    ),
 }
 
 #: Default seconds after which a silent run's claims lapse (the running process refreshes its
@@ -150,6 +183,7 @@ class CellResult:
     permutation: list[int] | None = None
     versions: dict[str, str] | None = None
     flags: tuple[str, ...] = ()
+    scorer_seconds: float | None = None
 
 
 class ResultStore:
@@ -327,7 +361,7 @@ class ResultStore:
             result.n_features, result.k, c.method, json.dumps(c.method_params, sort_keys=True), c.fold,
             c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, ",".join(result.flags), result.seconds,
             result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
-            c.config()["version"], _now(), *(c.suite or (None, None)), run_id, c.model,
+            c.config()["version"], _now(), *(c.suite or (None, None)), run_id, c.model, result.scorer_seconds,
         )
         try:
             with self._transaction():
@@ -411,16 +445,19 @@ class ResultStore:
     def scores(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Tidy rows, one per cell and metric, with the cell's configuration and status.
 
-        Columns: cell_id, dataset, n_samples, n_decoys, n_features, k, method, model_preset (the
-        MLP preset the method explains, or null), fold, seed, metric, value, chance, seconds, peak_memory_bytes, status, message, flags (comma-separated,
-        e.g. ``model_near_chance``), suite, suite_hash, run_id. Failed cells appear once with a null
-        metric, so they are never silently missing.
+        Columns: cell_id, dataset, dataset_params (JSON text), n_samples, n_decoys (null without
+        decoys), n_features, k, method, model_preset (the preset of the model the method explains,
+        or null), explain, scorer, fold, seed, metric, value, chance, seconds (the method's),
+        scorer_seconds, peak_memory_bytes, status, message, flags (comma-separated, e.g.
+        ``model_near_chance``), suite, suite_hash, run_id. Failed cells appear once with a null
+        metric, so they are never silently missing. Rows of different scorers, explain modes,
+        presets or dataset parameters are different results: group by them before averaging.
         """
         sql = (
-            "SELECT c.cell_id, c.dataset, c.n_samples, c.n_decoys, c.n_features, c.k, c.method, c.model_preset,"
-            " c.fold, c.seed,"
-            " s.metric, s.value, s.chance, c.seconds, c.peak_memory_bytes, c.status, c.message, c.flags,"
-            " c.suite, c.suite_hash, c.run_id"
+            "SELECT c.cell_id, c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.n_features, c.k, c.method,"
+            " c.model_preset, c.explain, c.scorer, c.fold, c.seed,"
+            " s.metric, s.value, s.chance, c.seconds, c.scorer_seconds, c.peak_memory_bytes, c.status, c.message,"
+            " c.flags, c.suite, c.suite_hash, c.run_id"
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"
         )
         return self._query(sql, cell_ids, alias="c.")

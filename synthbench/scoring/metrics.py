@@ -1,4 +1,8 @@
-"""Ground-truth metrics: how well a feature ranking recovers the truly relevant features.
+"""The ground-truth scorer's metrics: how well a feature ranking recovers the truly relevant features.
+
+:class:`Metric` is the declarative metadata every scorer's metrics carry (direction, bounds,
+chance, limits, unit); :data:`METRICS` are the ground-truth scorer's own (tables and any input
+whose relevant elements are known globally or per instance).
 
 Conventions
 -----------

@@ -1,0 +1,76 @@
+"""The ground-truth scorer: a method's ranking against the dataset's known relevant features."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from synthbench.methods.registry import MethodSpec
+from synthbench.models import SharedModels
+from synthbench.protocol import FoldData, MethodOutput
+from synthbench.scoring import metrics as M
+from synthbench.scoring.base import register_scorer
+from synthbench.scoring.metrics import Metric
+
+__all__ = ["GroundTruthScorer", "GROUND_TRUTH"]
+
+
+@dataclass(frozen=True)
+class GroundTruthScorer:
+    """Compares a ranking with the dataset's known relevant features.
+
+    Global metrics apply when the dataset has global truth and the method returned global
+    scores; local ones when the dataset has per-instance truth and the method returned
+    per-instance attributions. Ties are broken with a stream derived from the cell (seed, fold,
+    method) and the metric's name, so adding a metric changes no other.
+
+    Attributes
+    ----------
+    name : ``"ground_truth"``
+    metrics : the metrics it reports (default: every one of :data:`synthbench.scoring.metrics.METRICS`)
+    """
+
+    name: str = "ground_truth"
+    metrics: Mapping[str, Metric] = field(default_factory=lambda: dict(M.METRICS))
+
+    def metric_names(self, data: FoldData, output: MethodOutput) -> list[str]:
+        """The metrics this fold and output allow."""
+        has_global = data.relevant is not None and output.scores is not None
+        has_local = data.relevant_local is not None and output.local is not None
+        return [n for n, m in self.metrics.items() if (has_global if m.scope == "global" else has_local)]
+
+    def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec | str,
+              models: SharedModels | None = None) -> dict[str, float]:
+        """Every applicable metric; raises ValueError if one falls outside its declared bounds.
+
+        ``spec`` is the method's spec (or its name): ties are broken with a stream of the fold,
+        the method's name and the metric's name.
+        """
+        method = spec if isinstance(spec, str) else spec.name
+        values = {}
+        for name in self.metric_names(data, output):
+            metric = self.metrics[name]
+            stream = data.rng("ties", method, name)
+            if metric.scope == "global":
+                ranking = output.scores_2k if metric.reads_2k_ranking and output.scores_2k is not None else output.scores
+                truth, value = data.relevant, metric(ranking, data.relevant, stream)
+            else:
+                truth, value = data.relevant_local, metric(output.local, data.relevant_local, stream)
+            lo, hi = metric.bounds(truth)
+            if not (lo - 1e-9 <= value <= hi + 1e-9) and value == value:
+                raise ValueError(f"{name} = {value} outside its declared bounds [{lo}, {hi}]")
+            values[name] = value
+        return values
+
+    def chance(self, data: FoldData) -> dict[str, float]:
+        """Each metric's expected value under a random ranking, for this fold's truth."""
+        out = {}
+        for name, metric in self.metrics.items():
+            truth = data.relevant if metric.scope == "global" else data.relevant_local
+            if truth is not None:
+                out[name] = metric.chance(truth)
+        return out
+
+
+#: The registered instance: ``--scorer ground_truth``, every cell's default.
+GROUND_TRUTH = register_scorer(GroundTruthScorer())
