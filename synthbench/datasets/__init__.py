@@ -12,13 +12,16 @@ Families (one module each; importing this package registers them all):
 * :mod:`~synthbench.datasets.dag` -- ``dag``, ``dag_confounders`` (same benchmark's causal set);
 * :mod:`~synthbench.datasets.l2x` -- ``l2x_xor``, ``orange_skin``, ``nonlinear_additive``,
   ``switch`` (L2X / INVASE, with per-instance ground truth);
-* :mod:`~synthbench.datasets.hypercube` -- ``hypercube`` (Madelon-style).
+* :mod:`~synthbench.datasets.hypercube` -- ``hypercube`` (Madelon-style);
+* :mod:`~synthbench.datasets.images` -- ``shapes``, ``shapes_xor`` (synthetic images with signal
+  masks among distractor glyphs) and ``digits`` (scikit-learn's 8x8 digits);
+* :mod:`~synthbench.datasets.files` -- ``mnist``, ``fashion_mnist``, ``cifar10`` from local files.
 
-Every generator accepts ``n_decoys`` (0 allowed) and ``decoy_correlation`` in ``[0, 1)``; see
-:mod:`~synthbench.datasets.decoys`.
+Every tabular generator accepts ``n_decoys`` (0 allowed) and ``decoy_correlation`` in ``[0, 1)``;
+see :mod:`~synthbench.datasets.decoys`. The synthetic images take ``n_decoys`` distractor glyphs.
 """
 
-from . import dag, hypercube, l2x, nonlinear  # noqa: F401  (imported to register the generators)
+from . import dag, files, hypercube, images, l2x, nonlinear  # noqa: F401  (imported to register the generators)
 from .base import KINDS, Dataset, DatasetTooLarge, check_fits, describe, estimate_bytes, input_kind, make, names, spec
 
 __all__ = ["Dataset", "DatasetTooLarge", "KINDS", "input_kind", "make", "spec", "names", "describe", "estimate_bytes",

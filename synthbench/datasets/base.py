@@ -118,7 +118,8 @@ class GeneratorSpec:
     """A registered generator: ``fn(*, n_samples, seed, [n_decoys,] **params) -> Dataset``.
 
     ``kind`` is the input kind of its data (:data:`KINDS`); ``decoys`` whether it takes
-    ``n_decoys`` (decoy columns, distractor patches).
+    ``n_decoys`` (decoy columns, distractor patches); ``fingerprint()``, for data read from
+    files, a digest of their content that enters every cell id (None: generated data).
     """
 
     name: str
@@ -127,18 +128,20 @@ class GeneratorSpec:
     family: str
     kind: str = "tabular"
     decoys: bool = True
+    fingerprint: Callable[[], str] | None = None
 
 
 _REGISTRY: dict[str, GeneratorSpec] = {}
 
 
-def register(name: str, *, description: str, family: str, kind: str = "tabular",
-             decoys: bool = True) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+def register(name: str, *, description: str, family: str, kind: str = "tabular", decoys: bool = True,
+             fingerprint: Callable[[], str] | None = None) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Decorator adding a generator to the registry under ``name``.
 
     The decorated function has the signature
     ``fn(*, n_samples: int, n_decoys: int, seed: int, **params) -> Dataset`` (without
-    ``n_decoys`` when ``decoys=False``); ``kind`` is the input kind of its data.
+    ``n_decoys`` when ``decoys=False``); ``kind`` is the input kind of its data; ``fingerprint``
+    see :class:`GeneratorSpec`.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -146,7 +149,7 @@ def register(name: str, *, description: str, family: str, kind: str = "tabular",
     def deco(fn: Callable[..., Dataset]) -> Callable[..., Dataset]:
         if name in _REGISTRY:
             raise ValueError(f"dataset {name!r} is already registered")
-        _REGISTRY[name] = GeneratorSpec(name, fn, description, family, kind, decoys)
+        _REGISTRY[name] = GeneratorSpec(name, fn, description, family, kind, decoys, fingerprint)
         return fn
 
     return deco

@@ -93,6 +93,9 @@ class Cell:
         }
         if self.n_decoys is None:
             del config["n_decoys"]
+        fingerprint = datasets.spec(self.dataset).fingerprint
+        if fingerprint is not None:
+            config["data_hash"] = fingerprint()  # the files' content: another copy of the data is another cell
         if self.model is not None:
             config["model"] = {"preset": self.model, "config": get_preset(self.model).config.to_dict()}
         if self.suite is not None:
