@@ -1,7 +1,8 @@
 """Command line: ``python -m synthbench.run --decoys 100,1000``.
 
-Runs a grid of (dataset × decoy count × fold × method) cells, stores every cell in an SQLite
-results database (skipping those already finished), and prints a leaderboard.
+Runs a grid of (dataset × decoy count × fold × method × scorer) cells on tables or images, stores
+every cell in an SQLite results database (skipping those already finished), and prints a
+leaderboard.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 from synthbench import __version__, datasets
 from synthbench.methods import default_methods, get_method, method_names
 from synthbench.models import TrainSettings
+from synthbench.datasets.files import DATA_DIR_ENV
 from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
+from synthbench.scoring import get_scorer, scorer_names
 from synthbench.runner.cells import import_plugins
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
@@ -35,12 +38,16 @@ GRID_FLAGS = {
     "--folds": (6, dict(type=int, help="cross-validation folds, unshuffled")),
     "--seed": (0, dict(type=int, help="seed of every random stream")),
     "--explain": ("test", dict(choices=("test", "train"), help="rows attribution methods explain")),
-    "--model": (",".join(RUN_PRESETS), dict(help="comma-separated MLP presets the neural methods explain (see --list)")),
+    "--model": (",".join(RUN_PRESETS), dict(help="comma-separated presets the neural methods explain: MLP presets on "
+                                                "tables, CNN presets on images (see --list; images default to cnn)")),
+    "--scorer": ("ground_truth", dict(help="comma-separated scorers, each a separate result (see --list)")),
 }
+#: The leaderboard's metric when --metric is not given: per input kind of the grid's first dataset.
+DEFAULT_METRICS = {"tabular": "best_k", "image": "rank_accuracy"}
 DEFAULT_STORE = Path("results") / "synthbench.sqlite"
-EXPORT_COLUMNS = ["dataset", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset", "fold", "seed", "metric",
-                  "value", "chance", "seconds", "peak_memory_bytes", "status", "message", "flags", "suite", "suite_hash",
-                  "cell_id"]
+EXPORT_COLUMNS = ["dataset", "dataset_params", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset",
+                  "explain", "scorer", "scorer_params", "fold", "seed", "metric", "value", "chance", "seconds",
+                  "scorer_seconds", "peak_memory_bytes", "status", "message", "flags", "suite", "suite_hash", "cell_id"]
 
 
 class UsageError(Exception):
@@ -108,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where torch models train: CUDA when available under auto (default: %(default)s)")
     p.add_argument("--cache-dir", type=Path,
                    help="on-disk cache of trained models (default: a 'cache' folder beside the store)")
-    p.add_argument("--metric", default="best_k", help="metric of the printed leaderboard (default: %(default)s)")
+    p.add_argument("--metric", help="metric of the printed leaderboard (default: best_k on tables, rank_accuracy on "
+                                    "images)")
+    p.add_argument("--data-dir", type=Path, help=f"folder of local image files (mnist, fashion_mnist, cifar10); "
+                                                 f"sets {DATA_DIR_ENV}")
     p.add_argument("--force", action="store_true", help="recompute cells already in the store")
     p.add_argument("--list", action="store_true", help="list datasets and methods, then exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -132,14 +142,18 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         if given:
             raise UsageError(f"--suite fixes the grid; drop {', '.join(given)}")
         try:
-            return args, _fitting(load_suite(args.suite).cells())
-        except SuiteError as exc:
+            cells = load_suite(args.suite).cells()
+        except (SuiteError, ValueError, OSError) as exc:
             raise UsageError(str(exc)) from None
+        _check_metric(args, cells)
+        return args, _fitting(cells)
     model_given = args.model is not None
     for flag, name in grid_options.items():
         if getattr(args, name) is None:
             setattr(args, name, GRID_FLAGS[flag][0])
     ds = parse_names(args.datasets, datasets.names(), "datasets")
+    scorers = parse_names(args.scorer, scorer_names(), "scorers")
+    named = args.methods not in ("default", "all")
     if args.methods == "default":
         methods = tuple(default_methods())
     elif args.methods == "all":
@@ -156,8 +170,24 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         raise UsageError(f"--model {args.model}: none of the methods explains an MLP (the neural methods, e.g. "
                          "saliency, do); drop --model or add such a method")
     grid = GridSpec(ds, methods, _integers(args.decoys, "--decoys"), sizes, args.folds, args.seed, args.explain,
-                    models=models)
-    return args, _fitting(grid.cells())
+                    models=models, scorers=scorers, skip_inapplicable=not named)
+    try:
+        cells = grid.cells()
+    except (ValueError, OSError) as exc:  # a method on data it does not take; image files missing or malformed
+        raise UsageError(str(exc)) from None
+    if not cells:
+        raise UsageError("no method of the list accepts these datasets' inputs; name methods with --methods")
+    _check_metric(args, cells)
+    return args, _fitting(cells)
+
+
+def _check_metric(args: argparse.Namespace, cells: list[Cell]) -> None:
+    """Resolve the leaderboard's ``--metric`` (per the first dataset's input kind) and check a scorer declares it."""
+    if args.metric is None:
+        args.metric = DEFAULT_METRICS[cells[0].kind]
+    declared = sorted({m for s in dict.fromkeys(c.scorer for c in cells) for m in get_scorer(s).metrics})
+    if args.metric not in declared:
+        raise UsageError(f"unknown metric {args.metric!r}; valid: {', '.join(declared)}")
 
 
 def _fitting(cells: list[Cell]) -> list[Cell]:
@@ -172,10 +202,10 @@ def _fitting(cells: list[Cell]) -> list[Cell]:
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
-    from synthbench.scoring import metrics
-
-    if args.metric not in metrics.names():
-        raise UsageError(f"unknown metric {args.metric!r}; valid: {', '.join(metrics.names())}")
+    if args.data_dir is not None:
+        if not args.data_dir.is_dir():
+            raise UsageError(f"--data-dir {args.data_dir}: not a folder")
+        os.environ[DATA_DIR_ENV] = str(args.data_dir.resolve())  # worker processes inherit it
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     if args.max_retries < 0:
@@ -211,12 +241,17 @@ def _listing() -> str:
         lines.append(f"  {n:<24} {load_suite(n).description}")
     lines.append("model presets (--model; neural methods explain each, * = run by default):")
     for n, preset in PRESETS.items():
-        lines.append(f"  {n:<24}{'*' if n in RUN_PRESETS else ' '} {preset.description}")
+        default = n in RUN_PRESETS or preset.kind == "cnn"
+        lines.append(f"  {n:<24}{'*' if default else ' '} [{preset.kind}] {preset.description}")
+    lines.append("scorers (--scorer):")
+    for n in scorer_names():
+        lines.append(f"  {n:<24} {', '.join(get_scorer(n).metrics)}")
     lines.append("methods (* = run by default):")
     for n in method_names():
         spec = get_method(n)
         limit = f" [at most {spec.max_features} features]" if spec.max_features else ""
-        lines.append(f"  {n:<22}{'*' if spec.default else ' '} {spec.description}{limit}")
+        kinds = "" if spec.inputs == ("tabular",) else f" [{' / '.join(spec.inputs)}]"
+        lines.append(f"  {n:<22}{'*' if spec.default else ' '} {spec.description}{kinds}{limit}")
     return "\n".join(lines)
 
 

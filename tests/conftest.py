@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from synthbench.datasets import Dataset
-from synthbench.protocol import FoldData, make_folds
+from synthbench.protocol import FoldData, dataset_folds
 
 
 def fold_of(ds: Dataset, fold: int = 0, n_folds: int = 3) -> FoldData:
-    """The ``fold``-th fold of ``ds`` under the benchmark protocol."""
-    f = make_folds(ds.n_samples, ds.n_features, n_folds=n_folds, seed=ds.seed)[fold]
+    """The ``fold``-th fold of ``ds`` under the benchmark protocol (tables: columns permuted)."""
+    f = dataset_folds(ds, n_folds=n_folds, seed=ds.seed)[fold]
     return FoldData.from_dataset(ds, f)
 
 

@@ -11,7 +11,8 @@ from synthbench.models import SharedModels
 
 from conftest import fold_of, tiny_dataset
 
-ALL = method_names()
+ALL = [n for n in method_names() if "tabular" in get_method(n).inputs]
+IMAGES = [n for n in method_names() if "image" in get_method(n).inputs]
 
 
 _SHARED: dict[int, tuple] = {}
@@ -38,6 +39,26 @@ def test_battery_shape_finiteness_and_determinism(name, xor_fold):
     if a.local is not None:
         assert a.local.shape == xor_fold.X_explain.shape
         np.testing.assert_array_equal(a.local, b.local)
+
+
+@pytest.fixture(scope="module")
+def shapes_fold():
+    return fold_of(datasets.make("shapes", n_samples=96, n_decoys=2, seed=1, size=16))
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_image_battery_shape_finiteness_and_determinism(name, shapes_fold):
+    a, b = run(name, shapes_fold), run(name, shapes_fold)
+    assert a.local.shape == shapes_fold.X_explain.shape and np.all(np.isfinite(a.local))
+    np.testing.assert_array_equal(a.local, b.local)
+    assert a.scores is None or a.scores.shape == shapes_fold.input_shape
+
+
+def test_a_method_refuses_inputs_it_does_not_take(shapes_fold, xor_fold):
+    with pytest.raises(ValueError, match="does not accept image inputs"):
+        run("rf", shapes_fold)
+    with pytest.raises(ValueError, match="does not accept tabular inputs"):
+        run("sobel", xor_fold)
 
 
 SMALL_FOLDS = {1: fold_of(tiny_dataset(p=1)), 2: fold_of(datasets.make("ring", n_samples=90, n_decoys=0, seed=0))}
@@ -100,7 +121,7 @@ def test_mrmr_method_matches_pymrmr_method(xor_fold):
 
 
 def test_default_methods_are_registered():
-    assert set(default_methods()) <= set(ALL)
+    assert set(default_methods()) <= set(ALL) | set(IMAGES) and "sobel" in default_methods()
     assert {"random", "rf", "treeshap", "mi", "anova", "mrmr"} <= set(default_methods())
 
 
@@ -116,6 +137,8 @@ def test_registering_twice_or_with_unknown_needs_fails():
     with pytest.raises(ValueError, match="already registered"):
         register_method("rf", description="dup")(lambda d, m, r: None)
     with pytest.raises(ValueError, match="unknown model kinds"):
-        register_method("needs_gpu_cnn", description="x", needs=("cnn",))(lambda d, m, r: None)
+        register_method("needs_a_vit", description="x", needs=("vit",))(lambda d, m, r: None)
+    with pytest.raises(ValueError, match="input kinds"):
+        register_method("on_audio", description="x", inputs=("audio",))(lambda d, m, r: None)
     with pytest.raises(KeyError, match="valid names"):
         get_method("nope")

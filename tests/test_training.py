@@ -13,7 +13,7 @@ from sklearn.metrics import roc_auc_score
 from synthbench import datasets
 from synthbench.models import training
 from synthbench.models.mlp import GaussianNoise, MLPConfig
-from synthbench.models.training import TrainedMLP, cached_train_mlp, select_device, torch_threads, train_mlp
+from synthbench.models.training import TrainedMLP, cached_train, select_device, torch_threads, train_mlp
 
 # Short runs for the tests that do not need a converged model.
 QUICK = MLPConfig(max_epochs=8, patience=100)
@@ -248,21 +248,21 @@ def test_cache_loads_instead_of_training(tmp_path, monkeypatch: pytest.MonkeyPat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(training, "train_mlp", counting)
-    first = cached_train_mlp(X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    first = cached_train("mlp", X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
     assert calls == [1]
-    second = cached_train_mlp(X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    second = cached_train("mlp", X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
     assert calls == [1]  # loaded, not trained
     _assert_same_weights(first.module, second.module)
     assert second.history == first.history
     # float64 input with the same values hits the same entry.
-    cached_train_mlp(X.astype(np.float64), y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    cached_train("mlp", X.astype(np.float64), y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
     assert calls == [1]
     # Any change of seed, config or data trains anew.
-    cached_train_mlp(X, y, config=QUICK, seed=2, device="cpu", cache_dir=tmp_path)
-    cached_train_mlp(X, y, config=MLPConfig(max_epochs=8, patience=100, lr=1e-3), seed=1, cache_dir=tmp_path)
+    cached_train("mlp", X, y, config=QUICK, seed=2, device="cpu", cache_dir=tmp_path)
+    cached_train("mlp", X, y, config=MLPConfig(max_epochs=8, patience=100, lr=1e-3), seed=1, cache_dir=tmp_path)
     X2 = X.copy()
     X2[0, 0] += 1.0
-    cached_train_mlp(X2, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    cached_train("mlp", X2, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
     assert calls == [1, 2, 1, 1]
 
 
@@ -271,20 +271,21 @@ def test_cache_key_uses_device_type(tmp_path, monkeypatch: pytest.MonkeyPatch) -
     keys: list[tuple] = []
     real = training._train_cached
 
-    def spy(X_train, y_train, config, seed, device_type, torch_version, training_version, device):
-        keys.append((device_type, torch_version, training_version, str(device)))
-        return real(X_train, y_train, config, seed, device_type, torch_version, training_version, device)
+    def spy(kind, X_train, y_train, config, seed, n_classes, device_type, torch_version, training_version, device):
+        keys.append((kind, n_classes, device_type, torch_version, training_version, str(device)))
+        return real(kind, X_train, y_train, config, seed, n_classes, device_type, torch_version, training_version,
+                    device)
 
-    # joblib keys on the cached function's name and code, so wrap the one cached_train_mlp uses.
+    # joblib keys on the cached function's name and code, so wrap the one cached_train uses.
     spy.__name__ = real.__name__
     monkeypatch.setattr(training, "_train_cached", spy)
-    cached_train_mlp(X, y, config=QUICK, seed=0, device="cpu", cache_dir=tmp_path)
-    assert keys == [("cpu", torch.__version__, training.TRAINING_VERSION, "cpu")]
+    cached_train("mlp", X, y, config=QUICK, seed=0, device="cpu", cache_dir=tmp_path)
+    assert keys == [("mlp", None, "cpu", torch.__version__, training.TRAINING_VERSION, "cpu")]
 
 
 def test_no_cache_dir_trains() -> None:
     X, y = _linear_problem(n=60)
-    a = cached_train_mlp(X, y, config=QUICK, seed=0, cache_dir=None)
+    a = cached_train("mlp", X, y, config=QUICK, seed=0, cache_dir=None)
     b = train_mlp(X, y, config=QUICK, seed=0)
     _assert_same_weights(a.module, b.module)
 

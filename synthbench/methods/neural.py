@@ -1,20 +1,57 @@
-"""Attribution methods on the shared MLP, registered as benchmark methods.
+"""Attribution methods on the shared networks, registered as benchmark methods.
 
-Each explains the fold's explained rows with :func:`synthbench.attribution.attribute`
-on the positive-class logit; ``local`` is the signed attribution ``(n_explain, p)`` and the
-feature score is its mean absolute value over rows.
+Each explains the fold's explained examples with :func:`synthbench.attribution.attribute` on the
+fold's shared model: the MLP of tables, the CNN of images (for the methods that accept images).
+Target: the single logit of a binary MLP (evidence for ``y = 1``); for a model with one logit
+per class (the CNN, multi-class MLPs), each example's own label. ``local`` is the signed
+attribution of input shape ``(n_explain, *input_shape)``; the global score is its mean absolute
+value over the examples.
+
+On images the perturbation methods perturb square ``patch x patch`` patches of all channels at
+once (``feature_mask``), integrated gradients start from the black image in 25 steps, and the noise
+ensembles draw 15 samples of sd 0.15 x the images' global range (``per_feature=False``); the
+parameters are declared per input kind and recorded with every cell.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from synthbench.protocol import FoldData
-from synthbench.protocol import MethodOutput
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
+from synthbench.protocol import FoldData, MethodOutput
 
-__all__ = ["NEURAL_METHODS", "VARIANTS"]
+__all__ = ["NEURAL_METHODS", "VARIANTS", "IMAGE_PARAMS", "IMAGE_ONLY", "patch_mask"]
+
+_NOISE_IMAGE = {"n_samples": 15, "noise_level": 0.15, "per_feature": False}
+
+#: Methods that also run on images, with their parameters there.
+IMAGE_PARAMS: dict[str, dict] = {
+    "gradient": {},
+    "saliency": {},
+    "input_x_gradient": {},
+    "integrated_gradients": {"n_steps": 25},
+    "guided_backprop": {},
+    "deconvolution": {},
+    "lrp_epsilon": {},
+    "smoothgrad": _NOISE_IMAGE,
+    "smoothgrad_sq": _NOISE_IMAGE,
+    "vargrad": _NOISE_IMAGE,
+    "feature_ablation": {"patch": 4},
+    "feature_permutation": {"patch": 4},
+    "shapley_sampling": {"n_samples": 10, "patch": 8},
+}
+
+#: Image-only noise ensembles of integrated gradients and guided backprop:
+#: name -> (attribution method, description, parameters).
+IMAGE_ONLY: dict[str, tuple[str, str, dict]] = {
+    f"{nt}_{short}": (nt, f"{label} of {base_name}, 15 samples, noise 15 % of the range",
+                      {**_NOISE_IMAGE, "base": base, **({"base_params": {"n_steps": 25}} if base == "integrated_gradients"
+                                                         else {})})
+    for nt, label in (("smoothgrad", "SmoothGrad"), ("smoothgrad_sq", "SmoothGrad²"), ("vargrad", "VarGrad"))
+    for short, base, base_name in (("ig", "integrated_gradients", "integrated gradients (25 steps)"),
+                                   ("gbp", "guided_backprop", "guided backprop"))
+}
 
 #: name -> (description, run by default, parameters passed to ``attribute``)
 NEURAL_METHODS: dict[str, tuple[str, bool, dict]] = {
@@ -63,28 +100,51 @@ VARIANTS: dict[str, tuple[str, str, dict]] = {
 STOCHASTIC = frozenset({"smoothgrad", "smoothgrad_sq", "vargrad", "feature_permutation", "shapley_sampling", "gradient_shap"})
 
 
+def patch_mask(input_shape: tuple[int, ...], patch: int) -> np.ndarray:
+    """Group ids of ``patch x patch`` squares of a ``(C, H, W)`` input, shared by the channels, shape ``(C, H, W)``."""
+    c, h, w = input_shape
+    if patch < 1:
+        raise ValueError(f"patch must be positive, got {patch}")
+    rows, cols = np.arange(h) // patch, np.arange(w) // patch
+    ids = rows[:, None] * (-(-w // patch)) + cols[None, :]
+    return np.broadcast_to(ids, (c, h, w)).copy()
+
+
 def _make(name: str, attribution: str):
     def method(data: FoldData, models: SharedModels, rng: np.random.Generator, **params) -> MethodOutput:
         import torch
 
         from synthbench.attribution import attribute
 
-        trained = models.get("mlp")
+        trained = models.get("mlp" if data.kind == "tabular" else "cnn")
         device = next(trained.module.parameters()).device
         inputs = torch.as_tensor(data.X_explain, device=device)
         if attribution in STOCHASTIC:
             params = {**params, "generator": torch.Generator(device=device).manual_seed(int(rng.integers(2**63 - 1)))}
-        local = attribute(attribution, trained.module, inputs, **params).detach().cpu().numpy()
+        patch = params.pop("patch", None)
+        if patch is not None:
+            params["feature_mask"] = torch.as_tensor(patch_mask(data.input_shape, int(patch)), device=device)
+        one_logit = len(trained.classes_) == 2 and data.kind == "tabular"
+        target = None if one_logit else torch.as_tensor(data.y_explain, device=device)
+        local = attribute(attribution, trained.module, inputs, target, **params).detach().cpu().numpy()
         return MethodOutput(np.abs(local).mean(axis=0), local)
 
     method.__name__ = name
-    method.__doc__ = f"{name} on the fold's MLP; local attributions (n_explain, p), score = mean |attribution|."
+    method.__doc__ = (f"{name} on the fold's shared network; local attributions (n_explain, *input_shape), "
+                      "score = mean |attribution|.")
     return method
 
 
+_NEEDS_BOTH = {"tabular": ("mlp",), "image": ("cnn",)}
+
 for _name, (_description, _default, _params) in NEURAL_METHODS.items():
-    register_method(_name, description=f"MLP: {_description}", needs=("mlp",), default=_default,
-                    params=_params)(_make(_name, _name))
+    images = _name in IMAGE_PARAMS
+    register_method(_name, description=f"MLP{' / CNN' if images else ''}: {_description}",
+                    needs=_NEEDS_BOTH if images else ("mlp",), default=_default, params=_params,
+                    kind_params={"image": IMAGE_PARAMS[_name]} if images else None)(_make(_name, _name))
 for _name, (_attribution, _description, _params) in VARIANTS.items():
     register_method(_name, description=f"MLP: {_description}", needs=("mlp",), default=False,
+                    params=_params)(_make(_name, _attribution))
+for _name, (_attribution, _description, _params) in IMAGE_ONLY.items():
+    register_method(_name, description=f"CNN: {_description}", needs={"image": ("cnn",)}, default=False,
                     params=_params)(_make(_name, _attribution))

@@ -47,6 +47,8 @@ class MethodSpec:
         keys are the input kinds the method accepts (:attr:`inputs`)
     default : whether ``python -m synthbench.run`` runs it without ``--methods``
     params : default keyword parameters, recorded with each result
+    kind_params : input kind -> parameters that replace ``params`` on that kind (images often need
+        other defaults than tables); see :meth:`params_for`
     accelerated : it runs torch code on the configured device (itself or through a model it
         needs), so executors may give its cells a share of a GPU
     max_features : the most features it handles within the benchmark's budget (24 GB, hours
@@ -61,6 +63,11 @@ class MethodSpec:
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     accelerated: bool = False
     max_features: int | None = None
+    kind_params: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def params_for(self, kind: str) -> dict[str, Any]:
+        """The parameters the method runs with on ``kind`` inputs (``params`` unless ``kind_params`` says otherwise)."""
+        return dict(self.kind_params.get(kind, self.params))
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -100,6 +107,7 @@ def register_method(
     params: Mapping[str, Any] | None = None,
     accelerated: bool = False,
     max_features: int | None = None,
+    kind_params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator registering ``fn`` as method ``name`` (see the module docstring).
 
@@ -107,7 +115,8 @@ def register_method(
     input kind -> model kinds (its keys then say which inputs it accepts).
     ``accelerated``: the method itself trains or runs torch models on ``models.settings.device``;
     methods that need an accelerated model kind are accelerated without saying so.
-    ``max_features``: the declared limit (see :class:`MethodSpec`).
+    ``max_features``: the declared limit (see :class:`MethodSpec`). ``kind_params``: per input
+    kind, the parameters used there instead of ``params``.
     """
     by_kind = dict(needs) if isinstance(needs, Mapping) else {kind: tuple(needs) for kind in inputs}
     by_kind = {kind: tuple(ks) for kind, ks in by_kind.items()}
@@ -121,8 +130,11 @@ def register_method(
         if unknown:
             raise ValueError(f"method {name!r} needs unknown model kinds {sorted(unknown)}")
         on_device = accelerated or any(model_kind(k).accelerated for ks in by_kind.values() for k in ks)
+        if set(kind_params or {}) - set(by_kind):
+            raise ValueError(f"method {name!r}: kind_params for kinds it does not accept")
+        frozen = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (kind_params or {}).items()})
         _METHODS[name] = MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
-                                    MappingProxyType(dict(params or {})), on_device, max_features)
+                                    MappingProxyType(dict(params or {})), on_device, max_features, frozen)
         return fn
 
     return deco
@@ -150,7 +162,7 @@ def run_method(spec: MethodSpec, data: FoldData, models: SharedModels) -> Method
     """Run ``spec`` on one fold and return its validated output (ValueError when malformed)."""
     rng = data.rng("method", spec.name)
     spec.needs_for(data.kind)  # ValueError for inputs it does not accept
-    out = spec.fn(data, models, rng, **spec.params)
+    out = spec.fn(data, models, rng, **spec.params_for(data.kind))
     if not isinstance(out, MethodOutput):
         out = MethodOutput(np.asarray(out))
     return out.validate(data.input_shape, data.X_explain.shape[0])

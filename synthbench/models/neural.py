@@ -1,30 +1,51 @@
-"""The shared MLP model kind: trained once per fold and preset, cached on disk, used by every neural method."""
+"""The shared network model kinds: the MLP of tables and the CNN of images, trained once per fold and preset.
+
+Both are cached on disk (:func:`~synthbench.models.training.cached_train`) and explained by
+every attribution method that needs them.
+"""
 
 from __future__ import annotations
 
-from synthbench.protocol import FoldData
-from synthbench.models.presets import DEFAULT_PRESET, get_preset
+from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
+from synthbench.protocol import FoldData
 
-__all__ = ["train_fold_mlp", "MLP"]
+__all__ = ["train_fold_mlp", "train_fold_cnn", "MLP", "CNN"]
+
+
+def _train_fold(kind: str, data: FoldData, settings: TrainSettings, preset: str, replicate: int):
+    from synthbench.models.training import cached_train, select_device
+
+    chosen = get_preset(preset)
+    if chosen.kind != kind:
+        raise ValueError(f"preset {preset!r} configures a {chosen.kind}, not a {kind}")
+    return cached_train(
+        kind, data.X_train, data.y_train, config=chosen.config, n_classes=data.n_classes,
+        seed=data.random_state("model", kind, *((replicate,) if replicate else ())),
+        device=select_device(settings.device), cache_dir=settings.cache_dir,
+    )
 
 
 def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESET, *, replicate: int = 0):
     """The MLP of ``preset`` (:mod:`synthbench.models.presets`) trained on the fold's training part.
 
     Seeded from the fold (the same seed for every preset) and, for ``replicate > 0``, the
-    replicate's number. Returns a
-    :class:`~synthbench.models.training.TrainedMLP` (``predict_proba``, ``module``). Cached on
-    disk under ``settings.cache_dir`` when one is set.
+    replicate's number. Returns a :class:`~synthbench.models.training.TrainedMLP`
+    (``predict_proba``, ``module``). Cached on disk under ``settings.cache_dir`` when one is set.
     """
-    from synthbench.models.training import cached_train_mlp, select_device
+    return _train_fold("mlp", data, settings, preset, replicate)
 
-    return cached_train_mlp(
-        data.X_train, data.y_train, config=get_preset(preset).config,
-        seed=data.random_state("model", "mlp", *((replicate,) if replicate else ())),
-        device=select_device(settings.device), cache_dir=settings.cache_dir,
-    )
+
+def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESETS["cnn"], *,
+                   replicate: int = 0):
+    """The CNN of ``preset`` trained on the fold's training images, seeded and cached like :func:`train_fold_mlp`.
+
+    Returns a :class:`~synthbench.models.cnn.TrainedCNN` with one logit per class of the data set.
+    """
+    return _train_fold("cnn", data, settings, preset, replicate)
 
 
 MLP = register_model(ModelKind("mlp", train_fold_mlp, "the shared MLP of the cell's preset (see --list)",
+                               accelerated=True, uses_preset=True))
+CNN = register_model(ModelKind("cnn", train_fold_cnn, "the shared CNN of the cell's image preset (see --list)",
                                accelerated=True, uses_preset=True))

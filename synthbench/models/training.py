@@ -24,12 +24,13 @@ Speed: the training rows live on the device as tensors; batches are contiguous s
 gathered permutation per epoch; losses are accumulated on the device and read back once per
 epoch; the clean validation loss is one forward pass (in chunks of :data:`PREDICT_BATCH` rows).
 
-:func:`cached_train_mlp` adds an on-disk cache (``joblib.Memory``) keyed by the data, the
-config, the seed, the device type and the torch version.
+:func:`cached_train` adds an on-disk cache (``joblib.Memory``) keyed by the model kind, the data,
+the config, the seed, the device type and the torch version.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 from collections.abc import Callable, Iterator
@@ -47,7 +48,7 @@ from torch import nn
 from synthbench.models.mlp import MLPConfig, build_mlp, seed_noise_layers
 
 __all__ = ["TrainedMLP", "TrainConfig", "TrainResult", "Penalty", "BatchLoss", "classification_loss", "predict_proba",
-           "fit_network", "select_device", "train_mlp", "cached_train_mlp",
+           "fit_network", "select_device", "train_mlp", "cached_train", "TrainedNetwork", "n_classes_of",
            "torch_threads", "plateau_2023", "TRAINING_VERSION"]
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,52 @@ def select_device(device: str | torch.device = "auto") -> torch.device:
     raise ValueError(f"unsupported device {device!r}; valid: 'auto', 'cpu', 'cuda', 'cuda:N'")
 
 
+class TrainedNetwork:
+    """A trained classifier network with a scikit-learn-style probability interface.
+
+    Subclasses are dataclasses with the fields ``module`` (the network in eval mode, on
+    ``device``), ``device`` and ``classes_`` (``[0, 1, ..., K - 1]``), and build an untrained
+    module of the same architecture in :meth:`_architecture`. Pickling sends the weights as a
+    CPU ``state_dict`` and rebuilds the module on load (on the CPU when CUDA is missing).
+    """
+
+    module: nn.Module
+    device: torch.device
+    classes_: np.ndarray
+
+    def _architecture(self) -> nn.Module:
+        raise NotImplementedError
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Class probabilities ``(n, K)``, float64, rows summing to 1 (see :func:`predict_proba`)."""
+        return predict_proba(self.module, np.asarray(X, dtype=np.float32), self.device)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Predicted labels, shape (n,), int64 (the most probable class; ``P(y = 1) > 0.5`` when binary)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("module", "device")}
+        state["state_dict"] = {k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}
+        state["device"] = str(self.device)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        weights = state.pop("state_dict")
+        device = torch.device(state.pop("device"))
+        if device.type == "cuda" and not torch.cuda.is_available():
+            log.info("%s was on %s; CUDA is unavailable here, loading it on the CPU", type(self).__name__, device)
+            device = torch.device("cpu")
+        self.__dict__.update(state)
+        module = self._architecture()  # its drawn init is overwritten by the stored weights
+        module.load_state_dict(weights)
+        self.module = module.to(device).eval()
+        self.device = device
+
+
 @dataclass(eq=False)
-class TrainedMLP:
+class TrainedMLP(TrainedNetwork):
     """A trained benchmark MLP with a scikit-learn-style probability interface.
 
     Attributes
@@ -149,33 +194,11 @@ class TrainedMLP:
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"X must have shape (n, {self.n_features_in_}), got {X.shape}")
-        return predict_proba(self.module, X, self.device)
+        return super().predict_proba(X)
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Predicted labels, shape (n,), int64 (the most probable class; ``P(y = 1) > 0.5`` when binary)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-    # Pickling: weights travel as a CPU state_dict; the module is rebuilt on load.
-    def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("module", "device")}
-        state["state_dict"] = {k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}
-        state["device"] = str(self.device)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        state = dict(state)
-        weights = state.pop("state_dict")
-        device = torch.device(state.pop("device"))
-        if device.type == "cuda" and not torch.cuda.is_available():
-            log.info("TrainedMLP was on %s; CUDA is unavailable here, loading it on the CPU", device)
-            device = torch.device("cpu")
-        self.__dict__.update(state)
-        # The drawn init is overwritten by the stored weights.
-        module = build_seeded_mlp(self.n_features_in_, self.config, torch.Generator().manual_seed(0),
-                                  n_outputs=_n_outputs(len(self.classes_)))
-        module.load_state_dict(weights)
-        self.module = module.to(device).eval()
-        self.device = device
+    def _architecture(self) -> nn.Module:
+        return build_seeded_mlp(self.n_features_in_, self.config, torch.Generator().manual_seed(0),
+                                n_outputs=_n_outputs(len(self.classes_)))
 
 
 def predict_proba(module: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
@@ -225,10 +248,11 @@ def _adam(param_groups: list[dict], lr: float, eps: float = 1e-8, fused: bool = 
     return torch.optim.Adam(param_groups, lr=lr, eps=eps)
 
 
-def _check_data(X_train: np.ndarray, y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _check_data(X_train: np.ndarray, y_train: np.ndarray, *, any_shape: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` as contiguous float32 (2-D unless ``any_shape``) and ``y`` as int64 labels, or ValueError."""
     X = np.ascontiguousarray(X_train, dtype=np.float32)
     y = np.asarray(y_train)
-    if X.ndim != 2:
+    if X.ndim != 2 and not (any_shape and X.ndim >= 2):
         raise ValueError(f"X_train must be 2-D (n, p), got shape {X.shape}")
     if y.shape != (X.shape[0],):
         raise ValueError(f"y_train must have shape ({X.shape[0]},), got {y.shape}")
@@ -281,6 +305,7 @@ def train_mlp(
     seed: int,
     device: str | torch.device = "cpu",
     num_threads: int | None = 1,
+    n_classes: int | None = None,
 ) -> TrainedMLP:
     """Train the benchmark MLP with early stopping on a random validation part.
 
@@ -302,6 +327,9 @@ def train_mlp(
         small networks (batches of 64 rows, width 16) than torch's default of one thread per
         core, most of all on a loaded machine, and makes CPU results independent of the core
         count.
+    n_classes : int or None
+        ``K``; None: one more than the largest label (a fold can lack the last class: pass the
+        data set's).
 
     Returns
     -------
@@ -323,13 +351,22 @@ def train_mlp(
     X, y = _check_data(X_train, y_train)
     dev = select_device(device)
     with torch_threads(num_threads if dev.type == "cpu" else None):
-        return _train(X, y, config, int(seed), dev)
+        return _train(X, y, config, int(seed), dev, n_classes_of(y, n_classes))
 
 
-def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torch.device) -> TrainedMLP:
+def n_classes_of(y: np.ndarray, n_classes: int | None) -> int:
+    """``n_classes`` checked against the labels, or (None) one more than the largest label; at least 2."""
+    found = int(y.max()) + 1 if len(y) else 2
+    if n_classes is None:
+        return max(2, found)
+    if n_classes < max(2, found):
+        raise ValueError(f"n_classes={n_classes} but the labels go up to {found - 1}")
+    return int(n_classes)
+
+
+def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torch.device, n_classes: int) -> TrainedMLP:
     """:func:`train_mlp` on checked data; ``X`` float32 (n, p), ``y`` int64 (n,)."""
     n, p = X.shape
-    n_classes = max(2, int(y.max()) + 1 if n else 2)
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     module = build_seeded_mlp(p, config, gen, n_outputs=_n_outputs(n_classes))
     result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev)
@@ -665,56 +702,73 @@ def fit_network(
                        val_idx.numpy().astype(np.int64), step)
 
 
+#: The trainers :func:`cached_train` knows, by model kind: (module, function), imported when used.
+TRAINERS = {"mlp": ("synthbench.models.training", "train_mlp"), "cnn": ("synthbench.models.cnn", "train_cnn")}
+
+
+def _trainer(kind: str) -> Callable[..., Any]:
+    if kind not in TRAINERS:
+        raise ValueError(f"unknown trainer {kind!r}; valid: {', '.join(TRAINERS)}")
+    module, name = TRAINERS[kind]
+    return getattr(importlib.import_module(module), name)
+
+
 def _train_cached(
+    kind: str,
     X_train: np.ndarray,
     y_train: np.ndarray,
-    config: MLPConfig,
+    config: Any,
     seed: int,
+    n_classes: int | None,
     device_type: str,
     torch_version: str,
     training_version: int,
     device: torch.device,
-) -> TrainedMLP:
+) -> TrainedNetwork:
     """The function ``joblib.Memory`` caches; ``device`` itself is not part of the key."""
-    return train_mlp(X_train, y_train, config=config, seed=seed, device=device)
+    return _trainer(kind)(X_train, y_train, config=config, seed=seed, device=device, n_classes=n_classes)
 
 
-def cached_train_mlp(
+def cached_train(
+    kind: str,
     X_train: np.ndarray,
     y_train: np.ndarray,
     *,
-    config: MLPConfig = MLPConfig(),
+    config: Any,
     seed: int,
+    n_classes: int | None = None,
     device: str | torch.device = "cpu",
     cache_dir: str | Path | None = None,
-) -> TrainedMLP:
-    """:func:`train_mlp` behind an optional on-disk cache.
+) -> TrainedNetwork:
+    """Train a network of ``kind`` (``"mlp"``: :func:`train_mlp`; ``"cnn"``:
+    :func:`synthbench.models.cnn.train_cnn`) behind an optional on-disk cache.
 
     Parameters
     ----------
-    X_train, y_train, config, seed, device
-        As for :func:`train_mlp`.
+    kind : a key of :data:`TRAINERS`
+    X_train, y_train, config, seed, n_classes, device
+        As for the trainer (``n_classes`` None: one more than the largest label).
     cache_dir : folder of a ``joblib.Memory`` cache, or None to train without caching.
 
     Returns
     -------
-    TrainedMLP
+    TrainedNetwork
         Loaded from the cache when an entry with the same key exists, on ``device``.
 
     Notes
     -----
-    The key hashes ``X_train`` (as float32), ``y_train`` (as int64), ``config``, ``seed``,
-    the device *type* (``"cpu"`` or ``"cuda"``: CUDA and CPU runs give different weights,
-    while ``"cuda:0"`` and ``"cuda:1"`` do not), ``torch.__version__`` and
-    :data:`TRAINING_VERSION`.
+    The key hashes the kind, ``X_train`` (as float32), ``y_train`` (as int64), ``config``
+    (its configuration's fields), ``seed``, ``n_classes``, the device *type* (``"cpu"`` or
+    ``"cuda"``: CUDA and CPU runs give different weights, while ``"cuda:0"`` and ``"cuda:1"`` do
+    not), ``torch.__version__`` and :data:`TRAINING_VERSION`.
     """
     dev = select_device(device)
     if cache_dir is None:
-        return train_mlp(X_train, y_train, config=config, seed=seed, device=dev)
-    X, y = _check_data(X_train, y_train)
+        return _trainer(kind)(X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes)
+    X, y = _check_data(X_train, y_train, any_shape=True)
     memory = joblib.Memory(str(cache_dir), verbose=0)
     cached = memory.cache(_train_cached, ignore=["device"])
-    model = cached(X, y, config, int(seed), dev.type, torch.__version__, TRAINING_VERSION, dev)
+    model = cached(kind, X, y, config, int(seed), n_classes, dev.type, torch.__version__, TRAINING_VERSION, dev)
     if model.device != dev:
         model.module.to(dev)
         model.device = dev

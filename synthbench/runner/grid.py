@@ -22,7 +22,8 @@ from typing import Any
 
 from synthbench import __version__, datasets
 from synthbench.methods import get_method
-from synthbench.models.presets import DEFAULT_PRESET, get_preset
+from synthbench.models import model_kind
+from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
 from synthbench.scoring import get_scorer
 
 __all__ = ["Cell", "FoldTask", "GridSpec", "entry_label"]
@@ -64,7 +65,8 @@ class Cell:
 
     @property
     def method_params(self) -> dict[str, Any]:
-        return dict(get_method(self.method).params)
+        """The parameters the method runs with on this cell's input kind."""
+        return get_method(self.method).params_for(self.kind)
 
     @property
     def kind(self) -> str:
@@ -93,6 +95,9 @@ class Cell:
         }
         if self.n_decoys is None:
             del config["n_decoys"]
+        scorer_params = get_scorer(self.scorer).params_for(self.kind)
+        if scorer_params:
+            config["scorer_params"] = scorer_params
         fingerprint = datasets.spec(self.dataset).fingerprint
         if fingerprint is not None:
             config["data_hash"] = fingerprint()  # the files' content: another copy of the data is another cell
@@ -128,8 +133,10 @@ class FoldTask:
 class GridSpec:
     """A full-factorial grid: datasets × sample sizes × decoy counts × folds × methods (× presets) × scorers, one seed.
 
-    ``n_samples`` is one sample size or several. A method that explains the shared MLP gets one
-    cell per preset in ``models``; any other method gets one cell (its ``model`` is None).
+    ``n_samples`` is one sample size or several. A method that explains a shared network (the MLP
+    of tables, the CNN of images) gets one cell per preset in ``models`` of that network's kind
+    (the kind's default preset when ``models`` names none); any other method gets one cell (its
+    ``model`` is None).
     ``decoys`` apply to the datasets that take decoys; the others get one configuration (their
     ``n_decoys`` is None). A (dataset, method) pair whose input kind the method does not accept
     is a ``ValueError``, or is left out with ``skip_inapplicable``.
@@ -164,6 +171,14 @@ class GridSpec:
                              f"{' / '.join(sorted({k for m in refused for k in get_method(m).inputs}))} inputs only")
         return tuple(m for m in self.methods if m not in refused)
 
+    def presets_for(self, method: str, kind: str) -> tuple[str | None, ...]:
+        """The presets ``method`` explains on ``kind`` inputs: ``(None,)`` when it needs no preset-configured model."""
+        needed = [k for k in get_method(method).needs_for(kind) if model_kind(k).uses_preset]
+        if not needed:
+            return (None,)
+        chosen = tuple(p for p in self.models if get_preset(p).kind in needed)
+        return chosen or tuple(DEFAULT_PRESETS[k] for k in needed)
+
     def cells(self) -> list[Cell]:
         for name in self.models:
             get_preset(name)  # KeyError listing the valid names
@@ -178,7 +193,7 @@ class GridSpec:
             for n_decoys in (self.decoys if datasets.spec(d).decoys else (None,))
             for fold in range(self.n_folds)
             for m in methods
-            for preset in (self.models if get_method(m).uses_preset else (None,))
+            for preset in self.presets_for(m, datasets.spec(d).kind)
             for scorer in self.scorers
         ]
 

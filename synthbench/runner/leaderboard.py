@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from synthbench.scoring import get_metric
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
+from synthbench.scoring import get_scorer, scorer_names
+from synthbench.scoring.metrics import Metric
 
 __all__ = ["leaderboard", "format_leaderboard"]
 
@@ -20,19 +21,39 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     row (the metric's expected value under a random ranking), a ``s/cell`` column (mean wall
     seconds per cell over every cell of the method), ``failed`` and ``skipped`` (over the method's
     declared feature limit) counts, and a ``near_chance``
-    column counting cells whose model scored AUROC < 0.6 on held-out rows (still averaged in). Methods are
+    column counting cells whose model was near chance on held-out rows (still averaged in). Methods are
     sorted best first by their mean over all columns, following the metric's direction.
+
+    Results that are not comparable are never averaged together: rows are kept apart by scorer
+    (the metric is read from the scorers of ``rows`` that declare it; with several, each method's
+    row names its scorer, ``saliency [ground_truth]``), by explain mode (``saliency (train)``) and
+    by dataset parameters (the column names them when a dataset ran with several).
     """
-    m = get_metric(metric)
-    rows = rows.assign(method=[entry_label(a, b) for a, b in zip(rows["method"], rows["model_preset"])])
+    rows = rows.copy()
+    rows["n_decoys"] = rows["n_decoys"].astype("Int64")  # null for datasets without decoys
+    scorers = [s for s in dict.fromkeys(rows["scorer"]) if metric in get_scorer(s).metrics]
+    if not scorers:
+        return pd.DataFrame()
+    m = _metric(scorers, metric)
+    rows = rows[rows["scorer"].isin(scorers)]
+    label = [entry_label(a, b) for a, b in zip(rows["method"], rows["model_preset"])]
+    if rows["explain"].nunique() > 1:
+        label = [f"{x} ({e})" for x, e in zip(label, rows["explain"])]
+    if len(scorers) > 1:
+        label = [f"{x} [{s}]" for x, s in zip(label, rows["scorer"])]
+    rows = rows.assign(method=label)
     ok = rows[(rows["status"] == "ok") & (rows["metric"] == metric)]
     if ok.empty:
         return pd.DataFrame()
-    by = ["dataset", "n_samples", "n_decoys"]
+    by = ["dataset", "dataset_params", "n_samples", "n_decoys"]
+    ok = ok.fillna({"n_decoys": -1})
     table = ok.pivot_table(index="method", columns=by, values="value", aggfunc="mean")
     chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
     several = ok.groupby("dataset")["n_samples"].nunique()
-    table.columns = chance.columns = [f"{d}{f' n={n}' if several[d] > 1 else ''}/{k}" for d, n, k in table.columns]
+    variants = ok.groupby("dataset")["dataset_params"].nunique()
+    table.columns = chance.columns = [
+        f"{d}{f' {p}' if variants[d] > 1 else ''}{f' n={n}' if several[d] > 1 else ''}{f'/{k}' if k >= 0 else ''}"
+        for d, p, n, k in table.columns]
     order = table.mean(axis=1).sort_values(ascending=m.direction == "lower").index
     table = table.loc[order]
     cells = rows.drop_duplicates("cell_id")
@@ -43,6 +64,14 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     table["near_chance"] = flagged.groupby(cells["method"]).sum().astype(int)
     chance.index = ["chance"]
     return pd.concat([table, chance])
+
+
+def _metric(scorers: list[str], metric: str) -> Metric:
+    """The metric as the first of ``scorers`` declares it; they must agree on its direction."""
+    declared = [get_scorer(s).metrics[metric] for s in scorers]
+    if len({d.direction for d in declared}) > 1:
+        raise ValueError(f"scorers {', '.join(scorers)} disagree on the direction of {metric!r}")
+    return declared[0]
 
 
 def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
@@ -56,4 +85,5 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     if "s/cell" in t:
         t["s/cell"] = t["s/cell"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     body = t.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
-    return f"mean {metric} over folds (columns: dataset/decoys; {get_metric(metric).direction} is better)\n{body}"
+    direction = _metric([s for s in scorer_names() if metric in get_scorer(s).metrics], metric).direction
+    return f"mean {metric} over folds (columns: dataset/decoys; {direction} is better)\n{body}"

@@ -13,10 +13,12 @@ Schema (version 5)::
     cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
           method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
           seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at,
-          suite, suite_hash, run_id, model_preset, scorer_seconds)
+          suite, suite_hash, run_id, model_preset, scorer_seconds, scorer_params)
 
 ``n_decoys`` is null for datasets without decoys; ``seconds`` is the method's time (and the
-training of the models it needs), ``scorer_seconds`` the scorer's.
+training of the models it needs), ``scorer_seconds`` the scorer's; ``scorer_params`` (JSON, null when
+the scorer has none on that input kind) what else defines its values, such as the channel
+aggregation of image maps.
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
     claims(cell_id PRIMARY KEY, run_id, claimed_at)
 
@@ -92,7 +94,8 @@ CREATE TABLE {name} (
     suite TEXT, suite_hash TEXT,
     run_id INTEGER REFERENCES runs(run_id),
     model_preset TEXT,
-    scorer_seconds REAL
+    scorer_seconds REAL,
+    scorer_params TEXT
 )"""
 _CELLS = _CELLS_V5.format(name="cells")
 _RUNS = """
@@ -356,12 +359,14 @@ class ResultStore:
     def write(self, result: CellResult, run_id: int | None = None) -> None:
         """Store one cell and its scores atomically (as part of run ``run_id``), replacing any earlier row of that cell."""
         c = result.cell
+        config = c.config()
         row = (
             c.cell_id, c.dataset, json.dumps(dict(c.dataset_params), sort_keys=True), c.n_samples, c.n_decoys,
             result.n_features, result.k, c.method, json.dumps(c.method_params, sort_keys=True), c.fold,
             c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, ",".join(result.flags), result.seconds,
             result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
-            c.config()["version"], _now(), *(c.suite or (None, None)), run_id, c.model, result.scorer_seconds,
+            config["version"], _now(), *(c.suite or (None, None)), run_id, c.model, result.scorer_seconds,
+            _json(config.get("scorer_params")),
         )
         try:
             with self._transaction():
@@ -447,7 +452,7 @@ class ResultStore:
 
         Columns: cell_id, dataset, dataset_params (JSON text), n_samples, n_decoys (null without
         decoys), n_features, k, method, model_preset (the preset of the model the method explains,
-        or null), explain, scorer, fold, seed, metric, value, chance, seconds (the method's),
+        or null), explain, scorer, scorer_params, fold, seed, metric, value, chance, seconds (the method's),
         scorer_seconds, peak_memory_bytes, status, message, flags (comma-separated, e.g.
         ``model_near_chance``), suite, suite_hash, run_id. Failed cells appear once with a null
         metric, so they are never silently missing. Rows of different scorers, explain modes,
@@ -455,7 +460,7 @@ class ResultStore:
         """
         sql = (
             "SELECT c.cell_id, c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.n_features, c.k, c.method,"
-            " c.model_preset, c.explain, c.scorer, c.fold, c.seed,"
+            " c.model_preset, c.explain, c.scorer, c.scorer_params, c.fold, c.seed,"
             " s.metric, s.value, s.chance, c.seconds, c.scorer_seconds, c.peak_memory_bytes, c.status, c.message,"
             " c.flags, c.suite, c.suite_hash, c.run_id"
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"

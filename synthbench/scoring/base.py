@@ -41,6 +41,10 @@ class Scorer(Protocol):
         """Each metric's value for a uniformly random ranking on this fold (those that have one)."""
         ...
 
+    def params_for(self, kind: str) -> dict:
+        """Parameters that define the scorer's values on ``kind`` inputs; they enter the cell id (``{}``: none)."""
+        ...
+
 
 _SCORERS: dict[str, Scorer] = {}
 

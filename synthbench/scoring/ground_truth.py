@@ -1,4 +1,10 @@
-"""The ground-truth scorer: a method's ranking against the dataset's known relevant features."""
+"""The ground-truth scorer: a method's ranking against the dataset's known relevant features.
+
+Tables: global rankings against the relevant features, per-instance attributions against the
+per-instance truth (:mod:`~synthbench.scoring.metrics`). Images: each explained image's map,
+aggregated over channels (``channel_aggregation``), against its signal mask
+(:mod:`~synthbench.scoring.localisation`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring import metrics as M
 from synthbench.scoring.base import register_scorer
+from synthbench.scoring.localisation import LOCALISATION_METRICS, aggregate_channels, pixel_masks
 from synthbench.scoring.metrics import Metric
 
 __all__ = ["GroundTruthScorer", "GROUND_TRUTH"]
@@ -27,17 +34,34 @@ class GroundTruthScorer:
     Attributes
     ----------
     name : ``"ground_truth"``
-    metrics : the metrics it reports (default: every one of :data:`synthbench.scoring.metrics.METRICS`)
+    metrics : the metrics it reports (default: every one of :data:`synthbench.scoring.metrics.METRICS`
+        and :data:`synthbench.scoring.localisation.LOCALISATION_METRICS`); each applies to the
+        input kinds it declares
+    channel_aggregation : how image attributions ``(n, C, H, W)`` become the maps ``(n, H, W)`` the
+        localisation metrics read (:data:`~synthbench.scoring.localisation.CHANNEL_AGGREGATIONS`);
+        recorded with every image cell (:meth:`params_for`)
     """
 
     name: str = "ground_truth"
-    metrics: Mapping[str, Metric] = field(default_factory=lambda: dict(M.METRICS))
+    metrics: Mapping[str, Metric] = field(default_factory=lambda: {**M.METRICS, **LOCALISATION_METRICS})
+    channel_aggregation: str = "sum_abs"
+
+    def params_for(self, kind: str) -> dict[str, str]:
+        """The scorer's parameters that define its values on ``kind`` inputs (recorded in the cell id)."""
+        return {"channel_aggregation": self.channel_aggregation} if kind == "image" else {}
 
     def metric_names(self, data: FoldData, output: MethodOutput) -> list[str]:
         """The metrics this fold and output allow."""
         has_global = data.relevant is not None and output.scores is not None
         has_local = data.relevant_local is not None and output.local is not None
-        return [n for n, m in self.metrics.items() if (has_global if m.scope == "global" else has_local)]
+        return [n for n, m in self.metrics.items()
+                if data.kind in m.kinds and (has_global if m.scope == "global" else has_local)]
+
+    def _local(self, output: MethodOutput, data: FoldData) -> tuple:
+        """The per-instance attributions and truth a local metric reads: image maps and pixel masks on images."""
+        if data.kind == "image":
+            return aggregate_channels(output.local, self.channel_aggregation), pixel_masks(data.relevant_local)
+        return output.local, data.relevant_local
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec | str,
               models: SharedModels | None = None) -> dict[str, float]:
@@ -48,14 +72,16 @@ class GroundTruthScorer:
         """
         method = spec if isinstance(spec, str) else spec.name
         values = {}
-        for name in self.metric_names(data, output):
+        names = self.metric_names(data, output)
+        local = self._local(output, data) if any(self.metrics[n].scope == "local" for n in names) else None
+        for name in names:
             metric = self.metrics[name]
             stream = data.rng("ties", method, name)
             if metric.scope == "global":
                 ranking = output.scores_2k if metric.reads_2k_ranking and output.scores_2k is not None else output.scores
                 truth, value = data.relevant, metric(ranking, data.relevant, stream)
             else:
-                truth, value = data.relevant_local, metric(output.local, data.relevant_local, stream)
+                truth, value = local[1], metric(local[0], local[1], stream)
             lo, hi = metric.bounds(truth)
             if not (lo - 1e-9 <= value <= hi + 1e-9) and value == value:
                 raise ValueError(f"{name} = {value} outside its declared bounds [{lo}, {hi}]")
@@ -66,9 +92,11 @@ class GroundTruthScorer:
         """Each metric's expected value under a random ranking, for this fold's truth."""
         out = {}
         for name, metric in self.metrics.items():
+            if data.kind not in metric.kinds:
+                continue
             truth = data.relevant if metric.scope == "global" else data.relevant_local
             if truth is not None:
-                out[name] = metric.chance(truth)
+                out[name] = metric.chance(pixel_masks(truth) if data.kind == "image" and metric.scope == "local" else truth)
         return out
 
 

@@ -204,6 +204,7 @@ class Metric:
     unit : what a value counts, for axis labels ("" when the name says it all)
     reads_2k_ranking : the metric reads a method's separate 2k ranking when it returns one
         (``MethodOutput.scores_2k``: selectors whose k and 2k picks come from separate runs)
+    kinds : the input kinds it applies to (``"tabular"``, ``"image"``)
     """
 
     name: str
@@ -216,6 +217,7 @@ class Metric:
     limits: tuple[float, float] = (0.0, 1.0)
     unit: str = ""
     reads_2k_ranking: bool = False
+    kinds: tuple[str, ...] = ("tabular",)
 
     def __call__(self, scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> float:
         return self.fn(scores, relevant, rng)

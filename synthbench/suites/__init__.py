@@ -2,7 +2,8 @@
 
 A suite file has top-level ``name``, ``version``, ``description``, ``n_samples``, ``folds``,
 ``seed``, ``explain`` (``test`` or ``train``), ``methods`` (registered names) and optional ``models``
-(the MLP presets the neural methods explain; default ``passemiers2023_corrected``), then one or
+(the presets the neural methods explain; default ``passemiers2023_corrected`` for tables, ``cnn``
+for images) and ``scorers`` (default ``["ground_truth"]``), then one or
 more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature counts
 ``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and optional
 ``params`` (dataset parameters) and ``methods`` (the block's own list, replacing the top-level
@@ -26,6 +27,7 @@ from synthbench import datasets
 from synthbench.methods import method_names
 from synthbench.models.presets import DEFAULT_PRESET, preset_names
 from synthbench.runner.grid import Cell, GridSpec
+from synthbench.scoring import scorer_names
 
 __all__ = ["Suite", "SuiteError", "load_suite", "suite_names"]
 
@@ -94,6 +96,10 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     if not isinstance(models, list) or not models or any(m not in preset_names() for m in models):
         raise SuiteError(f"suite {source}: 'models' must be a non-empty list of MLP presets; valid: "
                          f"{', '.join(preset_names())}")
+    scorers = raw.get("scorers", ["ground_truth"])
+    if not isinstance(scorers, list) or not scorers or any(s not in scorer_names() for s in scorers):
+        raise SuiteError(f"suite {source}: 'scorers' must be a non-empty list of scorers; valid: "
+                         f"{', '.join(scorer_names())}")
     if raw["folds"] < 2 or raw["n_samples"] < raw["folds"]:
         raise SuiteError(f"suite {source}: need folds >= 2 and n_samples >= folds")
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
@@ -127,8 +133,8 @@ def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, diges
         raise SuiteError(f"{where}: unknown methods {', '.join(map(repr, unknown))}")
     out = []
     for name in names:
-        if "n_decoys" in block:
-            decoys = tuple(block["n_decoys"])
+        if "n_decoys" in block or not datasets.spec(name).decoys:
+            decoys = tuple(block.get("n_decoys", [0]))
         else:
             k = int(datasets.make(name, n_samples=raw["n_samples"], n_decoys=0, seed=raw["seed"], **params).relevant.sum())
             too_small = [m for m in block["n_features"] if m < k]
@@ -139,5 +145,6 @@ def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, diges
             raise SuiteError(f"{where}: decoy counts must be non-negative integers")
         out.append(GridSpec((name,), tuple(methods), decoys, raw["n_samples"], raw["folds"], raw["seed"],
                             explain, {name: params} if params else {}, suite=(raw["name"], digest),
-                            models=tuple(raw.get("models", [DEFAULT_PRESET]))))
+                            models=tuple(raw.get("models", [DEFAULT_PRESET])), scorers=tuple(raw.get("scorers",
+                                                                                              ["ground_truth"]))))
     return out

@@ -1,0 +1,171 @@
+"""A small CNN for ``(n, C, H, W)`` images, trained by the one loop (:func:`~synthbench.models.training.fit_network`).
+
+Architecture (:func:`build_cnn`): for each width in ``config.channels`` a ``Conv2d`` (``kernel``,
+same padding) and a ``ReLU``, followed by ``MaxPool2d(2)`` after every block but the last while
+the feature map is at least 2 pixels wide; then a global pooling over the remaining map (max by
+default: a glyph anywhere in the image lights its detector), ``Flatten``, ``Linear(hidden)``,
+``ReLU`` and ``Linear(K)``: one logit per class, softmax cross-entropy, also for two classes. Every
+layer is one the attribution rules walk (convolution, ReLU, max pooling, flatten, linear), so
+guided backprop, deconvolution and LRP run on it unchanged.
+
+Weights are drawn from one ``torch.Generator`` seeded with the training seed (Kaiming uniform for
+ReLU, zero biases), never from torch's global generator; on the CPU the same seed gives the same
+weights. :func:`train_cnn` trains it with early stopping on a random validation part; the
+presets of :mod:`synthbench.models.presets` name configurations.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils import skip_init
+
+from synthbench.models.training import (
+    TrainConfig,
+    TrainedNetwork,
+    _check_data,
+    fit_network,
+    n_classes_of,
+    select_device,
+    torch_threads,
+)
+
+__all__ = ["CNNConfig", "TrainedCNN", "build_cnn", "train_cnn"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CNNConfig:
+    """Architecture and training of the CNN (training fields as :class:`~synthbench.models.training.TrainConfig`)."""
+
+    channels: tuple[int, ...] = (16, 32, 32)
+    kernel: int = 3
+    hidden: int = 64
+    global_pool: str = "max"
+    lr: float = 2e-3
+    weight_decay: float = 0.0
+    batch_size: int = 64
+    max_epochs: int = 60
+    patience: int = 8
+    stopping: str = "best"
+    validation_fraction: float = 0.2
+    monitor: str = "loss"
+    validation: str = "clean"
+    restore: str = "best"
+    lr_schedule: str = "constant"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _init(layer: nn.Module, generator: torch.Generator) -> nn.Module:
+    with torch.no_grad():
+        nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu", generator=generator)
+        nn.init.zeros_(layer.bias)
+    return layer
+
+
+def build_cnn(input_shape: tuple[int, int, int], n_classes: int, config: CNNConfig = CNNConfig(), *,
+              generator: torch.Generator) -> nn.Sequential:
+    """A fresh CNN for ``(C, H, W)`` inputs and ``n_classes >= 2`` logits, initialised from ``generator``."""
+    c, h, w = (int(d) for d in input_shape)
+    if n_classes < 2 or not config.channels or config.kernel < 1 or config.hidden < 1:
+        raise ValueError("need n_classes >= 2, at least one convolution, and positive kernel and hidden sizes")
+    if config.global_pool not in ("max", "avg"):
+        raise ValueError(f"global_pool must be 'max' or 'avg', got {config.global_pool!r}")
+    layers: list[nn.Module] = []
+    for i, width in enumerate(config.channels):
+        layers += [_init(skip_init(nn.Conv2d, c, width, config.kernel, padding=config.kernel // 2), generator),
+                   nn.ReLU()]
+        c = width
+        if i < len(config.channels) - 1 and min(h, w) >= 2:
+            layers.append(nn.MaxPool2d(2))
+            h, w = h // 2, w // 2
+    layers.append(nn.MaxPool2d((h, w)) if config.global_pool == "max" else nn.AvgPool2d((h, w)))
+    layers += [nn.Flatten(), _init(skip_init(nn.Linear, c, config.hidden), generator), nn.ReLU(),
+               _init(skip_init(nn.Linear, config.hidden, n_classes), generator)]
+    return nn.Sequential(*layers)
+
+
+@dataclass(eq=False)
+class TrainedCNN(TrainedNetwork):
+    """A trained CNN with a scikit-learn-style probability interface.
+
+    Attributes
+    ----------
+    module : nn.Sequential in eval mode, on ``device``; ``(n, C, H, W)`` -> ``(n, K)`` logits
+    config : CNNConfig
+    input_shape : ``(C, H, W)``
+    epochs_run, best_epoch, history, validation_indices : as for
+        :class:`~synthbench.models.training.TrainedMLP`
+    device : torch.device
+    classes_ : ``[0, 1, ..., K - 1]``
+    """
+
+    module: nn.Sequential = field(repr=False)
+    config: CNNConfig
+    input_shape: tuple[int, int, int]
+    epochs_run: int
+    best_epoch: int
+    history: dict[str, list[float]] = field(repr=False)
+    validation_indices: np.ndarray = field(repr=False)
+    device: torch.device
+    classes_: np.ndarray = field(repr=False)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Softmax probabilities ``(n, K)``, float64, for images ``(n, *input_shape)``."""
+        X = np.asarray(X, dtype=np.float32)
+        if X.shape[1:] != tuple(self.input_shape):
+            raise ValueError(f"X must have shape (n, {', '.join(map(str, self.input_shape))}), got {X.shape}")
+        return super().predict_proba(X)
+
+    def _architecture(self) -> nn.Module:
+        return build_cnn(self.input_shape, len(self.classes_), self.config, generator=torch.Generator().manual_seed(0))
+
+
+def train_cnn(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    *,
+    config: CNNConfig = CNNConfig(),
+    seed: int,
+    device: str | torch.device = "cpu",
+    n_classes: int | None = None,
+    num_threads: int | None = None,
+) -> TrainedCNN:
+    """Train the CNN on images ``(n, C, H, W)`` with labels ``0..K-1``.
+
+    Parameters
+    ----------
+    X_train, y_train : float32 ``(n, C, H, W)`` and int ``(n,)``
+    config : CNNConfig
+    seed : seeds the initialisation, the validation split, the batch order
+    device : ``"cpu"``, ``"cuda"``, ``"auto"`` or a ``torch.device``
+    n_classes : ``K`` (None: one more than the largest label)
+    num_threads : CPU threads while training (None: torch's setting; convolutions, unlike the
+        small MLPs, gain from several)
+
+    Returns
+    -------
+    TrainedCNN
+        In eval mode, on ``device``. On the CPU the same seed gives bit-identical weights on one
+        machine and torch build.
+    """
+    X, y = _check_data(X_train, y_train, any_shape=True)
+    if X.ndim != 4:
+        raise ValueError(f"X_train must be images (n, C, H, W), got shape {X.shape}")
+    k = n_classes_of(y, n_classes)
+    dev = select_device(device)
+    gen = torch.Generator().manual_seed(int(seed))
+    module = build_cnn(X.shape[1:], k, config, generator=gen)
+    with torch_threads(num_threads if dev.type == "cpu" else None):
+        result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev)
+    log.debug("trained CNN %s on %d images: %d epochs, best %d", X.shape[1:], len(y), result.epochs_run,
+              result.best_epoch)
+    return TrainedCNN(result.module, config, tuple(int(d) for d in X.shape[1:]), result.epochs_run, result.best_epoch,
+                      result.history, result.validation_indices, dev, np.arange(k))
