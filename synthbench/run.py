@@ -173,6 +173,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
                     models=models, scorers=scorers, skip_inapplicable=not named)
     try:
         cells = grid.cells()
+        for cell in cells:
+            cell.cell_id  # noqa: B018 - hashes image files now: missing files are bad input, not a failed run
     except (ValueError, OSError) as exc:  # a method on data it does not take; image files missing or malformed
         raise UsageError(str(exc)) from None
     if not cells:
@@ -196,8 +198,8 @@ def _fitting(cells: list[Cell]) -> list[Cell]:
                                                     for c in cells):
         try:
             datasets.check_fits(d, n_samples=n, n_decoys=decoys, seed=seed, **dict(params))
-        except datasets.DatasetTooLarge as exc:
-            raise UsageError(str(exc)) from None
+        except (ValueError, TypeError) as exc:  # too large, or parameters the generator refuses
+            raise UsageError(f"{d}: {exc}") from None
     return cells
 
 

@@ -253,8 +253,11 @@ def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and
 
 
 def _drop_claims(con: sqlite3.Connection) -> None:
-    """Undo schema 5: no claims, no liveness columns on runs."""
+    """Undo schema 5: no claims, examples, scorer columns or liveness columns on runs."""
     con.execute("DROP TABLE claims")
+    con.execute("DROP TABLE examples")
+    for column in ("scorer_seconds", "scorer_params"):
+        con.execute(f"ALTER TABLE cells DROP COLUMN {column}")
     for column in ("host", "pid", "heartbeat_at"):
         con.execute(f"ALTER TABLE runs DROP COLUMN {column}")
 

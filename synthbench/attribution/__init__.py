@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from synthbench.attribution.core import eval_mode, resolve_target
+from synthbench.attribution.core import IMAGE_CPU_MAX_BATCH_ELEMENTS, eval_mode, resolve_target
 from synthbench.attribution.gradient import (
     gradient,
     input_x_gradient,
@@ -127,7 +127,9 @@ def attribute(
     **params
         Method parameters (see each method's docstring), e.g. ``baselines``, ``n_steps``,
         ``n_samples``, ``generator``/``seed``, ``feature_mask`` (perturbation methods),
-        ``max_batch_elements`` (cap on input elements per forward call, default ``2**24``).
+        ``max_batch_elements`` (cap on input elements per forward call, default ``2**24``; for
+        inputs of more than two dimensions on the CPU ``2**18``, see
+        :data:`~synthbench.attribution.core.IMAGE_CPU_MAX_BATCH_ELEMENTS`).
 
     Returns
     -------
@@ -154,6 +156,8 @@ def attribute(
     t = resolve_target(target, x.shape[0], x.device)
     if create_graph:
         params["create_graph"] = True
+    if x.dim() > 2 and x.device.type == "cpu":
+        params.setdefault("max_batch_elements", IMAGE_CPU_MAX_BATCH_ELEMENTS)
     with eval_mode(model):
         result = ATTRIBUTION_METHODS[name](model, x, t, **params)
     return result if create_graph else result.detach()

@@ -33,6 +33,7 @@ from synthbench.models.mlp import GaussianNoise, SeededDropout
 
 __all__ = [
     "DEFAULT_MAX_BATCH_ELEMENTS",
+    "IMAGE_CPU_MAX_BATCH_ELEMENTS",
     "ELEMENTWISE_ACTIVATIONS",
     "LINEAR_OPS",
     "POOLING_OPS",
@@ -56,6 +57,12 @@ __all__ = [
 
 DEFAULT_MAX_BATCH_ELEMENTS = 2**24
 """Default cap on the number of input elements in one forward call."""
+
+IMAGE_CPU_MAX_BATCH_ELEMENTS = 2**18
+"""The cap :func:`synthbench.attribution.attribute` uses instead for inputs of more than two dimensions on
+the CPU: a convolution's activations are many times its input, and chunks of about 85 images of
+3 x 32 x 32 stay in cache (2-3x faster than 2**24 on the benchmark CNN; see
+``benchmarks/bench_image_attribution.py``)."""
 
 ELEMENTWISE_ACTIVATIONS: tuple[type[nn.Module], ...] = (
     nn.ReLU,
@@ -301,7 +308,16 @@ def vjp(op: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, g: torch.Te
 
 
 def activation_derivative(activation: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """Elementwise derivative ``f'(x)`` exactly as autograd computes it (shape of ``x``)."""
+    """Elementwise derivative ``f'(x)`` exactly as autograd computes it (shape of ``x``).
+
+    ReLU (``1[x > 0]``) and LeakyReLU (``1`` for ``x > 0``, else the slope, as torch's backward
+    takes it at 0) are written out; other activations go through autograd.
+    """
+    if type(activation) is nn.ReLU:
+        return (x > 0).to(x.dtype)
+    if type(activation) is nn.LeakyReLU:
+        return torch.where(x > 0, torch.ones((), dtype=x.dtype, device=x.device),
+                           torch.full((), activation.negative_slope, dtype=x.dtype, device=x.device))
     with torch.enable_grad():
         xr = x.detach().requires_grad_(True)
         (d,) = torch.autograd.grad(activation(xr).sum(), xr)

@@ -77,6 +77,29 @@ def _trace(ops: list[nn.Module], x: torch.Tensor) -> tuple[list[torch.Tensor], t
     return seen, x
 
 
+_Link = tuple[torch.Tensor, torch.Tensor]
+
+
+def _trace_links(ops: list[nn.Module], x: torch.Tensor) -> tuple[list[torch.Tensor], dict[int, _Link], torch.Tensor]:
+    """:func:`_trace`, also keeping the autograd graph of each non-Linear affine or pooling op.
+
+    ``links[k] = (input leaf, output)`` of op ``k``: its transpose is then one backward call on the
+    recorded graph instead of a second forward pass (convolutions are the costly layers).
+    """
+    seen, links = [], {}
+    for k, op in enumerate(ops):
+        seen.append(x)
+        if isinstance(op, (nn.Linear, *ELEMENTWISE_ACTIVATIONS)):
+            with torch.no_grad():
+                x = op(x)
+        else:
+            with torch.enable_grad():
+                leaf = x.detach().requires_grad_(True)
+                out = op(leaf)
+            links[k] = (leaf, out)
+            x = out.detach()
+    return seen, links, x
+
 def _seed_signal(output: torch.Tensor, target: Target) -> torch.Tensor:
     """One-hot backward signal on each row's target column, shape of ``output`` (m, k)."""
     g = torch.zeros_like(output)
@@ -89,9 +112,14 @@ def _seed_signal(output: torch.Tensor, target: Target) -> torch.Tensor:
     return g
 
 
-def _transpose(op: nn.Module, x_in: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """The backward signal through a non-activation layer: ``g @ W`` for Linear, else its vector-Jacobian product."""
-    return g @ op.weight.detach() if isinstance(op, nn.Linear) else vjp(op, x_in, g)
+def _transpose(op: nn.Module, link: _Link | None, g: torch.Tensor) -> torch.Tensor:
+    """The backward signal through a non-activation layer: ``g @ W`` for Linear, else the vector-Jacobian
+    product on the graph :func:`_trace_links` recorded."""
+    if isinstance(op, nn.Linear):
+        return g @ op.weight.detach()
+    leaf, out = link
+    (d,) = torch.autograd.grad(out, leaf, g, retain_graph=False)
+    return d
 
 
 def _modified_backward(
@@ -103,10 +131,11 @@ def _modified_backward(
     step = rows_per_chunk(inputs[0].numel() if n else 1, max_batch_elements)
     result = torch.empty_like(inputs)
     for i in range(0, n, step):
-        seen, out = _trace(ops, inputs[i : i + step])
+        seen, links, out = _trace_links(ops, inputs[i : i + step])
         g = _seed_signal(out, slice_target(target, i, i + step))
-        for op, x_in in zip(reversed(ops), reversed(seen)):
-            g = act_rule(op, x_in, g) if isinstance(op, ELEMENTWISE_ACTIVATIONS) else _transpose(op, x_in, g)
+        for k in range(len(ops) - 1, -1, -1):
+            op = ops[k]
+            g = act_rule(op, seen[k], g) if isinstance(op, ELEMENTWISE_ACTIVATIONS) else _transpose(op, links.get(k), g)
         result[i : i + step] = g
     return result
 
@@ -213,13 +242,13 @@ def deeplift(
     step = rows_per_chunk(2 * (inputs[0].numel() if n else 1), max_batch_elements)
     mult = torch.empty_like(inputs)
     for i in range(0, n, step):
-        seen_x, out = _trace(ops, inputs[i : i + step])
+        seen_x, links, out = _trace_links(ops, inputs[i : i + step])
         seen_b, _ = _trace(ops, base[i : i + step])
         g = _seed_signal(out, slice_target(target, i, i + step))
         for k in range(len(ops) - 1, -1, -1):
             op = ops[k]
             if not isinstance(op, ELEMENTWISE_ACTIVATIONS):
-                g = _transpose(op, seen_x[k], g)
+                g = _transpose(op, links.get(k), g)
                 continue
             x_in, b_in = seen_x[k], seen_b[k]
             x_out, b_out = seen_x[k + 1], seen_b[k + 1]
@@ -246,26 +275,34 @@ def _lrp(
     step = rows_per_chunk(inputs[0].numel() if n else 1, max_batch_elements)
     result = torch.empty_like(inputs)
     for i in range(0, n, step):
-        seen, out = _trace(ops, inputs[i : i + step])
+        seen, links, out = _trace_links(ops, inputs[i : i + step])
         relevance = _seed_signal(out, slice_target(target, i, i + step)) * out
         for k in range(len(ops) - 1, -1, -1):
             op = ops[k]
             if isinstance(op, ELEMENTWISE_ACTIVATIONS):
                 continue  # relevance passes activations unchanged
-            relevance = _lrp_layer(op, seen[k], relevance, positive_weights, use_bias, epsilon)
+            same_map = not positive_weights and (use_bias or getattr(op, "bias", None) is None)
+            relevance = _lrp_layer(op, seen[k], relevance, positive_weights, use_bias, epsilon,
+                                   links.get(k) if same_map else None)
         result[i : i + step] = relevance
     return result
 
 
 def _lrp_layer(op: nn.Module, a: torch.Tensor, relevance: torch.Tensor, positive_weights: bool, use_bias: bool,
-               epsilon: float) -> torch.Tensor:
+               epsilon: float, link: _Link | None = None) -> torch.Tensor:
     """Relevance of a layer's input ``a`` from its output relevance: ``a * J^T (R / (z + eps sign z))``.
 
     ``z`` is the layer's output on ``a``, with the weights clamped at 0 for the z+ rule and the
     bias dropped unless ``use_bias``; ``J^T`` is the transpose of the (possibly clamped) affine map.
     Layers without weights (pooling, flatten) use their own output as ``z`` and their vector-
-    Jacobian product, which is captum's epsilon rule at those layers.
+    Jacobian product, which is captum's epsilon rule at those layers. ``link``: the layer's recorded
+    forward graph when ``z`` is its plain output (:func:`_trace_links`), so nothing is recomputed.
     """
+    if link is not None and not isinstance(op, nn.Linear):
+        leaf, z = link
+        sign = torch.where(z >= 0, torch.ones_like(z), -torch.ones_like(z))
+        (back,) = torch.autograd.grad(z, leaf, (relevance / (z.detach() + epsilon * sign)).detach())
+        return a * back
     weight = getattr(op, "weight", None)
     if isinstance(op, nn.Linear):
         w = op.weight.detach()

@@ -182,7 +182,8 @@ def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, *
         Sample count and the seed of every random draw.
     n_decoys
         For generators that take decoys: decoy columns appended after the relevant ones (tables)
-        or distractor patches (images); None means 0. Refused by generators without decoys.
+        or distractor glyphs (images); None means the generator's default (0 for tables). Refused
+        by generators without decoys.
     **params
         The generator's own parameters.
 
@@ -203,12 +204,20 @@ def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, *
         raise ValueError(f"dataset {name!r} has no decoys; leave n_decoys out")
     if not gen.decoys:
         return gen.fn(n_samples=int(n_samples), seed=int(seed), **params)
-    n_decoys = 0 if n_decoys is None else int(n_decoys)
+    n_decoys = default_decoys(name) if n_decoys is None else int(n_decoys)
     if n_decoys < 0:
         raise ValueError(f"n_decoys must be >= 0, got {n_decoys}")
     if gen.kind == "tabular":
         check_fits(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
     return gen.fn(n_samples=int(n_samples), n_decoys=n_decoys, seed=int(seed), **params)
+
+
+def default_decoys(name: str) -> int:
+    """The decoy count generator ``name`` makes when given none: its own default, else 0."""
+    import inspect
+
+    default = inspect.signature(spec(name).fn).parameters.get("n_decoys")
+    return 0 if default is None or default.default is inspect.Parameter.empty else int(default.default)
 
 
 class DatasetTooLarge(ValueError):
@@ -253,10 +262,17 @@ def estimate_bytes(name: str, *, n_samples: int, n_decoys: int, seed: int = 0, *
 def check_fits(name: str, *, n_samples: int, n_decoys: int | None, seed: int = 0, **params: Any) -> None:
     """Raise :class:`DatasetTooLarge` when a table's estimated peak exceeds the memory available now.
 
-    Cheap: grids of fewer than about 2·10^7 elements are not probed at all; images (whose size
-    the decoy count does not change) are not probed.
+    Cheap: grids of fewer than about 2·10^7 elements are not probed at all. Synthetic images
+    (whose size the decoy count does not change) are checked by generating two of them, so bad
+    parameters (more distractors than an image holds) raise their ValueError here.
     """
-    if spec(name).kind != "tabular" or n_decoys is None or int(n_samples) * (int(n_decoys) + 64) < _SMALL:
+    gen = spec(name)
+    if gen.kind != "tabular":
+        if gen.decoys:
+            gen.fn(n_samples=2, n_decoys=default_decoys(name) if n_decoys is None else int(n_decoys), seed=int(seed),
+                   **params)
+        return
+    if n_decoys is None or int(n_samples) * (int(n_decoys) + 64) < _SMALL:
         return
     need = estimate_bytes(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
     have = _available_bytes()

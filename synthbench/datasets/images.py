@@ -14,6 +14,8 @@ Ground truth: ``relevant_local`` marks, in every channel, the pixels of each sig
 no global truth (``relevant`` is None), since the signal moves from image to image. Labels are
 exactly balanced (a seeded permutation of ``0..K-1`` repeated).
 
+Both take 4 distractor glyphs unless told otherwise.
+
 ``shapes``
     One signal glyph; its shape is the class: glyph ``y`` of :data:`GLYPHS` (``n_classes`` from
     2 to ``len(GLYPHS)``).
@@ -174,7 +176,7 @@ def _check(n_decoys: int, noise: float) -> None:
 
 @register("shapes", description="images: one signal glyph (colour cue) whose shape is the class, among n_decoys "
           "distractor glyphs of the same shapes; mask = the signal glyph", family="images", kind="image")
-def shapes(*, n_samples: int, n_decoys: int, seed: int, n_classes: int = 2, size: int = 32, channels: int = 3,
+def shapes(*, n_samples: int, n_decoys: int = 4, seed: int, n_classes: int = 2, size: int = 32, channels: int = 3,
            patch: int = 5, noise: float = 0.1) -> Dataset:
     """``shapes`` (see the module docstring): ``n_classes`` in ``2..len(GLYPHS)``."""
     _check(n_decoys, noise)
@@ -193,7 +195,7 @@ def shapes(*, n_samples: int, n_decoys: int, seed: int, n_classes: int = 2, size
 @register("shapes_xor", description="images: two signal glyphs (plus or cross each); class = whether they differ, so "
           "neither alone says anything; n_decoys distractor glyphs; mask = both signal glyphs", family="images",
           kind="image")
-def shapes_xor(*, n_samples: int, n_decoys: int, seed: int, size: int = 32, channels: int = 3, patch: int = 5,
+def shapes_xor(*, n_samples: int, n_decoys: int = 4, seed: int, size: int = 32, channels: int = 3, patch: int = 5,
                noise: float = 0.1) -> Dataset:
     """``shapes_xor`` (see the module docstring); binary."""
     _check(n_decoys, noise)

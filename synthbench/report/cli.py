@@ -12,6 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
+from synthbench.runner.cells import import_plugins
 from synthbench.scoring import metrics
 from synthbench.run import DEFAULT_STORE, OneLineParser, UsageError, parse_names
 
@@ -31,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=float, default=0.9,
                    help="mean best_k a method must keep up to its breakpoint (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of the rank tests (default: %(default)s)")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (the scorers, datasets or methods the store's cells came from); repeatable")
     return p
 
 
@@ -40,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         args = build_parser().parse_args(argv)
+        try:
+            import_plugins(args.plugin)
+        except ImportError as exc:
+            raise UsageError(f"--plugin: {exc}") from None
         chosen = parse_names(args.metrics, metrics.names("global"), "metrics")
         if not 0 < args.alpha < 1:
             raise UsageError(f"--alpha must be within (0, 1), got {args.alpha}")

@@ -168,13 +168,74 @@ def _elapsed(runs: pd.DataFrame) -> pd.Series:
     return (end - start).dt.total_seconds().fillna(0)
 
 
+def _groups(results: Results) -> list[tuple[str, str, Results]]:
+    """The store split into parts whose numbers may be compared: one per (input kind, scorer, explain mode).
+
+    Returns ``(label, kind, results)`` triples in store order; the label is empty for a store with
+    one part.
+    """
+    keys = list(dict.fromkeys(zip(results.cells["kind"], results.cells["scorer"], results.cells["explain"])))
+    out = []
+    for kind, scorer, explain in keys:
+        def pick(frame: pd.DataFrame) -> pd.DataFrame:
+            keep = (frame["kind"] == kind) & (frame["scorer"] == scorer) & (frame["explain"] == explain)
+            return frame[keep].reset_index(drop=True)
+
+        label = f"{kind} data, scorer {scorer}, explaining the {explain} rows" if len(keys) > 1 else ""
+        out.append((label, kind, Results(scores=pick(results.scores), cells=pick(results.cells), runs=results.runs,
+                                         path=results.path)))
+    return out
+
+
+def _figure(report: Report, enabled: bool, name: str, alt: str, draw) -> list[str]:
+    """Add figure ``name`` (drawn by ``draw()``) to ``report`` and return its Markdown, when ``enabled``."""
+    if not enabled:
+        return []
+    report.figures[name] = draw()
+    return [f"![{alt}]({name})", ""]
+
+
 def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k"),
                  level: float = tables.BREAKPOINT_LEVEL, alpha: float = 0.05) -> Report:
-    """The report of ``results``: leaderboards, decoy curves, breakpoints, cost, statistics, provenance.
+    """The report of ``results``: leaderboards, curves, maps, cost, statistics, provenance.
 
-    ``metrics[0]`` drives the curves, cost figure and rank test (best_k by default); breakpoints
-    are always on best_k (the largest decoy count with mean best_k >= ``level``).
+    The store is split into parts that may be compared (:func:`_groups`: input kind, scorer,
+    explain mode), each with its own sections, so two scorers or explain modes are never averaged
+    together. Tables: ``metrics[0]`` drives the curves, cost figure and rank test (best_k by
+    default); breakpoints are always on best_k (the largest decoy count with mean best_k >=
+    ``level``). Images: the localisation leaderboard and example maps.
     """
+    report = Report("")
+    md = ["# synthbench report", ""]
+    versions = results.cells["package_version"].unique()
+    if len(versions) > 1:
+        md += [f"**Warning:** this store mixes cells of synthbench {', '.join(sorted(versions))}; their numbers may "
+               "not be comparable.", ""]
+    status = results.cells["status"].value_counts()
+    missing = len(results.missing())
+    groups = _groups(results)
+    md += [
+        f"This report reads `{results.path}`: {len(results.methods)} methods on {len(results.settings)} dataset "
+        f"setting(s) ({', '.join(results.settings)}); {status.get('ok', 0)} cells finished, {status.get('failed', 0)} "
+        f"failed, {status.get('skipped', 0)} over a method's declared feature limit, {missing} missing from the grid "
+        "the store implies (shown as missing, never as zero)."
+        + (f" It holds {len(groups)} parts that are reported apart and never averaged together: "
+           f"{'; '.join(label for label, _, _ in groups)}." if len(groups) > 1 else ""),
+        "",
+    ]
+    for i, (label, kind, part) in enumerate(groups):
+        prefix, heading = ("", "") if len(groups) == 1 else (f"part{i + 1}_", f" ({label})")
+        if kind == "image":
+            md += _image_sections(part, report, prefix, heading)
+        else:
+            md += _tabular_sections(part, report, metrics, level, alpha, prefix, heading)
+    md += ["## Provenance", "", *_provenance(results), ""]
+    report.markdown = "\n".join(md)
+    return report
+
+
+def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...], level: float, alpha: float,
+                      prefix: str, heading: str) -> list[str]:
     metric = metrics[0]
     styles = figures.method_styles(results.methods)
     overall = tables.summary_table(results, metrics=metrics)
@@ -182,32 +243,20 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     points = tables.breakpoints(curves if metric == "best_k" else tables.decoy_table(results, "best_k"), level)
     test = rank_test(results, metric, alpha)
     settings = results.settings
-    decoys = sorted(results.cells["n_decoys"].unique())
-    status = results.cells["status"].value_counts()
-    missing = len(results.missing())
-    m = get_metric(metric)
-    md = ["# synthbench report", ""]
-    versions = results.cells["package_version"].unique()
-    if len(versions) > 1:
-        md += [f"**Warning:** this store mixes cells of synthbench {', '.join(sorted(versions))}; their numbers may "
-               "not be comparable.", ""]
+    scorer = results.cells["scorer"].iloc[0]
+    m = get_metric(metric, scorer)
     models = tables.model_table(results)
     warning = _near_chance_sentence(models)
-    md += [
-        f"This report reads `{results.path}`: {len(results.methods)} methods on {len(settings)} dataset(s) "
-        f"({', '.join(settings)}) at {len(decoys)} decoy count(s) ({', '.join(map(str, decoys))}); "
-        f"{status.get('ok', 0)} cells finished, {status.get('failed', 0)} failed, "
-        f"{status.get('skipped', 0)} over a method's declared feature limit, {missing} missing from the grid the "
-        "store implies (shown as missing, never as zero).",
-        "",
+    plots = not curves.empty  # without a finished cell there is nothing to draw
+    md = [
         f"**How to read it.** Each method ranks every feature by importance; `{metric}` is the {m.description} "
         f"({m.direction} is better), and the *chance* column gives its expected value under a random ranking. "
-        + " ".join(f"`{other}`: the {get_metric(other).description}." for other in metrics[1:])
+        + " ".join(f"`{other}`: the {get_metric(other, scorer).description}." for other in metrics[1:])
         + " Means are over folds and seeds, with 95 % Student-t confidence intervals. † marks methods some of whose "
         f"cells explain a model that scored a held-out AUROC below {NEAR_CHANCE_AUROC} (`near chance` counts them).",
         "",
         *([warning, ""] if warning else []),
-        "## Leaderboard, all datasets",
+        f"## Leaderboard, all datasets{heading}",
         "",
         _leaderboard_markdown(overall, metrics),
         "",
@@ -215,53 +264,99 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     for setting in settings:
         md += [f"### {setting}", "", _leaderboard_markdown(tables.summary_table(results, metrics=metrics, setting=setting),
                                                           metrics), ""]
-    md += ["## The models the methods explain", "",
+    md += [f"## The models the methods explain{heading}", "",
            "Attribution methods explain a model trained once per fold and shared by every method that needs it. Mean "
            "held-out AUROC of that model (95 % CI over folds and seeds; 0.5 is a coin flip), and how many of its fits "
            f"scored below {NEAR_CHANCE_AUROC}.", "", *_models_markdown(models)]
-    report = Report("")
-    plots = not curves.empty  # without a finished cell there is nothing to draw
-
-    def figure(name: str, alt: str, draw) -> list[str]:
-        if not plots:
-            return []
-        report.figures[name] = draw()
-        return [f"![{alt}]({name})", ""]
-
-    md += ["## Recovery against the number of decoys", "",
+    md += [f"## Recovery against the number of decoys{heading}", "",
            f"Mean `{metric}` per decoy count, one column of panels per dataset and one row per method family "
            "(classical methods, neural selectors, the attribution methods of each MLP preset), the other families in "
            "grey behind; bands are 95 % confidence intervals, the dashed line is chance.", "",
-           *figure("curves.png", "decoy curves",
-                   lambda: figures.decoy_curves(curves, styles, metric=metric, settings=settings))]
+           *_figure(report, plots, f"{prefix}curves.png", "decoy curves",
+                    lambda: figures.decoy_curves(curves, styles, metric=metric, settings=settings))]
     by_n = tables.sample_table(results, metric)
     if not by_n.empty:
-        md += ["## Recovery against the number of samples", "",
+        md += [f"## Recovery against the number of samples{heading}", "",
                f"Mean `{metric}` per sample size for the datasets this store holds at several sizes, one panel per "
                "dataset and decoy count, one row per method family; then the held-out AUROC of the models the "
                "attribution methods explain, against the same sample sizes. The question they answer: how many "
                "samples does a model need before its explanations find the truth.", "",
-               *figure("samples.png", "recovery against the number of samples",
-                       lambda: figures.sample_curves(by_n, styles, metric=metric)),
-               *figure("model_samples.png", "model AUROC against the number of samples",
-                       lambda: figures.model_sample_curves(models))]
+               *_figure(report, plots, f"{prefix}samples.png", "recovery against the number of samples",
+                        lambda: figures.sample_curves(by_n, styles, metric=metric)),
+               *_figure(report, plots, f"{prefix}model_samples.png", "model AUROC against the number of samples",
+                        lambda: figures.model_sample_curves(models))]
     order = list(overall.index)
-    md += ["## Breakpoints", "",
+    md += [f"## Breakpoints{heading}", "",
            f"The largest decoy count up to which a method keeps mean `best_k` ≥ {level} at every measured count: "
            f"`≥ N` means it never fell below {level} (N is the largest count measured), `< N` that it was already "
            "below at the smallest count N.", "", _breakpoint_markdown(points, order, settings), "",
-           *figure("breakpoints.png", "breakpoints", lambda: figures.breakpoint_figure(points, level=level, methods=order))]
+           *_figure(report, plots, f"{prefix}breakpoints.png", "breakpoints",
+                    lambda: figures.breakpoint_figure(points, level=level, methods=order))]
     front = tables.pareto_front(overall, metric)
-    md += ["## Cost against quality", "",
+    md += [f"## Cost against quality{heading}", "",
            f"Mean `{metric}` over every cell against mean wall seconds per cell (the method plus the model it needs). "
            f"Pareto front, fastest first: {', '.join(front.index) or 'none (no finished cell)'}.", "",
-           *figure("cost.png", "cost against quality", lambda: figures.cost_quality(overall, styles, metric=metric))]
-    md += ["## Are the differences real?", "", test.sentence(), ""]
+           *_figure(report, plots, f"{prefix}cost.png", "cost against quality",
+                    lambda: figures.cost_quality(overall, styles, metric=metric))]
+    md += [f"## Are the differences real?{heading}", "", test.sentence(), ""]
     if not test.pairwise.empty:
-        md += figure("cd.png", "critical-difference diagram", lambda: figures.cd_diagram(test, styles))
-    md += ["## Provenance", "", *_provenance(results), ""]
-    report.markdown = "\n".join(md)
-    return report
+        md += _figure(report, plots, f"{prefix}cd.png", "critical-difference diagram",
+                      lambda: figures.cd_diagram(test, styles))
+    return md
+
+
+#: The localisation metrics of the image leaderboard, headline first.
+IMAGE_METRICS = ("rank_accuracy", "mass_accuracy", "pointing_game", "map_auroc", "top_k_intersection")
+
+
+def _image_sections(results: Results, report: Report, prefix: str, heading: str) -> list[str]:
+    scorer = results.cells["scorer"].iloc[0]
+    metrics = tuple(m for m in IMAGE_METRICS if m in set(results.scores["metric"]))
+    md = [f"## Localisation leaderboard{heading}", ""]
+    if not metrics:
+        return md + ["No finished cell of these images has a localisation score (the data have no masks, or no cell "
+                     "finished).", ""]
+    aggregation = json.loads(results.cells["scorer_params"].dropna().iloc[0]) if results.cells["scorer_params"].notna().any() else {}
+    md += [
+        "Each method's maps of the explained images, "
+        f"aggregated over channels ({aggregation.get('channel_aggregation', 'sum_abs')}), against each image's mask "
+        "of signal pixels. "
+        + " ".join(f"`{m}`: the {get_metric(m, scorer).description}." for m in metrics)
+        + " All are higher-is-better; the chance columns are the values of a random map. Means over the folds' cells "
+        "with 95 % Student-t confidence intervals; s / cell is the method's wall seconds with the CNN it explains. "
+        f"† marks methods some of whose cells explain a model near chance.",
+        "",
+    ]
+    scored = set(results.scores.dropna(subset=["metric"])["setting"])
+    for setting in results.settings:
+        if setting not in scored:
+            md += [f"### {setting}", "", "No masks: these images have no ground truth to localise (they serve "
+                   "scorers that need none, such as remove-and-retrain); their maps are shown below.", ""]
+            continue
+        table = tables.summary_table(results, metrics=metrics, setting=setting)
+        md += [f"### {setting}", "", _leaderboard_markdown(table, metrics), ""]
+    models = tables.model_table(results)
+    if not models.empty:
+        md += [f"## The models the maps explain{heading}", "",
+               "Held-out accuracy of the CNN of each fold (mean over folds), per setting and distractor count:", "",
+               _image_models_markdown(models), ""]
+    examples = tables.example_maps(results)
+    for setting, (images, masks, maps) in examples.items():
+        md += [f"## Example maps, {setting}{heading}", "",
+               "The first explained images of fold 0 (signal outlined in cyan), then each method's map of them "
+               "(channels summed in absolute value, each panel scaled to its own maximum).", "",
+               *_figure(report, True, f"{prefix}maps_{re.sub(r'[^A-Za-z0-9]+', '_', setting)}.png",
+                        f"example maps, {setting}", lambda i=images, s=masks, m=maps: figures.example_maps(i, s, m))]
+    return md
+
+
+def _image_models_markdown(models: pd.DataFrame) -> str:
+    table = models.assign(decoys=models["n_decoys"].map(lambda d: "no distractors axis" if pd.isna(d) or d < 0
+                                                        else f"{int(d)} distractors"),
+                          entry=models["model"] + " on " + models["setting"])
+    out = table.pivot_table(index="entry", columns="decoys", values="accuracy", aggfunc="mean")
+    out.index.name, out.columns.name = "model", None
+    return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
 
 
 def write_report(report: Report, out_dir: str | Path) -> list[Path]:

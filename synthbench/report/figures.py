@@ -326,3 +326,42 @@ def cd_diagram(test: RankTest, styles: dict[str, Style]) -> Figure:
                  fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def example_maps(images: np.ndarray, masks: np.ndarray, maps: dict[str, np.ndarray], *, title: str = "") -> Figure:
+    """Example attribution maps: the images with their masks outlined, then one row per method.
+
+    Parameters
+    ----------
+    images : float ``(m, C, H, W)`` (the first three channels are shown as colour, one as grey)
+    masks : bool ``(m, H, W)``, the signal pixels (outlined in every panel); may be None
+    maps : method -> relevance maps ``(m, H, W)`` (non-negative), each panel scaled to its own maximum
+    """
+    m = images.shape[0]
+    rows = 1 + len(maps)
+    fig = Figure(figsize=(1.6 * m + 1.6, 1.6 * rows), constrained_layout=True)
+    axes = fig.subplots(rows, m, squeeze=False)
+    shown = np.clip(images[:, :3].transpose(0, 2, 3, 1), 0, 1) if images.shape[1] >= 3 else images[:, 0]
+
+    def outline(ax, j):
+        if masks is not None:
+            ax.contour(masks[j].astype(float), levels=[0.5], colors="cyan", linewidths=0.8)
+
+    for j in range(m):
+        ax = axes[0, j]
+        ax.imshow(shown[j], cmap=None if images.shape[1] >= 3 else "gray", vmin=0, vmax=1, interpolation="nearest")
+        outline(ax, j)
+    axes[0, 0].set_ylabel("image", rotation=0, ha="right", va="center", fontsize=8)
+    for i, (method, values) in enumerate(maps.items(), start=1):
+        for j in range(m):
+            ax = axes[i, j]
+            ax.imshow(values[j], cmap="inferno", vmin=0, vmax=max(float(values[j].max()), 1e-12),
+                      interpolation="nearest")
+            outline(ax, j)
+        axes[i, 0].set_ylabel(method, rotation=0, ha="right", va="center", fontsize=8)
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return fig

@@ -1,7 +1,10 @@
 """Results of a store, loaded once for reporting: scores of finished cells, every cell's status, the runs.
 
-A *setting* is what one curve or table block is about: a dataset at one sample size (``ring``,
-or ``ring n=500`` when a store holds several sample sizes of that dataset). The *grid* a store
+A *setting* is what one curve or table block is about: a dataset at one sample size and one set of
+dataset parameters (``ring``, ``ring n=500`` when a store holds several sample sizes of that
+dataset, ``dag {"scaling": "standardised"}`` when it holds several parameter sets). Cells also
+carry their input ``kind`` (tables, images), ``scorer`` and ``explain`` mode; the report keeps
+those apart too. The *grid* a store
 implies is every (setting, decoy count, seed, fold) that any of its cells ran, crossed with every
 method it holds; a combination with no stored cell is *missing*, never a zero.
 """
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from synthbench import datasets
 from synthbench.runner.grid import entry_label
 from synthbench.runner.store import ResultStore, StoreError
 
@@ -96,7 +100,16 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     if cells.empty:
         raise ReportError(f"store {store} holds no cells{f' of suite {suite!r}' if suite else ''}; run "
                           f"python -m synthbench.run --store {store} first")
+    from synthbench.scoring import scorer_names
+
+    unknown = sorted(set(cells["scorer"]) - set(scorer_names()))
+    if unknown:
+        raise ReportError(f"store {store} holds cells of scorer(s) {', '.join(unknown)} that this process does not "
+                          "know; import the plugin that registers them (--plugin MODULE)")
     cells, scores = _entries(cells), _entries(scores)
+    kinds = {d: datasets.spec(d).kind if d in datasets.names() else "tabular" for d in cells["dataset"].unique()}
+    cells = cells.assign(kind=cells["dataset"].map(kinds))
+    scores = scores.assign(kind=scores["dataset"].map(kinds).fillna("tabular"))
     labels = _setting_labels(cells)
     cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
     scores = scores[scores["status"] == "ok"]
@@ -111,7 +124,10 @@ def _entries(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _setting_labels(cells: pd.DataFrame) -> pd.Series:
-    """``dataset``, or ``dataset n=N`` where the store holds the dataset at several sample sizes; by cell_id."""
+    """``dataset``, with ``n=N`` where the store holds the dataset at several sample sizes and its
+    parameters where it holds several parameter sets; by cell_id."""
     sizes = cells.groupby("dataset")["n_samples"].transform("nunique")
-    label = cells["dataset"].where(sizes == 1, cells["dataset"] + " n=" + cells["n_samples"].astype(str))
+    variants = cells.groupby("dataset")["dataset_params"].transform("nunique")
+    label = cells["dataset"].where(variants == 1, cells["dataset"] + " " + cells["dataset_params"])
+    label = label.where(sizes == 1, label + " n=" + cells["n_samples"].astype(str))
     return pd.Series(label.to_numpy(), index=cells["cell_id"])

@@ -14,14 +14,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from synthbench.scoring import get_metric
+from synthbench import datasets
 from synthbench.report.results import Results
+from synthbench.scoring import get_metric
 from synthbench.models import kinds, model_kind
 from synthbench.models.shared import NEAR_CHANCE_AUROC
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
 
-__all__ = ["mean_ci", "summary_table", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front", "BREAKPOINT_LEVEL"]
+__all__ = ["mean_ci", "summary_table", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front",
+           "example_maps", "BREAKPOINT_LEVEL"]
 
 #: best_k a method must keep at every decoy count up to its breakpoint.
 BREAKPOINT_LEVEL = 0.9
@@ -163,7 +165,8 @@ def model_table(results: Results) -> pd.DataFrame:
     columns = ["model", "setting", "n_decoys", "dataset", "n_samples", "auroc", "auroc_lo", "auroc_hi", "accuracy",
                "models", "near_chance", "methods"]
     cells = results.cells[(results.cells["status"] == "ok") & results.cells["model"].notna()]
-    rows = [(_model_label(kind, c.model_preset), c.setting, int(c.n_decoys), c.dataset, int(c.n_samples), c.seed,
+    rows = [(_model_label(kind, c.model_preset), c.setting, -1 if pd.isna(c.n_decoys) else int(c.n_decoys), c.dataset,
+             int(c.n_samples), c.seed,
              c.fold, c.method, info.get("test_auroc", np.nan), info.get("test_accuracy", np.nan))
             for c in cells.itertuples() for kind, info in json.loads(c.model).items()]
     fits = pd.DataFrame(rows, columns=["model", "setting", "n_decoys", "dataset", "n_samples", "seed", "fold", "method",
@@ -229,3 +232,36 @@ def pareto_front(summary: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
             keep.append(method)
             best = score
     return ordered.loc[keep]
+
+
+def example_maps(results: Results) -> dict[str, tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray]]]:
+    """Per image setting: the first explained images of one fold, their pixel masks and each method's stored maps.
+
+    The fold is the first (largest distractor count, smallest seed and fold) with stored maps; the images are
+    generated again from the cells' configuration (the data are deterministic). Returns
+    ``{setting: (images (m, C, H, W), masks (m, H, W) or None, {method: maps (m, H, W)})}``.
+    """
+    from synthbench.protocol import FoldData, dataset_folds
+    from synthbench.runner.store import ResultStore
+    from synthbench.scoring.localisation import pixel_masks
+
+    ok = results.cells[(results.cells["status"] == "ok") & (results.cells["kind"] == "image")]
+    if ok.empty:
+        return {}
+    with ResultStore(results.path, readonly=True) as store:
+        stored = store.examples(ok["cell_id"])
+    out = {}
+    for setting, g in ok[ok["cell_id"].isin(list(stored))].groupby("setting", sort=False):
+        first = g.sort_values(["n_decoys", "seed", "fold"], ascending=[False, True, True]).iloc[0]
+        same = g[(g["n_decoys"].fillna(-1) == (-1 if pd.isna(first.n_decoys) else first.n_decoys))
+                 & (g["seed"] == first.seed) & (g["fold"] == first.fold)]
+        maps = {row.method: stored[row.cell_id] for row in same.itertuples()}
+        decoys = {} if pd.isna(first.n_decoys) else {"n_decoys": int(first.n_decoys)}
+        ds = datasets.make(first.dataset, n_samples=int(first.n_samples), seed=int(first.seed), **decoys,
+                           **json.loads(first.dataset_params))
+        fold = dataset_folds(ds, n_folds=int(first.n_folds), seed=int(first.seed))[int(first.fold)]
+        data = FoldData.from_dataset(ds, fold, explain=first.explain)
+        m = min(len(v) for v in maps.values())
+        masks = None if data.relevant_local is None else pixel_masks(data.relevant_local[:m])
+        out[setting] = (data.X_explain[:m], masks, {k: v[:m] for k, v in maps.items()})
+    return out

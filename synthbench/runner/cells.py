@@ -20,8 +20,9 @@ from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
 from synthbench.scoring import Scorer, get_scorer
+from synthbench.scoring.localisation import aggregate_channels
 
-__all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_FLAG"]
+__all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_FLAG", "EXAMPLE_IMAGES"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,10 @@ def import_plugins(modules: Iterable[str]) -> None:
     for name in modules:
         importlib.import_module(name)
 
+
+#: Explained images whose relevance maps (channels summed in absolute value) an image cell stores
+#: for the report's example figure.
+EXAMPLE_IMAGES = 4
 
 #: The flag a cell carries in the store's ``flags`` column when a model it explains is near chance
 #: (:func:`synthbench.models.shared.near_chance`).
@@ -113,5 +118,8 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
         peak_bytes = max(cached[2], peak_bytes or 0)
     model_info = {k: models.info[k] for k in needs if k in models.info} or None
     flags = (NEAR_CHANCE_FLAG,) if any(near_chance(info) for info in (model_info or {}).values()) else ()
+    examples = None
+    if data.kind == "image" and output.local is not None:
+        examples = aggregate_channels(output.local[:EXAMPLE_IMAGES]).astype("float32")
     return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, peak_bytes, model=model_info,
-                      flags=flags, scorer_seconds=scorer_seconds, **base)
+                      flags=flags, scorer_seconds=scorer_seconds, examples=examples, **base)

@@ -21,6 +21,7 @@ the scorer has none on that input kind) what else defines its values, such as th
 aggregation of image maps.
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
     claims(cell_id PRIMARY KEY, run_id, claimed_at)
+    examples(cell_id PRIMARY KEY, shape, maps)   the first images' relevance maps of an image cell
 
 Several runs may share one store (two terminals, an array job). Creating and upgrading the file
 happen under SQLite's write lock, so concurrent openers wait for each other. Before a run
@@ -51,6 +52,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from synthbench.runner.grid import Cell
@@ -117,6 +119,11 @@ RUN_STATUSES = ("finished", "interrupted", "failed")
 _V1_COLUMNS = ("cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
                "n_folds, seed, explain, scorer, status, message, flags, seconds, peak_memory_bytes, model, "
                "permutation, versions, package_version, finished_at")
+_EXAMPLES = """
+CREATE TABLE examples (
+    cell_id TEXT PRIMARY KEY REFERENCES cells(cell_id) ON DELETE CASCADE,
+    shape TEXT NOT NULL, maps BLOB NOT NULL
+)"""
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     _RUNS.format(extra="".join(f", {c}" for c in _RUN_LIVENESS)),
@@ -128,14 +135,16 @@ _SCHEMA = (
 )""",
     "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
     _CLAIMS,
+    _EXAMPLES,
 )
 
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
 #: in one transaction). 1 -> 2: suite columns, and the status 'skipped'; SQLite cannot change a
 #: CHECK constraint in place, so the cells table is rebuilt as SQLite's documentation prescribes.
 #: 2 -> 3: the runs table, and each cell's run. 3 -> 4: the MLP preset a cell explains. 4 -> 5:
-#: claims, the host, process and heartbeat of each run, the scorer's seconds, and a nullable
-#: ``n_decoys`` (datasets without decoys; the cells table is rebuilt again).
+#: claims, the host, process and heartbeat of each run, the scorer's seconds and parameters,
+#: example maps, and a nullable ``n_decoys`` (datasets without decoys; the cells table is rebuilt
+#: again).
 _UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -157,6 +166,7 @@ _UPGRADES = {
         "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
         *(f"ALTER TABLE runs ADD COLUMN {c}" for c in _RUN_LIVENESS),
         _CLAIMS,
+        _EXAMPLES,
     ),
 }
 
@@ -187,6 +197,7 @@ class CellResult:
     versions: dict[str, str] | None = None
     flags: tuple[str, ...] = ()
     scorer_seconds: float | None = None
+    examples: np.ndarray | None = None  # float32 (m, H, W): the first explained images' relevance maps
 
 
 class ResultStore:
@@ -377,6 +388,10 @@ class ResultStore:
                     "INSERT INTO scores VALUES (?, ?, ?, ?)",
                     [(c.cell_id, m, _finite_or_none(v), result.chance.get(m)) for m, v in result.scores.items()],
                 )
+                if result.examples is not None:
+                    maps = np.ascontiguousarray(result.examples, dtype=np.float32)
+                    self._con.execute("INSERT INTO examples VALUES (?, ?, ?)",
+                                      (c.cell_id, json.dumps(list(maps.shape)), maps.tobytes()))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
 
@@ -466,6 +481,17 @@ class ResultStore:
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"
         )
         return self._query(sql, cell_ids, alias="c.")
+
+    def examples(self, cell_ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The stored example maps (float32 ``(m, H, W)``) of those of ``cell_ids`` that have them."""
+        ids = list(cell_ids)
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            q = f"SELECT cell_id, shape, maps FROM examples WHERE cell_id IN ({','.join('?' * len(chunk))})"
+            for cid, shape, blob in self._con.execute(q, chunk):
+                out[cid] = np.frombuffer(blob, dtype=np.float32).reshape(json.loads(shape))
+        return out
 
     def _query(self, sql: str, cell_ids: Iterable[str] | None, alias: str = "") -> pd.DataFrame:
         if cell_ids is None:

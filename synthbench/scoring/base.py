@@ -71,18 +71,25 @@ def get_scorer(name: str) -> Scorer:
 
 
 def get_metric(name: str, scorer: str | None = None) -> Metric:
-    """Metric ``name`` as ``scorer`` declares it; without ``scorer``, the one scorer that declares it.
+    """Metric ``name`` as ``scorer`` declares it; without ``scorer``, as the scorers that declare it do.
 
     Raises
     ------
     KeyError
-        When no scorer (or not ``scorer``) declares it, or several do and none was named.
+        When no scorer (or not ``scorer``) declares it, or several declare it differently and none
+        was named.
     """
     owners = [get_scorer(scorer)] if scorer is not None else list(_SCORERS.values())
     found = [s for s in owners if name in s.metrics]
     if not found:
         valid = sorted({m for s in owners for m in s.metrics})
         raise KeyError(f"unknown metric {name!r}; valid names: {', '.join(valid)}")
-    if len(found) > 1:
-        raise KeyError(f"metric {name!r} is declared by several scorers ({', '.join(s.name for s in found)}); name one")
+    if len({_metadata(s.metrics[name]) for s in found}) > 1:
+        raise KeyError(f"metric {name!r} is declared differently by several scorers ({', '.join(s.name for s in found)}); "
+                       "name one")
     return found[0].metrics[name]
+
+
+def _metadata(metric: Metric) -> tuple:
+    """What a metric's readers rely on: its direction, limits, unit and description."""
+    return metric.direction, metric.limits, metric.unit, metric.description

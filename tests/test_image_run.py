@@ -1,0 +1,96 @@
+"""The image grid end to end from the command line: run, store, leaderboard, report; two scorers; bad input."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import extra_scorers  # noqa: F401  (registers ground_truth_max here too, so the report can read its metrics)
+from synthbench.report import build_report, load_results, write_report
+from synthbench.runner.store import ResultStore
+
+TESTS = Path(__file__).parent
+GRID = ["--datasets", "shapes,digits", "--decoys", "0,2", "--n-samples", "60", "--folds", "2",
+        "--methods", "gradient,smoothgrad_sq,random,sobel", "--quiet", "--jobs", "1"]
+
+
+def sb(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "synthbench.run", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def image_store(tmp_path_factory):
+    store = tmp_path_factory.mktemp("images") / "s.sqlite"
+    proc = sb(*GRID, "--store", str(store), "--plugin", "extra_scorers", "--scorer", "ground_truth,ground_truth_max")
+    assert proc.returncode == 0, proc.stderr
+    return store, proc.stdout
+
+
+def test_the_image_grid_runs_and_stores_what_the_report_needs(image_store):
+    store, stdout = image_store
+    assert "mean rank_accuracy over folds" in stdout
+    # shapes: 2 decoy counts x 2 folds x 4 methods; digits: no decoy axis, 2 folds x 4 methods; two scorers each
+    con = sqlite3.connect(store)
+    rows = con.execute("SELECT dataset, n_decoys, scorer, scorer_params, model_preset, status FROM cells").fetchall()
+    assert len(rows) == 2 * (2 * 2 * 4 + 2 * 4) and {r[5] for r in rows} == {"ok"}
+    assert {r[1] for r in rows if r[0] == "digits"} == {None} and {r[1] for r in rows if r[0] == "shapes"} == {0, 2}
+    assert {r[3] for r in rows} == {'{"channel_aggregation": "sum_abs"}', '{"channel_aggregation": "max_abs"}'}
+    assert {r[4] for r in rows if r[0] == "shapes" and r[4]} == {"cnn"}
+    assert con.execute("SELECT count(*) FROM examples").fetchone()[0] == len(rows)
+    con.close()
+    with ResultStore(store, readonly=True) as db:
+        maps = db.examples(db.cells()["cell_id"])
+    assert {m.shape for m in maps.values()} == {(4, 32, 32), (4, 8, 8)}
+
+
+def test_two_scorers_in_one_store_are_never_averaged_together(image_store):
+    store, stdout = image_store
+    assert "gradient@cnn [ground_truth]" in stdout and "gradient@cnn [ground_truth_max]" in stdout
+    results = load_results(store)
+    report = build_report(results)
+    assert report.markdown.count("## Localisation leaderboard (image data, scorer") == 2
+    for scorer in ("ground_truth", "ground_truth_max"):
+        assert f"scorer {scorer}, explaining the test rows" in report.markdown
+    # the max-over-channels maps are not the summed ones: the two parts hold different numbers
+    scores = results.scores
+    gt = scores[(scores["scorer"] == "ground_truth") & (scores["metric"] == "mass_accuracy")]["value"].mean()
+    gm = scores[(scores["scorer"] == "ground_truth_max") & (scores["metric"] == "mass_accuracy")]["value"].mean()
+    assert gt != gm
+
+
+def test_the_report_shows_the_localisation_leaderboard_and_example_maps(image_store, tmp_path):
+    store, _ = image_store
+    written = write_report(build_report(load_results(store)), tmp_path / "report")
+    names = {p.name for p in written}
+    assert {"report.md", "report.html"} <= names and any(n.endswith("maps_shapes.png") for n in names)
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "rank_accuracy [95 % CI]" in md and "No masks" in md and "s / cell" in md
+
+
+def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path):
+    store = tmp_path / "r.sqlite"
+    cases = [
+        (["--datasets", "shapes", "--methods", "rf"], "rf cannot run on shapes (image data)"),
+        (["--datasets", "mnist", "--methods", "random"], "SYNTHBENCH_DATA_DIR"),
+        (["--datasets", "mnist", "--methods", "random", "--data-dir", str(tmp_path)], "train-images-idx3-ubyte"),
+        (["--datasets", "shapes", "--methods", "gradient", "--metric", "best_k", "--scorer", "nope"], "unknown scorer"),
+        (["--datasets", "shapes", "--methods", "gradient", "--metric", "nope"], "unknown metric 'nope'"),
+        (["--datasets", "shapes", "--decoys", "40", "--methods", "gradient"], "do not fit"),
+    ]
+    env_dir = os.environ.pop("SYNTHBENCH_DATA_DIR", None)
+    try:
+        for args, message in cases:
+            proc = sb(*args, "--store", str(store), "--quiet")
+            assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+            assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+            assert not store.exists()
+    finally:
+        if env_dir is not None:
+            os.environ["SYNTHBENCH_DATA_DIR"] = env_dir
