@@ -30,7 +30,6 @@ seeds for ``torch.Generator`` objects; torch's global generator is never left ch
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Literal

@@ -50,7 +50,6 @@ from the method's ``rng``; one CPU thread, so a seed gives bit-identical scores 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 

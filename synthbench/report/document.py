@@ -324,7 +324,7 @@ def _image_sections(results: Results, report: Report, prefix: str, heading: str)
         + " ".join(f"`{m}`: the {get_metric(m, scorer).description}." for m in metrics)
         + " All are higher-is-better; the chance columns are the values of a random map. Means over the folds' cells "
         "with 95 % Student-t confidence intervals; s / cell is the method's wall seconds with the CNN it explains. "
-        f"† marks methods some of whose cells explain a model near chance.",
+        "† marks methods some of whose cells explain a model near chance.",
         "",
     ]
     scored = set(results.scores.dropna(subset=["metric"])["setting"])
