@@ -7,8 +7,9 @@ per class (the CNN, multi-class MLPs), each example's own label. ``local`` is th
 attribution of input shape ``(n_explain, *input_shape)``; the global score is its mean absolute
 value over the examples.
 
-On images the perturbation methods perturb square ``patch x patch`` patches of all channels at
-once (``feature_mask``), integrated gradients start from the black image in 25 steps, and the noise
+On images the perturbation methods perturb square patches of all channels at once
+(``feature_mask``; ``patch_grid`` patches per side: 4 x 4-pixel patches on 32 x 32 images for
+ablation and permutation, 8 x 8 for Shapley sampling; 1 and 2 pixels on 8 x 8 digits), integrated gradients start from the black image in 25 steps, and the noise
 ensembles draw 15 samples of sd 0.15 x the images' global range (``per_feature=False``); the
 parameters are declared per input kind and recorded with every cell.
 """
@@ -37,9 +38,9 @@ IMAGE_PARAMS: dict[str, dict] = {
     "smoothgrad": _NOISE_IMAGE,
     "smoothgrad_sq": _NOISE_IMAGE,
     "vargrad": _NOISE_IMAGE,
-    "feature_ablation": {"patch": 4},
-    "feature_permutation": {"patch": 4},
-    "shapley_sampling": {"n_samples": 10, "patch": 8},
+    "feature_ablation": {"patch_grid": 8},
+    "feature_permutation": {"patch_grid": 8},
+    "shapley_sampling": {"n_samples": 10, "patch_grid": 4},
 }
 
 #: Image-only noise ensembles of integrated gradients and guided backprop:
@@ -121,9 +122,10 @@ def _make(name: str, attribution: str):
         inputs = torch.as_tensor(data.X_explain, device=device)
         if attribution in STOCHASTIC:
             params = {**params, "generator": torch.Generator(device=device).manual_seed(int(rng.integers(2**63 - 1)))}
-        patch = params.pop("patch", None)
-        if patch is not None:
-            params["feature_mask"] = torch.as_tensor(patch_mask(data.input_shape, int(patch)), device=device)
+        grid = params.pop("patch_grid", None)
+        if grid is not None:
+            patch = -(-max(data.input_shape[1:]) // int(grid))  # ceil: grid x grid patches cover the image
+            params["feature_mask"] = torch.as_tensor(patch_mask(data.input_shape, patch), device=device)
         one_logit = len(trained.classes_) == 2 and data.kind == "tabular"
         target = None if one_logit else torch.as_tensor(data.y_explain, device=device)
         local = attribute(attribution, trained.module, inputs, target, **params).detach().cpu().numpy()
