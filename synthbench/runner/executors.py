@@ -95,7 +95,15 @@ _TASK_DONE = "task-done"
 
 
 def _worker_main(conn: Connection, settings: TrainSettings, plugins: tuple[str, ...]) -> None:
-    """A worker process: run each task received on ``conn``, sending back each cell's result."""
+    """A worker process: run each task received on ``conn``, sending back each cell's result.
+
+    The process is the executor's own, so it sets torch's thread count to its share
+    (``settings.n_jobs``): ``jobs`` workers with torch's default of one thread per core would run
+    ``jobs x cores`` threads on ``cores`` cores (CNN training and image attribution use them).
+    """
+    import torch
+
+    torch.set_num_threads(max(1, int(settings.n_jobs)))
     import_plugins(plugins)
     while True:
         try:
