@@ -74,7 +74,9 @@ def test_the_report_shows_the_localisation_leaderboard_and_example_maps(image_st
     assert "rank_accuracy [95 % CI]" in md and "No masks" in md and "s / cell" in md
 
 
-def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path):
+def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    from synthbench.run import main
+
     store = tmp_path / "r.sqlite"
     cases = [
         (["--datasets", "shapes", "--methods", "rf"], "rf cannot run on shapes (image data)"),
@@ -84,13 +86,10 @@ def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path):
         (["--datasets", "shapes", "--methods", "gradient", "--metric", "nope"], "unknown metric 'nope'"),
         (["--datasets", "shapes", "--decoys", "40", "--methods", "gradient"], "do not fit"),
     ]
-    env_dir = os.environ.pop("SYNTHBENCH_DATA_DIR", None)
-    try:
-        for args, message in cases:
-            proc = sb(*args, "--store", str(store), "--quiet")
-            assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
-            assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-            assert not store.exists()
-    finally:
-        if env_dir is not None:
-            os.environ["SYNTHBENCH_DATA_DIR"] = env_dir
+    for args, message in cases:
+        monkeypatch.delenv("SYNTHBENCH_DATA_DIR", raising=False)  # --data-dir sets it; each case starts without
+        code = main([*args, "--store", str(store), "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err, (args, err)
+        assert len(err.strip().splitlines()) == 1, err
+        assert not store.exists()
