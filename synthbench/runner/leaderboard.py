@@ -6,8 +6,7 @@ import pandas as pd
 
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
-from synthbench.scoring import get_scorer, scorer_names
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring import get_metric, get_scorer
 
 __all__ = ["leaderboard", "format_leaderboard"]
 
@@ -34,7 +33,7 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     scorers = [s for s in dict.fromkeys(rows["scorer"]) if metric in get_scorer(s).metrics]
     if not scorers:
         return pd.DataFrame()
-    m = _metric(scorers, metric)
+    m = get_metric(metric)  # KeyError when the scorers that declare it disagree on what it means
     rows = rows[rows["scorer"].isin(scorers)]
     label = [entry_label(a, b) for a, b in zip(rows["method"], rows["model_preset"])]
     if rows["explain"].nunique() > 1:
@@ -66,14 +65,6 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     return pd.concat([table, chance])
 
 
-def _metric(scorers: list[str], metric: str) -> Metric:
-    """The metric as the first of ``scorers`` declares it; they must agree on its direction."""
-    declared = [get_scorer(s).metrics[metric] for s in scorers]
-    if len({d.direction for d in declared}) > 1:
-        raise ValueError(f"scorers {', '.join(scorers)} disagree on the direction of {metric!r}")
-    return declared[0]
-
-
 def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     """Plain-text rendering for the terminal: columns ``dataset/decoys``, two decimals."""
     if table.empty:
@@ -85,5 +76,5 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     if "s/cell" in t:
         t["s/cell"] = t["s/cell"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     body = t.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
-    direction = _metric([s for s in scorer_names() if metric in get_scorer(s).metrics], metric).direction
+    direction = get_metric(metric).direction
     return f"mean {metric} over folds (columns: dataset/decoys; {direction} is better)\n{body}"

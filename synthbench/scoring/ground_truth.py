@@ -90,13 +90,14 @@ class GroundTruthScorer:
 
     def chance(self, data: FoldData) -> dict[str, float]:
         """Each metric's expected value under a random ranking, for this fold's truth."""
+        local = data.relevant_local
+        if local is not None and data.kind == "image":
+            local = pixel_masks(local)  # what the localisation metrics read, computed once
         out = {}
         for name, metric in self.metrics.items():
-            if data.kind not in metric.kinds:
-                continue
-            truth = data.relevant if metric.scope == "global" else data.relevant_local
-            if truth is not None:
-                out[name] = metric.chance(pixel_masks(truth) if data.kind == "image" and metric.scope == "local" else truth)
+            truth = data.relevant if metric.scope == "global" else local
+            if data.kind in metric.kinds and truth is not None:
+                out[name] = metric.chance(truth)
         return out
 
 
