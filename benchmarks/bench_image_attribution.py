@@ -100,12 +100,12 @@ def main() -> None:
     x, y = torch.as_tensor(ds.X[400:]), torch.as_tensor(ds.y[400:])
     print(f"CNN on {args.n} images of {tuple(x.shape[1:])}, torch {torch.__version__}, {torch.get_num_threads()} "
           f"threads, best of {args.repeats}")
-    print(f"{'method':34s} {'captum s':>9s} {'ours s':>9s} {'captum/ours':>12s} {'max |diff|':>11s}")
+    print(f"{'method':38s} {'captum s':>9s} {'ours s':>9s} {'captum/ours':>12s} {'max |diff|':>11s}")
     for name, captum_fn, ours_fn, comparable in cases(model, x, y, args.samples, args.steps):
         t_captum, ref = _best(captum_fn, args.repeats)
         t_ours, ours = _best(ours_fn, args.repeats)
         diff = f"{float((ref.detach() - ours).abs().max()):.1e}" if comparable else ""
-        print(f"{name:34s} {t_captum:9.3f} {t_ours:9.3f} {t_captum / t_ours:12.2f} {diff:>11s}", flush=True)
+        print(f"{name:38s} {t_captum:9.3f} {t_ours:9.3f} {t_captum / t_ours:12.2f} {diff:>11s}", flush=True)
 
 
 if __name__ == "__main__":

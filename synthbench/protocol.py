@@ -19,7 +19,7 @@ from sklearn.model_selection import KFold
 
 from synthbench.datasets import Dataset
 
-__all__ = ["Fold", "FoldData", "MethodOutput", "make_folds", "dataset_folds", "seed_stream", "PERMUTED_KINDS"]
+__all__ = ["Fold", "FoldData", "MethodOutput", "MethodOutputError", "make_folds", "dataset_folds", "seed_stream", "PERMUTED_KINDS"]
 
 PERMUTED_KINDS = frozenset({"tabular"})
 """Input kinds whose columns each fold permutes (tables); other kinds are passed through."""
@@ -156,6 +156,13 @@ class FoldData:
         return int(seed_stream(self.seed, "fold", self.fold, *labels).generate_state(1)[0] % (2**31 - 1))
 
 
+class MethodOutputError(ValueError):
+    """A method returned output that breaks the contract of :class:`MethodOutput` (nothing, or a
+    wrong shape): a defect of the method rather than a failure on one fold, so the runner stops
+    (the CLI exits 2) instead of recording a failed cell. Non-finite values are an ordinary
+    :class:`ValueError` (a failed cell)."""
+
+
 @dataclass(frozen=True, eq=False)
 class MethodOutput:
     """What a method returns for one fold: global scores, per-instance maps, or both.
@@ -177,13 +184,14 @@ class MethodOutput:
     scores_2k: np.ndarray | None = None
 
     def validate(self, input_shape: tuple[int, ...] | int, n_explain: int) -> MethodOutput:
-        """Return a float64 copy after checking shapes and finiteness; raise ValueError otherwise.
+        """Return a float64 copy after checking shapes and finiteness.
 
-        ``input_shape`` may be an int ``p`` for tables.
+        ``input_shape`` may be an int ``p`` for tables. Raises :class:`MethodOutputError` for
+        missing output or a wrong shape, ValueError for NaN or infinite values.
         """
         shape = (int(input_shape),) if isinstance(input_shape, (int, np.integer)) else tuple(input_shape)
         if self.scores is None and self.local is None:
-            raise ValueError("method returned neither global scores nor local attributions")
+            raise MethodOutputError("method returned neither global scores nor local attributions")
         s = None if self.scores is None else _checked(self.scores, shape, "scores")
         s_2k = None if self.scores_2k is None else _checked(self.scores_2k, shape, "scores_2k")
         local = None if self.local is None else _checked(self.local, (int(n_explain), *shape), "local attributions")
@@ -193,7 +201,7 @@ class MethodOutput:
 def _checked(values: np.ndarray, shape: tuple[int, ...], what: str) -> np.ndarray:
     s = np.asarray(values, dtype=np.float64)
     if s.shape != shape:
-        raise ValueError(f"method returned {what} of shape {s.shape}, expected {shape}")
+        raise MethodOutputError(f"method returned {what} of shape {s.shape}, expected {shape}")
     if not np.all(np.isfinite(s)):
         raise ValueError(f"method returned NaN or inf {what}")
     return s

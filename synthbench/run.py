@@ -18,6 +18,7 @@ from synthbench.methods import default_methods, get_method, method_names
 from synthbench.models import TrainSettings
 from synthbench.datasets.files import DATA_DIR_ENV
 from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
+from synthbench.protocol import MethodOutputError
 from synthbench.scoring import get_scorer, scorer_names
 from synthbench.runner.cells import import_plugins
 from synthbench.runner.execute import execute
@@ -304,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nsynthbench.run: interrupted; finished cells are stored, rerun the command to resume", file=sys.stderr)
         return 130
-    except (ExecutorError, StoreError) as exc:
+    except (ExecutorError, StoreError, MethodOutputError) as exc:
+        if bar is not None:
+            bar.close()
         print(f"synthbench.run: error: {exc}; the run stopped, cells finished before are kept in {args.store}",
               file=sys.stderr)
         return 2

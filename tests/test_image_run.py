@@ -70,8 +70,10 @@ def test_the_report_shows_the_localisation_leaderboard_and_example_maps(image_st
     written = write_report(build_report(load_results(store)), tmp_path / "report")
     names = {p.name for p in written}
     assert {"report.md", "report.html"} <= names and any(n.endswith("maps_shapes.png") for n in names)
+    assert any(n.endswith("distractor_curves.png") for n in names)  # shapes at 0 and 2 distractors; digits has none
     md = (tmp_path / "report" / "report.md").read_text()
     assert "rank_accuracy [95 % CI]" in md and "No masks" in md and "s / cell" in md
+    assert md.count("## Localisation against the number of distractors") == 2  # one per scorer part
 
 
 def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, monkeypatch):
@@ -93,3 +95,31 @@ def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
         assert code == 2 and message in err, (args, err)
         assert len(err.strip().splitlines()) == 1, err
         assert not store.exists()
+
+
+@pytest.mark.parametrize("dataset, shape", [("shapes", (8, 8)), ("xor", (3,))])
+def test_a_method_returning_maps_of_the_wrong_shape_stops_the_run_with_exit_2_and_is_not_written(
+        tmp_path, capsys, monkeypatch, dataset, shape):
+    """A broken output contract is a defect of the method, not a failed cell: one line, exit 2."""
+    import numpy as np
+
+    from synthbench.methods import registry
+    from synthbench.protocol import MethodOutput
+    from synthbench.run import main
+
+    def wrong(data, models, rng):
+        return MethodOutput(scores=None, local=np.ones((data.X_explain.shape[0], *shape)))
+
+    kind = "image" if dataset == "shapes" else "tabular"
+    monkeypatch.setitem(registry._METHODS, "wrong", registry.MethodSpec("wrong", wrong, "maps of the wrong shape",
+                                                                      needs={kind: ()}, default=False))
+    store = tmp_path / "r.sqlite"
+    code = main(["--datasets", dataset, "--decoys", "0", "--n-samples", "40", "--folds", "2", "--jobs", "1",
+                 "--methods", "wrong,random", "--quiet", "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"method 'wrong' on {dataset}: method returned local attributions of shape (20, {', '.join(map(str, shape))})" in err
+    con = sqlite3.connect(store)
+    assert con.execute("SELECT COUNT(*) FROM cells").fetchone() == (0,)  # nothing written: the first cell was wrong
+    assert con.execute("SELECT status FROM runs").fetchall() == [("failed",)]
+    assert con.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)

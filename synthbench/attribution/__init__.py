@@ -134,7 +134,7 @@ def attribute(
     Returns
     -------
     torch.Tensor
-        The inputs' shape, dtype and device; detached unless ``create_graph``.
+        The inputs' shape, dtype and device, contiguous; detached unless ``create_graph``.
 
     Raises
     ------
@@ -159,7 +159,7 @@ def attribute(
     if x.dim() > 2 and x.device.type == "cpu":
         params.setdefault("max_batch_elements", IMAGE_CPU_MAX_BATCH_ELEMENTS)
     with eval_mode(model):
-        result = ATTRIBUTION_METHODS[name](model, x, t, **params)
+        result = ATTRIBUTION_METHODS[name](model, x, t, **params).contiguous()
     return result if create_graph else result.detach()
 
 

@@ -34,6 +34,7 @@ from torch import nn
 
 from synthbench.attribution.core import (
     DEFAULT_MAX_BATCH_ELEMENTS,
+    fast_layout,
     Target,
     as_baseline,
     forward_target,
@@ -108,7 +109,7 @@ def _flat_model(model: nn.Module, shape: tuple[int, ...]) -> Callable[[torch.Ten
     """``model`` on flattened examples ``(m, p)``; the model itself when the inputs are 2-D."""
     if len(shape) == 1:
         return model
-    return lambda z: model(z.reshape(-1, *shape))
+    return lambda z: model(fast_layout(z.reshape(-1, *shape)))
 
 
 def substitution_outputs(

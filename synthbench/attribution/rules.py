@@ -51,6 +51,7 @@ from torch import nn
 
 from synthbench.attribution.core import (
     DEFAULT_MAX_BATCH_ELEMENTS,
+    fast_layout,
     ELEMENTWISE_ACTIVATIONS,
     LINEAR_OPS,
     Target,
@@ -70,6 +71,7 @@ _ActRule = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 def _trace(ops: list[nn.Module], x: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
     """Inputs of each op and the final output of the network on ``x``."""
     seen = []
+    x = fast_layout(x)
     with torch.no_grad():
         for op in ops:
             seen.append(x)
@@ -87,6 +89,7 @@ def _trace_links(ops: list[nn.Module], x: torch.Tensor) -> tuple[list[torch.Tens
     recorded graph instead of a second forward pass (convolutions are the costly layers).
     """
     seen, links = [], {}
+    x = fast_layout(x)
     for k, op in enumerate(ops):
         seen.append(x)
         if isinstance(op, (nn.Linear, *ELEMENTWISE_ACTIVATIONS)):

@@ -335,6 +335,17 @@ def _image_sections(results: Results, report: Report, prefix: str, heading: str)
             continue
         table = tables.summary_table(results, metrics=metrics, setting=setting)
         md += [f"### {setting}", "", _leaderboard_markdown(table, metrics), ""]
+    curves = tables.decoy_table(results, metrics[0])
+    curves = curves[curves.groupby("setting")["n_decoys"].transform("nunique") > 1]
+    if not curves.empty:
+        settings = list(dict.fromkeys(curves["setting"]))
+        md += [f"## Localisation against the number of distractors{heading}", "",
+               f"Mean `{metrics[0]}` per distractor count for the image settings measured at several counts, one "
+               "column of panels per setting and one row per method family; bands are 95 % confidence intervals, the "
+               "dashed line is chance.", "",
+               *_figure(report, True, f"{prefix}distractor_curves.png", "localisation against the number of distractors",
+                        lambda: figures.decoy_curves(curves, figures.method_styles(results.methods), metric=metrics[0],
+                                                     settings=settings, decoys="distractor patches"))]
     models = tables.model_table(results)
     if not models.empty:
         md += [f"## The models the maps explain{heading}", "",

@@ -156,16 +156,17 @@ def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panel
 
 
 def decoy_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: str = "best_k",
-                 settings: list[str] | None = None) -> Figure:
+                 settings: list[str] | None = None, decoys: str = "decoy features") -> Figure:
     """``metric`` against decoy count: one row of panels per method family, one column per setting.
 
     ``curves`` is :func:`synthbench.report.tables.decoy_table`'s output. The decoy axis is
     logarithmic (symmetric-log below 1, so 0 decoys has a place); bands are 95 % CIs, chance is dashed.
+    ``decoys`` names what is counted (``"distractor patches"`` for images).
     """
     settings = settings or list(dict.fromkeys(curves["setting"]))
     return _curve_grid(curves, styles, x="n_decoys", panels=settings, panel="setting", metric=metric,
-                       xlabel="decoy features (log scale)",
-                       title=f"{metric} against the number of decoy features, by method family "
+                       xlabel=f"{decoys} (log scale)",
+                       title=f"{metric} against the number of {decoys}, by method family "
                              "(bands: 95 % CI over folds and seeds; grey: the other families)")
 
 

@@ -15,7 +15,7 @@ from synthbench import datasets
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, TrainSettings
 from synthbench.models.shared import near_chance
-from synthbench.protocol import FoldData, MethodOutput, dataset_folds
+from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, dataset_folds
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
@@ -63,7 +63,9 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     """Run every cell of one fold task, yielding each result when it is ready.
 
     A failure to build the data fails every cell of the task; a failing method fails only its
-    own cell (the message records the exception).
+    own cell (the message records the exception). A method whose output breaks its contract
+    (:class:`~synthbench.protocol.MethodOutputError`) yields a cell of status ``invalid``, which
+    the runner never stores: it stops the run.
     """
     head = task.head
     versions = package_versions()
@@ -108,6 +110,8 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
             t1 = time.perf_counter()
             scores = scorer.score(output, data, spec, models)
             scorer_seconds = time.perf_counter() - t1
+        except MethodOutputError as exc:  # a defect of the method: the run stops (see run_grid)
+            return CellResult(cell, "invalid", f"method {spec.name!r} on {cell.dataset}: {exc}", **base)
         except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
             log.debug("cell %s failed", cell, exc_info=True)
             return CellResult(cell, "failed", f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - t0, **base)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from synthbench import __version__
 from synthbench.models import TrainSettings
+from synthbench.protocol import MethodOutputError
 from synthbench.runner.cells import run_task
 from synthbench.runner.executors import Executor, SerialExecutor
 from synthbench.runner.grid import Cell, FoldTask, GridSpec
@@ -68,6 +69,10 @@ def execute(
     holds are counted in ``busy`` and left to it, cells it finished meanwhile in ``skipped``. This
     run's heartbeat is refreshed every ``heartbeat_seconds``; another run's claims lapse after
     ``stale_after`` seconds without one (at once when its process is gone from this host).
+
+    A method whose output breaks its contract (a wrong shape) stops the run with
+    :class:`~synthbench.protocol.MethodOutputError`: that cell is not written and the run ends
+    ``failed`` (cells written before it are kept, as after a crash).
     """
     executor = executor or SerialExecutor()
     t0 = time.perf_counter()
@@ -81,6 +86,8 @@ def execute(
         on_start(len(pending))
 
     def record(result: CellResult) -> None:
+        if result.status == "invalid":
+            raise MethodOutputError(result.message)
         store.write(result, summary.run_id)
         if result.status == "ok":
             summary.ok += 1

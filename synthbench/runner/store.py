@@ -181,7 +181,11 @@ class StoreError(Exception):
 
 @dataclass
 class CellResult:
-    """The outcome of one cell, as written to the store."""
+    """The outcome of one cell, as written to the store.
+
+    ``status`` is ``ok``, ``failed`` or ``skipped``; ``invalid`` (a method broke its output
+    contract) exists only between a worker and the runner, which raises instead of writing it.
+    """
 
     cell: Cell
     status: str
