@@ -43,7 +43,7 @@ GRID_FLAGS = {
                                                 "tables, CNN presets on images (see --list; images default to cnn)")),
     "--scorer": ("ground_truth", dict(help="comma-separated scorers, each a separate result (see --list)")),
 }
-#: The leaderboard's metric when --metric is not given: per input kind of the grid's first dataset.
+#: The ground truth's leaderboard metric when --metric is not given: per input kind of the grid's first dataset.
 DEFAULT_METRICS = {"tabular": "best_k", "image": "rank_accuracy"}
 DEFAULT_STORE = Path("results") / "synthbench.sqlite"
 EXPORT_COLUMNS = ["dataset", "dataset_params", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset",
@@ -185,9 +185,15 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
 
 
 def _check_metric(args: argparse.Namespace, cells: list[Cell]) -> None:
-    """Resolve the leaderboard's ``--metric`` (per the first dataset's input kind) and check a scorer declares it."""
+    """Resolve the leaderboard's ``--metric`` and check a scorer declares it.
+
+    The default is the first scorer's headline on the first dataset's input kind:
+    :data:`DEFAULT_METRICS` for the ground truth, the first metric it declares for that kind otherwise.
+    """
     if args.metric is None:
-        args.metric = DEFAULT_METRICS[cells[0].kind]
+        kind, first = cells[0].kind, get_scorer(cells[0].scorer).metrics
+        args.metric = DEFAULT_METRICS[kind] if DEFAULT_METRICS[kind] in first else next(
+            (name for name, m in first.items() if kind in m.kinds), next(iter(first)))
     declared = sorted({m for s in dict.fromkeys(c.scorer for c in cells) for m in get_scorer(s).metrics})
     if args.metric not in declared:
         raise UsageError(f"unknown metric {args.metric!r}; valid: {', '.join(declared)}")

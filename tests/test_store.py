@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import dataclasses
 import sqlite3
 
 import pytest
@@ -252,8 +253,35 @@ def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and
         GridSpec(("xor",), ("saliency",), (3,), models=("nope",)).cells()
 
 
+def _drop_curves(con: sqlite3.Connection) -> None:
+    """Undo schema 6: no curves."""
+    con.execute("DROP TABLE curves")
+
+
+def test_a_version_5_store_gains_the_curves_table_and_keeps_its_cells(tmp_path):
+    path = tmp_path / "v5.sqlite"
+    with ResultStore(path) as store:
+        store.write(result(cell()))
+    con = sqlite3.connect(path)
+    _drop_curves(con)
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with ResultStore(path, readonly=True) as store:  # upgraded in memory: no curves, the cell kept
+        assert store.curves().empty and len(store.cells()) == 1
+    from synthbench.scoring import Curve
+
+    with ResultStore(path) as store:
+        store.write(dataclasses.replace(result(cell(fold=1)), curves={"morf": Curve([0.0, 0.5], [[1.0, 0.9], [0.5, 0.4]])}))
+        curves = store.curves()
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
+    assert sorted(zip(curves["x"], curves["replicate"], curves["value"])) == [
+        (0.0, 0, 1.0), (0.0, 1, 0.9), (0.5, 0, 0.5), (0.5, 1, 0.4)]
+
+
 def _drop_claims(con: sqlite3.Connection) -> None:
-    """Undo schema 5: no claims, examples, scorer columns or liveness columns on runs."""
+    """Undo schemas 6 and 5: no curves, claims, examples, scorer columns or liveness columns on runs."""
+    _drop_curves(con)
     con.execute("DROP TABLE claims")
     con.execute("DROP TABLE examples")
     for column in ("scorer_seconds", "scorer_params"):

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from synthbench.scoring import get_metric
+from synthbench.scoring import get_metric, get_scorer
 from synthbench.report import figures, tables
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
@@ -182,8 +182,9 @@ def _groups(results: Results) -> list[tuple[str, str, Results]]:
             return frame[keep].reset_index(drop=True)
 
         label = f"{kind} data, scorer {scorer}, explaining the {explain} rows" if len(keys) > 1 else ""
+        curves = pick(results.curves) if not results.curves.empty else results.curves
         out.append((label, kind, Results(scores=pick(results.scores), cells=pick(results.cells), runs=results.runs,
-                                         path=results.path)))
+                                         path=results.path, curves=curves)))
     return out
 
 
@@ -225,7 +226,11 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     ]
     for i, (label, kind, part) in enumerate(groups):
         prefix, heading = ("", "") if len(groups) == 1 else (f"part{i + 1}_", f" ({label})")
-        if kind == "image":
+        declared = get_scorer(part.cells["scorer"].iloc[0]).metrics
+        if not any(m in declared for m in (*metrics, *IMAGE_METRICS)):  # a verdict other than the ground truth
+            truth = _truth_part(groups, kind, part)
+            md += _verdict_sections(part, truth, report, metrics, prefix, heading)
+        elif kind == "image":
             md += _image_sections(part, report, prefix, heading)
         else:
             md += _tabular_sections(part, report, metrics, level, alpha, prefix, heading)
@@ -305,6 +310,82 @@ def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...]
     return md
 
 
+def _truth_part(groups: list[tuple[str, str, Results]], kind: str, part: Results) -> Results | None:
+    """The store's ground-truth part on the same input kind and explain mode as ``part``, if any."""
+    explain = part.cells["explain"].iloc[0]
+    for _, k, other in groups:
+        if k == kind and other.cells["scorer"].iloc[0] == "ground_truth" and other.cells["explain"].iloc[0] == explain:
+            return other
+    return None
+
+
+def _verdict_sections(results: Results, truth: Results | None, report: Report, metrics: tuple[str, ...],
+                      prefix: str, heading: str) -> list[str]:
+    """A scorer other than the ground truth (ROAD, ...): its leaderboard, its curves, and its ranking of the
+    methods beside the ground truth's on the same cells."""
+    scorer = results.cells["scorer"].iloc[0]
+    kind = results.cells["kind"].iloc[0]
+    declared = get_scorer(scorer).metrics
+    names = tuple(m for m, info in declared.items() if kind in info.kinds and m in set(results.scores["metric"]))
+    md = [f"## {scorer} leaderboard{heading}", ""]
+    if not names:
+        return md + [f"No finished cell has a {scorer} value.", ""]
+    controls = sorted({getattr(declared[m], "control", None) for m in names} - {None})
+    md += [" ".join(f"`{m}`: the {declared[m].description} ({declared[m].direction} is better)." for m in names)
+           + (f" The chance columns are the `{', '.join(controls)}` control's mean in this store, measured the same "
+              "way." if controls else "")
+           + " Means over the folds' cells with 95 % Student-t confidence intervals.", ""]
+    for setting in results.settings:
+        table = tables.summary_table(results, metrics=names, setting=setting)
+        md += [f"### {setting}", "", _leaderboard_markdown(table.dropna(subset=[names[0]]), names), ""]
+    curves = tables.scorer_curve_table(results)
+    styles = figures.method_styles(results.methods)
+    if not curves.empty:
+        md += [f"## {scorer} curves{heading}", "",
+               f"Mean value of each curve {scorer} measured, per share of the inputs removed (0: the clean inputs), "
+               "per setting and decoy count; bands are 95 % confidence intervals over the cells.", "",
+               *_figure(report, True, f"{prefix}{scorer}_curves.png", f"{scorer} curves",
+                        lambda: figures.scorer_curves(curves, styles))]
+    truth_metric = metrics[0] if kind == "tabular" else IMAGE_METRICS[0]
+    paired = pd.DataFrame() if truth is None else tables.beside_truth(results, truth, names[0], truth_metric)
+    md += [f"## {scorer} beside the ground truth{heading}", ""]
+    if paired.empty:
+        return md + [f"This store holds no ground-truth cell paired with a {scorer} cell (run the same grid with "
+                     f"`--scorer ground_truth,{scorer}` to set the two side by side).", ""]
+    agree = tables.agreement(paired, declared[names[0]].direction, get_metric(truth_metric, "ground_truth").direction)
+    md += [f"Each method's mean `{names[0]}` beside its mean `{truth_metric}` (the ground truth) on the same cells, "
+           f"and the rank correlation between the two orderings of the methods (positive: `{scorer}` ranks the "
+           "methods as the truth does; scipy.stats Spearman and Kendall, with their p-values).", "",
+           _agreement_markdown(agree), "",
+           _beside_markdown(paired, truth_metric, names[0]), "",
+           *_figure(report, True, f"{prefix}{scorer}_vs_truth.png", f"{scorer} against the ground truth",
+                    lambda: figures.truth_scatter(paired, styles, truth=truth_metric, verdict=names[0]))]
+    return md
+
+
+def _agreement_markdown(agree: pd.DataFrame) -> str:
+    out = pd.DataFrame({
+        "setting": [s if d < 0 else f"{s}/{d}" for s, d in zip(agree["setting"], agree["n_decoys"])],
+        "methods": agree["methods"].to_numpy(),
+        "Spearman ρ (p)": [_coef(r, p) for r, p in zip(agree["spearman"], agree["spearman_p"])],
+        "Kendall τ (p)": [_coef(r, p) for r, p in zip(agree["kendall"], agree["kendall_p"])],
+    })
+    return out.to_markdown(index=False, disable_numparse=True)
+
+
+def _coef(value: float, p: float) -> str:
+    return "–" if pd.isna(value) else f"{value:+.2f} ({p:.2g})"
+
+
+def _beside_markdown(paired: pd.DataFrame, truth: str, verdict: str) -> str:
+    table = paired.assign(setting=[s if d < 0 else f"{s}/{d}" for s, d in zip(paired["setting"], paired["n_decoys"])])
+    out = table.pivot_table(index="method", columns="setting", values=["truth", "verdict"], aggfunc="mean", sort=False)
+    out.columns = [f"{s}: {truth if which == 'truth' else verdict}" for which, s in out.columns]
+    out = out[sorted(out.columns, key=lambda c: c.split(": ")[0])]
+    out.index.name = "method"
+    return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
+
+
 #: The localisation metrics of the image leaderboard, headline first.
 IMAGE_METRICS = ("rank_accuracy", "mass_accuracy", "pointing_game", "map_auroc", "top_k_intersection")
 
@@ -366,6 +447,8 @@ def _image_models_markdown(models: pd.DataFrame) -> str:
                                                         else f"{int(d)} distractors"),
                           entry=models["model"] + " on " + models["setting"])
     out = table.pivot_table(index="entry", columns="decoys", values="accuracy", aggfunc="mean")
+    order = table.assign(d=table["n_decoys"].fillna(-1)).drop_duplicates("decoys").sort_values("d")["decoys"]
+    out = out[[c for c in order if c in out.columns]]
     out.index.name, out.columns.name = "model", None
     return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
 

@@ -22,7 +22,7 @@ from synthbench.scoring import get_metric
 from synthbench.report.statistics import RankTest
 from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front
 
-__all__ = ["Style", "entry_family", "method_styles", "decoy_curves", "sample_curves", "model_sample_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "TOL_MUTED"]
+__all__ = ["Style", "entry_family", "method_styles", "decoy_curves", "sample_curves", "model_sample_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "scorer_curves", "truth_scatter", "TOL_MUTED"]
 
 #: Paul Tol's "muted" qualitative scheme (colour-blind safe), without its pale grey.
 TOL_MUTED = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
@@ -365,4 +365,64 @@ def example_maps(images: np.ndarray, masks: np.ndarray, maps: dict[str, np.ndarr
         ax.set_yticks([])
     if title:
         fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str = "accuracy") -> Figure:
+    """A scorer's stored curves: one panel per (setting, decoy count) and curve name, one line per method.
+
+    ``curves`` is :func:`synthbench.report.tables.scorer_curve_table`'s output; x is the share of
+    inputs removed (0 = clean), bands are 95 % CIs over the cells.
+    """
+    panels = list(dict.fromkeys(zip(curves["setting"], curves["n_decoys"], curves["curve"])))
+    ncols = min(4, len(panels))
+    nrows = int(np.ceil(len(panels) / ncols))
+    fig = Figure(figsize=(3.6 * ncols + 3.0, 3.0 * nrows + 0.4))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    handles: dict[str, object] = {}
+    for j, (setting, decoys, curve) in enumerate(panels):
+        ax = axes[j // ncols, j % ncols]
+        part = curves[(curves["setting"] == setting) & (curves["n_decoys"] == decoys) & (curves["curve"] == curve)]
+        for method, g in part.groupby("method", sort=False):
+            st = styles.get(method, Style("#777777", "o", "-"))
+            (line,) = ax.plot(g["x"], g["mean"], color=st.color, marker=st.marker, linestyle=st.linestyle,
+                              markersize=3.5, linewidth=1.2)
+            ax.fill_between(g["x"], g["lo"], g["hi"], color=st.color, alpha=0.12, linewidth=0)
+            handles.setdefault(method, line)
+        ax.set_title(f"{setting}{'' if decoys < 0 else f'/{decoys}'} — {curve}", fontsize=9)
+        ax.set_xlabel("share of inputs removed", fontsize=8)
+        ax.grid(True, alpha=0.3)
+    for j in range(len(panels), nrows * ncols):
+        axes[j // ncols, j % ncols].set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel, fontsize=8)
+    _legend_right(fig, list(handles.values()), list(handles))
+    fig.tight_layout()
+    return fig
+
+
+def truth_scatter(table: pd.DataFrame, styles: dict[str, Style], *, truth: str, verdict: str) -> Figure:
+    """Each method's verdict against its ground-truth score, one panel per (setting, decoy count).
+
+    ``table`` is :func:`synthbench.report.tables.beside_truth`'s output.
+    """
+    panels = list(dict.fromkeys(zip(table["setting"], table["n_decoys"])))
+    ncols = min(4, len(panels))
+    nrows = int(np.ceil(len(panels) / ncols))
+    fig = Figure(figsize=(3.4 * ncols + 3.0, 3.0 * nrows + 0.4))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    handles: dict[str, object] = {}
+    for j, (setting, decoys) in enumerate(panels):
+        ax = axes[j // ncols, j % ncols]
+        for r in table[(table["setting"] == setting) & (table["n_decoys"] == decoys)].itertuples():
+            st = styles.get(r.method, Style("#777777", "o", "-"))
+            handles.setdefault(r.method, ax.scatter(r.truth, r.verdict, color=st.color, marker=st.marker, s=28))
+        ax.set_title(f"{setting}{'' if decoys < 0 else f'/{decoys}'}", fontsize=9)
+        ax.set_xlabel(f"{truth} (ground truth)", fontsize=8)
+        ax.set_ylabel(verdict, fontsize=8)
+        ax.grid(True, alpha=0.3)
+    for j in range(len(panels), nrows * ncols):
+        axes[j // ncols, j % ncols].set_visible(False)
+    _legend_right(fig, list(handles.values()), list(handles))
+    fig.tight_layout()
     return fig

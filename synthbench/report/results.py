@@ -11,7 +11,7 @@ method it holds; a combination with no stored cell is *missing*, never a zero.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -46,12 +46,16 @@ class Results:
         ``seconds``, ``flags``, ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
     runs : one row per run (:meth:`ResultStore.runs`); empty for stores older than runs.
     path : the store's path.
+    curves : the curve points of cells with status ``ok`` (:meth:`ResultStore.curves`: ``cell_id,
+        curve, x, replicate, value``) with the cell's ``method``, ``base_method``, ``setting``,
+        ``n_decoys``, ``fold``, ``seed``, ``scorer`` and ``kind``; empty when no scorer measured curves.
     """
 
     scores: pd.DataFrame
     cells: pd.DataFrame
     runs: pd.DataFrame
     path: Path
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def methods(self) -> list[str]:
@@ -92,7 +96,7 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     """
     try:
         with ResultStore(store, readonly=True) as db:
-            cells, scores, runs = db.cells(), db.scores(), db.runs()
+            cells, scores, runs, curves = db.cells(), db.scores(), db.runs(), db.curves()
     except StoreError as exc:
         raise ReportError(str(exc)) from None
     if suite is not None:
@@ -114,7 +118,10 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
     scores = scores[scores["status"] == "ok"]
     scores = scores.assign(setting=labels.loc[scores["cell_id"]].to_numpy()).reset_index(drop=True)
-    return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store))
+    ok = cells.loc[cells["status"] == "ok", ["cell_id", "method", "base_method", "setting", "n_decoys", "fold", "seed",
+                                             "scorer", "explain", "kind"]]
+    curves = curves.merge(ok, on="cell_id")
+    return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves)
 
 
 def _entries(frame: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from synthbench.models.shared import NEAR_CHANCE_AUROC
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
 
-__all__ = ["mean_ci", "summary_table", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front",
+__all__ = ["mean_ci", "summary_table", "scorer_curve_table", "beside_truth", "agreement", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front",
            "example_maps", "BREAKPOINT_LEVEL"]
 
 #: best_k a method must keep at every decoy count up to its breakpoint.
@@ -51,10 +51,13 @@ def _metric_block(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Mean, CI and chance of ``metric`` per group of ``rows`` (already grouped by the caller's keys)."""
     sel = rows[rows["metric"] == metric]
     columns = [metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_chance", "cells"]
+    m = get_metric(metric)
+    control = getattr(m, "control", None)  # chance measured as a control method's mean in the same rows
+    reference = sel.loc[sel["base_method"] == control, "value"].mean() if control else None
     out = {}
     for method, g in sel.groupby("method", sort=False):
-        mean, lo, hi, n = mean_ci(g["value"], limits=get_metric(metric).limits)
-        out[method] = [mean, lo, hi, g["chance"].mean(), n]
+        mean, lo, hi, n = mean_ci(g["value"], limits=m.limits)
+        out[method] = [mean, lo, hi, g["chance"].mean() if control is None else reference, n]
     return pd.DataFrame.from_dict(out, orient="index", columns=columns)
 
 
@@ -265,3 +268,62 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray, np.ndarray | N
         masks = None if data.relevant_local is None else pixel_masks(data.relevant_local[:m])
         out[setting] = (data.X_explain[:m], masks, {k: v[:m] for k, v in maps.items()})
     return out
+
+
+def scorer_curve_table(results: Results) -> pd.DataFrame:
+    """Mean of each stored curve per method, setting, decoy count, curve and x, over folds, seeds and replicates.
+
+    Returns
+    -------
+    DataFrame with columns ``method, setting, n_decoys, curve, x, mean, lo, hi, cells`` (``n_decoys``
+    -1 for a dataset without decoys; 95 % Student-t interval over the cells' per-cell means).
+    """
+    c = results.curves
+    if c.empty:
+        return pd.DataFrame(columns=["method", "setting", "n_decoys", "curve", "x", "mean", "lo", "hi", "cells"])
+    c = c.assign(n_decoys=c["n_decoys"].fillna(-1).astype(int))
+    per_cell = c.groupby(["method", "setting", "n_decoys", "curve", "x", "cell_id"], sort=False)["value"].mean()
+    rows = [(*key, *mean_ci(g)) for key, g in per_cell.groupby(level=[0, 1, 2, 3, 4], sort=False)]
+    return pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "curve", "x", "mean", "lo", "hi", "cells"])
+
+
+def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: str) -> pd.DataFrame:
+    """A scorer's verdict on each method beside the ground truth's on the same cells.
+
+    Cells are paired by configuration (setting, decoy count, seed, fold, method); only pairs
+    where both are finished count. Returns one row per setting, decoy count and method with the
+    columns ``setting, n_decoys, method, truth, verdict, cells`` (means over the paired cells;
+    ``n_decoys`` -1 for a dataset without decoys).
+    """
+    keys = ["setting", "n_decoys", "seed", "fold", "method"]
+
+    def values(results: Results, name: str) -> pd.DataFrame:
+        sel = results.scores[results.scores["metric"] == name]
+        return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int))[[*keys, "value"]]
+
+    paired = values(truth, truth_metric).merge(values(verdict, metric), on=keys, suffixes=("_truth", "_verdict"))
+    out = paired.groupby(["setting", "n_decoys", "method"], sort=False).agg(
+        truth=("value_truth", "mean"), verdict=("value_verdict", "mean"), cells=("value_truth", "size"))
+    return out.reset_index()
+
+
+def agreement(table: pd.DataFrame, verdict_direction: str, truth_direction: str) -> pd.DataFrame:
+    """Rank correlation between the orderings of methods by the truth and by the verdict, per setting and decoy count.
+
+    ``table`` is :func:`beside_truth`'s output. The verdict's values are negated first when its
+    direction differs from the truth's, so a positive coefficient always means *the verdict ranks
+    methods as the truth does*. Returns ``setting, n_decoys, methods, spearman, spearman_p,
+    kendall, kendall_p`` (scipy.stats; NaN with fewer than three methods or a constant column).
+    """
+    sign = 1.0 if verdict_direction == truth_direction else -1.0
+    rows = []
+    for (setting, decoys), g in table.groupby(["setting", "n_decoys"], sort=False):
+        n = len(g)
+        if n < 3 or g["truth"].nunique() < 2 or g["verdict"].nunique() < 2:
+            rows.append((setting, decoys, n, np.nan, np.nan, np.nan, np.nan))
+            continue
+        rho, rho_p = stats.spearmanr(g["truth"], sign * g["verdict"])
+        tau, tau_p = stats.kendalltau(g["truth"], sign * g["verdict"])
+        rows.append((setting, decoys, n, float(rho), float(rho_p), float(tau), float(tau_p)))
+    return pd.DataFrame(rows, columns=["setting", "n_decoys", "methods", "spearman", "spearman_p", "kendall",
+                                       "kendall_p"])

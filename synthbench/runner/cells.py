@@ -19,7 +19,7 @@ from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, datas
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
-from synthbench.scoring import Scorer, get_scorer
+from synthbench.scoring import Scorer, Scores, get_scorer
 from synthbench.scoring.localisation import aggregate_channels
 
 __all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_FLAG", "EXAMPLE_IMAGES"]
@@ -107,9 +107,11 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
                 seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in needs if k in models.info)
             else:
                 output, seconds, _ = cached
-            t1 = time.perf_counter()
+            t1, trained_before = time.perf_counter(), set(models.info)
             scores = scorer.score(output, data, spec, models)
-            scorer_seconds = time.perf_counter() - t1
+            # The scorer's own time: a shared model it asked for first is the fold's, not the scorer's.
+            scorer_seconds = time.perf_counter() - t1 - sum(
+                v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
         except MethodOutputError as exc:  # a defect of the method: the run stops (see run_grid)
             return CellResult(cell, "invalid", f"method {spec.name!r} on {cell.dataset}: {exc}", **base)
         except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
@@ -125,5 +127,6 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
     examples = None
     if data.kind == "image" and output.local is not None:
         examples = aggregate_channels(output.local[:EXAMPLE_IMAGES]).astype("float32")
-    return CellResult(cell, "ok", None, scores, scorer.chance(data), seconds, peak_bytes, model=model_info,
-                      flags=flags, scorer_seconds=scorer_seconds, examples=examples, **base)
+    curves = scores.curves if isinstance(scores, Scores) else {}
+    return CellResult(cell, "ok", None, dict(scores), scorer.chance(data), seconds, peak_bytes, model=model_info,
+                      flags=flags, scorer_seconds=scorer_seconds, examples=examples, curves=curves, **base)

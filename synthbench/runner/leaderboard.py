@@ -17,7 +17,9 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
 
     ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. A method that
     explains the shared MLP has one row per preset (``saliency@sparse_mlp``). Adds a ``chance``
-    row (the metric's expected value under a random ranking), a ``s/cell`` column (mean wall
+    row (the metric's expected value under a random ranking or, for a metric whose chance
+    reference is a control method such as ROAD's ``random``, that control's mean in ``rows``),
+    a ``s/cell`` column (mean wall
     seconds per cell over every cell of the method), ``failed`` and ``skipped`` (over the method's
     declared feature limit) counts, and a ``near_chance``
     column counting cells whose model was near chance on held-out rows (still averaged in). Methods are
@@ -40,14 +42,19 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
         label = [f"{x} ({e})" for x, e in zip(label, rows["explain"])]
     if len(scorers) > 1:
         label = [f"{x} [{s}]" for x, s in zip(label, rows["scorer"])]
-    rows = rows.assign(method=label)
+    rows = rows.assign(method=label, base_method=rows["method"])
     ok = rows[(rows["status"] == "ok") & (rows["metric"] == metric)]
     if ok.empty:
         return pd.DataFrame()
     by = ["dataset", "dataset_params", "n_samples", "n_decoys"]
     ok = ok.fillna({"n_decoys": -1})
     table = ok.pivot_table(index="method", columns=by, values="value", aggfunc="mean")
-    chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
+    control = getattr(m, "control", None)  # a metric whose chance reference is a control run beside the methods
+    if control:
+        chance = ok[ok["base_method"] == control].pivot_table(columns=by, values="value", aggfunc="mean")
+    else:
+        chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
+    chance = chance.reindex(columns=table.columns)
     several = ok.groupby("dataset")["n_samples"].nunique()
     variants = ok.groupby("dataset")["dataset_params"].nunique()
     table.columns = chance.columns = [

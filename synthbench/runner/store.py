@@ -4,9 +4,9 @@ Every cell is written in a single transaction, so a run killed at any instant le
 whole cells behind; a rerun skips cells whose status is ``ok`` or ``skipped`` (the data exceed
 a limit the method declares) and retries failed ones.
 
-Schema (version 5)::
+Schema (version 6)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 5
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 6
     runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
          machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped,
          host, pid, heartbeat_at)
@@ -22,6 +22,8 @@ aggregation of image maps.
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
     claims(cell_id PRIMARY KEY, run_id, claimed_at)
     examples(cell_id PRIMARY KEY, shape, maps)   the first images' relevance maps of an image cell
+    curves(cell_id, curve, x, replicate, value, PRIMARY KEY(cell_id, curve, x, replicate))
+                                                 the curves a scorer measured (ROAD's MoRF and LeRF, ...)
 
 Several runs may share one store (two terminals, an array job). Creating and upgrading the file
 happen under SQLite's write lock, so concurrent openers wait for each other. Before a run
@@ -36,7 +38,7 @@ A run is one execution of a grid (one command): where it ran, how long, and how 
 (``running`` until it ends; a run whose process was killed stays ``running`` with no end time).
 Older stores are upgraded in place when opened for writing (version 1 has no suite columns,
 version 2 no runs, version 3 no model presets: their cells explain the default
-MLP preset of their time and carry none; version 4 no claims); opened read-only, they are upgraded in a private in-memory copy.
+MLP preset of their time and carry none; version 4 no claims; version 5 no curves); opened read-only, they are upgraded in a private in-memory copy.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from synthbench.runner.grid import Cell
 
 __all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION = "synthbench"
 
 _CELLS_V2 = """
@@ -124,6 +126,12 @@ CREATE TABLE examples (
     cell_id TEXT PRIMARY KEY REFERENCES cells(cell_id) ON DELETE CASCADE,
     shape TEXT NOT NULL, maps BLOB NOT NULL
 )"""
+_CURVES = """
+CREATE TABLE curves (
+    cell_id TEXT NOT NULL REFERENCES cells(cell_id) ON DELETE CASCADE,
+    curve TEXT NOT NULL, x REAL NOT NULL, replicate INTEGER NOT NULL, value REAL,
+    PRIMARY KEY (cell_id, curve, x, replicate)
+)"""
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     _RUNS.format(extra="".join(f", {c}" for c in _RUN_LIVENESS)),
@@ -136,6 +144,7 @@ _SCHEMA = (
     "CREATE INDEX cells_grid ON cells(dataset, n_decoys, method)",
     _CLAIMS,
     _EXAMPLES,
+    _CURVES,
 )
 
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
@@ -144,7 +153,7 @@ _SCHEMA = (
 #: 2 -> 3: the runs table, and each cell's run. 3 -> 4: the MLP preset a cell explains. 4 -> 5:
 #: claims, the host, process and heartbeat of each run, the scorer's seconds and parameters,
 #: example maps, and a nullable ``n_decoys`` (datasets without decoys; the cells table is rebuilt
-#: again).
+#: again). 5 -> 6: the curves scorers measure.
 _UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -168,6 +177,7 @@ _UPGRADES = {
         _CLAIMS,
         _EXAMPLES,
     ),
+    "5": (_CURVES,),
 }
 
 #: Default seconds after which a silent run's claims lapse (the running process refreshes its
@@ -202,6 +212,7 @@ class CellResult:
     flags: tuple[str, ...] = ()
     scorer_seconds: float | None = None
     examples: np.ndarray | None = None  # float32 (m, H, W): the first explained images' relevance maps
+    curves: dict[str, Any] = field(default_factory=dict)  # name -> synthbench.scoring.Curve (x, values (m, R))
 
 
 class ResultStore:
@@ -392,6 +403,12 @@ class ResultStore:
                     "INSERT INTO scores VALUES (?, ?, ?, ?)",
                     [(c.cell_id, m, _finite_or_none(v), result.chance.get(m)) for m, v in result.scores.items()],
                 )
+                self._con.executemany(
+                    "INSERT INTO curves VALUES (?, ?, ?, ?, ?)",
+                    [(c.cell_id, name, float(x), r, _finite_or_none(float(v)))
+                     for name, curve in result.curves.items() for x, row in zip(curve.x, curve.values)
+                     for r, v in enumerate(row)],
+                )
                 if result.examples is not None:
                     maps = np.ascontiguousarray(result.examples, dtype=np.float32)
                     self._con.execute("INSERT INTO examples VALUES (?, ?, ?)",
@@ -485,6 +502,14 @@ class ResultStore:
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"
         )
         return self._query(sql, cell_ids, alias="c.")
+
+    def curves(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        """Tidy curve points, one per cell, curve, x and replicate (all cells, or those of ``cell_ids``).
+
+        Columns: cell_id, curve, x, replicate, value; join on ``cell_id`` with :meth:`scores` or
+        :meth:`cells` for the configuration.
+        """
+        return self._query("SELECT cell_id, curve, x, replicate, value FROM curves", cell_ids)
 
     def examples(self, cell_ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored example maps (float32 ``(m, H, W)``) of those of ``cell_ids`` that have them."""

@@ -11,14 +11,67 @@ leaderboard and the report read them through the scorer (:func:`get_metric`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
 
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.metrics import Metric, MetricInfo
 
-__all__ = ["Scorer", "register_scorer", "get_scorer", "scorer_names", "get_metric"]
+__all__ = ["Scorer", "Scores", "Curve", "register_scorer", "get_scorer", "scorer_names", "get_metric",
+           "DEFAULT_MODELS", "explained_model"]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One curve a scorer measured on a cell: ``values[i, r]`` at ``x[i]`` for replicate ``r``.
+
+    ``x`` is ``(m,)`` float (for example the fraction of inputs removed, 0 for the clean model);
+    ``values`` is ``(m, R)`` float, one column per replicate (R = 1 for a curve measured once).
+    """
+
+    x: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        x, v = np.asarray(self.x, dtype=np.float64), np.asarray(self.values, dtype=np.float64)
+        v = v.reshape(len(x), -1) if v.ndim == 1 else v
+        if x.ndim != 1 or v.ndim != 2 or v.shape[0] != x.shape[0]:
+            raise ValueError(f"a curve needs x (m,) and values (m, R); got {x.shape} and {np.shape(self.values)}")
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "values", v)
+
+
+class Scores(dict):
+    """A scorer's metric values for one cell (a ``dict`` name -> float), with the curves behind them.
+
+    ``curves`` maps a curve's name (``"morf"``, ``"roar"``, ...) to its :class:`Curve`; the runner
+    stores them beside the values, so a report can draw them and a resumed run recomputes nothing.
+    A scorer that measures no curve may return a plain ``dict``.
+    """
+
+    def __init__(self, values: Mapping[str, float] = (), curves: Mapping[str, Curve] | None = None) -> None:
+        super().__init__(values)
+        self.curves: dict[str, Curve] = dict(curves or {})
+
+
+#: The model a scorer evaluates or retrains for a method that explains none: per input kind.
+DEFAULT_MODELS = {"tabular": "mlp", "image": "cnn"}
+
+
+def explained_model(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[str, Any]:
+    """``(kind, model)``: the fold's model the method explains, or the input kind's default model.
+
+    A method that needs exactly one model on this input kind explains it (``gradient`` the MLP or
+    CNN, ``treeshap`` the forest); a method that needs none (``random``, ``sobel``, ``mrmr``) or
+    several is judged on :data:`DEFAULT_MODELS`'s model of the kind, shared with every other method.
+    """
+    needs = spec.needs_for(data.kind)
+    kind = needs[0] if len(needs) == 1 else DEFAULT_MODELS[data.kind]
+    return kind, models.get(kind)
 
 
 class Scorer(Protocol):
@@ -27,14 +80,17 @@ class Scorer(Protocol):
     Attributes
     ----------
     name : the name cells and the CLI use (``--scorer``)
-    metrics : name -> :class:`Metric`, every metric it may report
+    metrics : name -> :class:`Metric` (or :class:`MetricInfo`), every metric it may report
     """
 
     name: str
-    metrics: Mapping[str, Metric]
+    metrics: Mapping[str, Metric | MetricInfo]
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> dict[str, float]:
-        """Metric values for the method ``spec`` on one fold; random draws come from ``data.rng(...)``."""
+        """Metric values for the method ``spec`` on one fold; random draws come from ``data.rng(...)``.
+
+        A :class:`Scores` carries the curves measured on the way (stored with the cell).
+        """
         ...
 
     def chance(self, data: FoldData) -> dict[str, float]:
@@ -70,7 +126,7 @@ def get_scorer(name: str) -> Scorer:
         raise KeyError(f"unknown scorer {name!r}; valid names: {', '.join(_SCORERS)}") from None
 
 
-def get_metric(name: str, scorer: str | None = None) -> Metric:
+def get_metric(name: str, scorer: str | None = None) -> Metric | MetricInfo:
     """Metric ``name`` as ``scorer`` declares it; without ``scorer``, as the scorers that declare it do.
 
     Raises
@@ -90,6 +146,6 @@ def get_metric(name: str, scorer: str | None = None) -> Metric:
     return found[0].metrics[name]
 
 
-def _metadata(metric: Metric) -> tuple:
+def _metadata(metric: Metric | MetricInfo) -> tuple:
     """What a metric's readers rely on: its direction, limits, unit and description."""
     return metric.direction, metric.limits, metric.unit, metric.description

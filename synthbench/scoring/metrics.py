@@ -28,6 +28,7 @@ import numpy as np
 
 __all__ = [
     "Metric",
+    "MetricInfo",
     "METRICS",
     "get",
     "names",
@@ -218,9 +219,38 @@ class Metric:
     unit: str = ""
     reads_2k_ranking: bool = False
     kinds: tuple[str, ...] = ("tabular",)
+    control: str | None = None  # the ground truth's chance is analytic (``chance``), never a control's
 
     def __call__(self, scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> float:
         return self.fn(scores, relevant, rng)
+
+    def better(self, a: float, b: float) -> bool:
+        """True when value ``a`` is strictly better than ``b``."""
+        return a > b if self.direction == "higher" else a < b
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """The declared metadata of a metric its scorer computes itself (ROAD, remove-and-retrain, ...).
+
+    The same attributes the leaderboard and the report read from a :class:`Metric`, without the
+    truth-based ``fn``, ``bounds`` and analytic ``chance`` of the ground truth.
+
+    Attributes
+    ----------
+    name, direction, description, limits, unit, kinds : as for :class:`Metric`; ``limits`` are
+        the values the metric can take (the scorer checks its values against them)
+    control : the control method (``"random"``) whose value in the same run is the metric's
+        chance reference, shown beside every method; None when there is none
+    """
+
+    name: str
+    direction: Literal["higher", "lower"]
+    description: str
+    limits: tuple[float, float] = (0.0, 1.0)
+    unit: str = ""
+    kinds: tuple[str, ...] = ("tabular", "image")
+    control: str | None = "random"
 
     def better(self, a: float, b: float) -> bool:
         """True when value ``a`` is strictly better than ``b``."""

@@ -1,0 +1,187 @@
+"""The ROAD scorer (remove and debias, Rong et al. 2022): accuracy of the explained model as the
+inputs its explanation ranks first (MoRF) or last (LeRF) are imputed, without retraining.
+
+For each fraction ``t`` of :attr:`RoadScorer.fractions`, the ``floor(t * m)`` highest-ranked (MoRF)
+or lowest-ranked (LeRF) of an explained example's ``m`` ranked units are imputed
+(:mod:`~synthbench.scoring.imputation`: noisy linear imputation on images, the Gaussian
+conditional mean on tables), and the accuracy of the fold's model on the imputed explained
+examples is measured. Units are ranked by ``|a|`` (``signed=False``) or by ``a``; ties are broken at
+random with the cell's stream, so a constant map ranks like the random control.
+
+Curves ``morf`` and ``lerf`` (x = fraction, 0 = the clean inputs) are stored with the cell; the
+values are their means over the fractions (``road_morf``: lower is better, ``road_lerf``: higher
+is better) and ``road_gap = road_lerf - road_morf``, ROAD's consistency of the two orders on one
+cell (higher is better: the ranking separates the inputs the model uses from those it does not).
+Their chance reference is the ``random`` control measured in the same run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from synthbench.methods.registry import MethodSpec
+from synthbench.models import SharedModels
+from synthbench.protocol import FoldData, MethodOutput
+from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
+from synthbench.scoring.imputation import GaussianImputer, impute_images
+from synthbench.scoring.metrics import MetricInfo
+
+__all__ = ["RoadScorer", "ROAD", "ROAD_METRICS", "removal_masks", "check_fractions"]
+
+#: The ROAD scorer's metrics, headline (the leaderboard's default) first.
+ROAD_METRICS: dict[str, MetricInfo] = {
+    m.name: m
+    for m in [
+        MetricInfo("road_gap", "higher", "ROAD LeRF minus MoRF accuracy (the two orders' consistency)",
+                   limits=(-1.0, 1.0), unit="accuracy difference"),
+        MetricInfo("road_morf", "lower", "mean accuracy of the explained model with the most relevant inputs imputed "
+                   "first (ROAD MoRF, over the fractions)", unit="accuracy"),
+        MetricInfo("road_lerf", "higher", "mean accuracy of the explained model with the least relevant inputs "
+                   "imputed first (ROAD LeRF, over the fractions)", unit="accuracy"),
+    ]
+}
+
+UNITS = ("element", "pixel")
+RANKINGS = ("global", "local")
+
+
+def check_fractions(fractions: tuple[float, ...]) -> tuple[float, ...]:
+    """``fractions`` as sorted distinct floats, each strictly inside (0, 1); ValueError otherwise."""
+    values = tuple(float(t) for t in fractions)
+    if not values:
+        raise ValueError("need at least one fraction")
+    bad = [t for t in values if not 0.0 < t < 1.0]
+    if bad:
+        raise ValueError(f"fractions must lie strictly between 0 and 1, got {', '.join(map(str, bad))}")
+    if len(set(values)) != len(values) or list(values) != sorted(values):
+        raise ValueError(f"fractions must be distinct and increasing, got {values}")
+    return values
+
+
+def removal_masks(keys: np.ndarray, fraction: float, rng: np.random.Generator,
+                  order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the ``floor(fraction * m)`` highest (MoRF) and lowest (LeRF) of each row's ``m`` keys.
+
+    ``keys`` is ``(r, m)``; ties are ordered by a uniform key from ``rng`` (or the precomputed
+    ``order``, ``(r, m)`` indices from highest to lowest). Returns two bool ``(r, m)`` arrays.
+    """
+    r, m = keys.shape
+    if order is None:
+        order = ranking_order(keys, rng)
+    count = int(math.floor(fraction * m + 1e-9))
+    morf = np.zeros((r, m), dtype=bool)
+    lerf = np.zeros((r, m), dtype=bool)
+    rows = np.arange(r)[:, None]
+    morf[rows, order[:, :count]] = True
+    if count:
+        lerf[rows, order[:, m - count:]] = True
+    return morf, lerf
+
+
+def ranking_order(keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices ``(r, m)`` of each row's keys from highest to lowest, ties in a random order from ``rng``."""
+    tiebreak = rng.random(keys.shape)
+    return np.lexsort((tiebreak, -keys), axis=-1)
+
+
+@dataclass(frozen=True)
+class RoadScorer:
+    """Remove and debias: MoRF and LeRF accuracy curves of the explained model under imputation.
+
+    Attributes
+    ----------
+    name : ``"road"``
+    fractions : shares of the ranked units imputed, each in (0, 1), increasing
+    noise : imputation noise (images: standard deviation added to each imputed value, 0.01 as
+        the ROAD paper; tables: times each feature's training standard deviation)
+    unit : images: ``"element"`` ranks each channel value on its own (each channel plane is
+        imputed from its own neighbours), ``"pixel"`` ranks whole pixels by their channels' sum
+        and imputes every channel of a removed pixel
+    signed : rank by the signed attribution (True) or by its magnitude (False)
+    ranking : tables: ``"global"`` ranks the features by the method's global scores, the same
+        removed set for every row (every method returns them); ``"local"`` by each row's own
+        attributions (methods without per-instance attributions then get no values)
+    metrics : :data:`ROAD_METRICS`
+    """
+
+    name: str = "road"
+    fractions: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
+    noise: float = 0.01
+    unit: str = "element"
+    signed: bool = False
+    ranking: str = "global"
+    metrics: Mapping[str, MetricInfo] = field(default_factory=lambda: dict(ROAD_METRICS))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fractions", check_fractions(self.fractions))
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+        if self.ranking not in RANKINGS:
+            raise ValueError(f"ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
+        if not self.noise >= 0:
+            raise ValueError(f"noise must be non-negative, got {self.noise}")
+
+    def params_for(self, kind: str) -> dict:
+        """The parameters that define the values on ``kind`` inputs (recorded in the cell id)."""
+        common = {"fractions": list(self.fractions), "noise": self.noise, "signed": self.signed}
+        return {**common, "unit": self.unit} if kind == "image" else {**common, "ranking": self.ranking}
+
+    def chance(self, data: FoldData) -> dict[str, float]:
+        """None analytic: the chance reference is the ``random`` control of the same run."""
+        return {}
+
+    def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
+        """ROAD values and curves of the method's ranking on the explained examples (empty when it has none)."""
+        keys = self._keys(output, data)
+        if keys is None:
+            return Scores()
+        _, model = explained_model(spec, data, models)
+        X, y = data.X_explain, data.y_explain
+        rng = data.rng("road", spec.name)
+        order = ranking_order(keys, rng)
+        clean = float(np.mean(model.predict(X) == y))
+        curves = {"morf": [clean], "lerf": [clean]}
+        impute = self._imputer(data)
+        for t in self.fractions:
+            for name, removed in zip(("morf", "lerf"), removal_masks(keys, t, rng, order)):
+                imputed = impute(X, removed.reshape(-1, *self._mask_shape(data)), rng)
+                curves[name].append(float(np.mean(model.predict(imputed.astype(np.float32)) == y)))
+        morf, lerf = float(np.mean(curves["morf"][1:])), float(np.mean(curves["lerf"][1:]))
+        x = np.array([0.0, *self.fractions])
+        return Scores({"road_morf": morf, "road_lerf": lerf, "road_gap": lerf - morf},
+                      {k: Curve(x, np.array(v)) for k, v in curves.items()})
+
+    def _keys(self, output: MethodOutput, data: FoldData) -> np.ndarray | None:
+        """The ranking keys ``(r, m)``: one row per explained example (or one shared row, global tables)."""
+        if data.kind == "image" or self.ranking == "local":
+            if output.local is None:
+                return None
+            a = output.local if self.signed else np.abs(output.local)
+            if data.kind == "image" and self.unit == "pixel":
+                a = a.sum(axis=1)
+            return a.reshape(len(a), -1)
+        if output.scores is None:
+            return None
+        a = output.scores if self.signed else np.abs(output.scores)
+        return np.asarray(a, dtype=np.float64).reshape(1, -1)
+
+    def _mask_shape(self, data: FoldData) -> tuple[int, ...]:
+        """The shape of one row's removal mask (without the example axis)."""
+        if data.kind == "image" and self.unit == "pixel":
+            return (1, *data.input_shape[1:])
+        return data.input_shape
+
+    def _imputer(self, data: FoldData):
+        """``(X, removed, rng) -> imputed X`` for the fold's input kind."""
+        if data.kind == "image":
+            return lambda X, removed, rng: impute_images(X, removed, noise=self.noise, rng=rng)
+        gaussian = GaussianImputer(data.X_train)
+        return lambda X, removed, rng: gaussian.impute(X, removed, noise=self.noise, rng=rng)
+
+
+#: The registered instance: ``--scorer road``.
+ROAD = register_scorer(RoadScorer())
