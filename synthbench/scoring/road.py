@@ -30,7 +30,7 @@ from synthbench.scoring.base import Curve, Scores, explained_model, register_sco
 from synthbench.scoring.imputation import GaussianImputer, impute_images
 from synthbench.scoring.metrics import MetricInfo
 
-__all__ = ["RoadScorer", "ROAD", "ROAD_METRICS", "removal_masks", "check_fractions"]
+__all__ = ["RoadScorer", "ROAD", "ROAD_METRICS", "ranking_order", "removal_masks", "check_fractions"]
 
 #: The ROAD scorer's metrics, headline (the leaderboard's default) first.
 ROAD_METRICS: dict[str, MetricInfo] = {
@@ -62,30 +62,25 @@ def check_fractions(fractions: tuple[float, ...]) -> tuple[float, ...]:
     return values
 
 
-def removal_masks(keys: np.ndarray, fraction: float, rng: np.random.Generator,
-                  order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Masks of the ``floor(fraction * m)`` highest (MoRF) and lowest (LeRF) of each row's ``m`` keys.
+def ranking_order(keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices ``(r, m)`` of each row's keys ``(r, m)`` from highest to lowest, ties in a random order from ``rng``."""
+    tiebreak = rng.random(keys.shape)
+    return np.lexsort((tiebreak, -keys), axis=-1)
 
-    ``keys`` is ``(r, m)``; ties are ordered by a uniform key from ``rng`` (or the precomputed
-    ``order``, ``(r, m)`` indices from highest to lowest). Returns two bool ``(r, m)`` arrays.
+
+def removal_masks(order: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of the ``floor(fraction * m)`` first (MoRF) and last (LeRF) of each row's ``m`` ranked units.
+
+    ``order`` is :func:`ranking_order`'s ``(r, m)``. Returns two bool ``(r, m)`` arrays.
     """
-    r, m = keys.shape
-    if order is None:
-        order = ranking_order(keys, rng)
+    r, m = order.shape
     count = int(math.floor(fraction * m + 1e-9))
     morf = np.zeros((r, m), dtype=bool)
     lerf = np.zeros((r, m), dtype=bool)
     rows = np.arange(r)[:, None]
     morf[rows, order[:, :count]] = True
-    if count:
-        lerf[rows, order[:, m - count:]] = True
+    lerf[rows, order[:, m - count:]] = True  # count = 0 selects nothing
     return morf, lerf
-
-
-def ranking_order(keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Indices ``(r, m)`` of each row's keys from highest to lowest, ties in a random order from ``rng``."""
-    tiebreak = rng.random(keys.shape)
-    return np.lexsort((tiebreak, -keys), axis=-1)
 
 
 @dataclass(frozen=True)
@@ -147,7 +142,7 @@ class RoadScorer:
         curves = {"morf": [clean], "lerf": [clean]}
         impute = self._imputer(data)
         for t in self.fractions:
-            for name, removed in zip(("morf", "lerf"), removal_masks(keys, t, rng, order)):
+            for name, removed in zip(("morf", "lerf"), removal_masks(order, t)):
                 imputed = impute(X, removed.reshape(-1, *self._mask_shape(data)), rng)
                 curves[name].append(float(np.mean(model.predict(imputed.astype(np.float32)) == y)))
         morf, lerf = float(np.mean(curves["morf"][1:])), float(np.mean(curves["lerf"][1:]))
