@@ -8,9 +8,11 @@ leaderboard.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
+from typing import Any
 from pathlib import Path
 
 from synthbench import __version__, datasets
@@ -19,7 +21,7 @@ from synthbench.models import TrainSettings
 from synthbench.datasets.files import DATA_DIR_ENV
 from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
 from synthbench.protocol import MethodOutputError
-from synthbench.scoring import get_scorer, scorer_names
+from synthbench.scoring import get_scorer, scorer_names, scorer_options
 from synthbench.runner.cells import import_plugins
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
@@ -116,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where torch models train: CUDA when available under auto (default: %(default)s)")
     p.add_argument("--cache-dir", type=Path,
                    help="on-disk cache of trained models (default: a 'cache' folder beside the store)")
+    p.add_argument("--scorer-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="change a scorer's setting, for every chosen scorer that takes it (repeatable), e.g. "
+                        "repeats=3 or fractions=0.1,0.5,0.9 (see --list for each scorer's options)")
     p.add_argument("--metric", help="metric of the printed leaderboard (default: best_k on tables, rank_accuracy on "
                                     "images)")
     p.add_argument("--data-dir", type=Path, help=f"folder of local image files (mnist, fashion_mnist, cifar10); "
@@ -171,7 +176,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         raise UsageError(f"--model {args.model}: none of the methods explains an MLP (the neural methods, e.g. "
                          "saliency, do); drop --model or add such a method")
     grid = GridSpec(ds, methods, _integers(args.decoys, "--decoys"), sizes, args.folds, args.seed, args.explain,
-                    models=models, scorers=scorers, skip_inapplicable=not named)
+                    models=models, scorers=scorers, skip_inapplicable=not named,
+                    scorer_options=_scorer_options(args.scorer_option))
     try:
         cells = grid.cells()
         for cell in cells:
@@ -182,6 +188,30 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         raise UsageError("no method of the list accepts these datasets' inputs; name methods with --methods")
     _check_metric(args, cells)
     return args, _fitting(cells)
+
+
+def _option_value(text: str) -> Any:
+    """A ``--scorer-option`` value: JSON (``3``, ``0.5``, ``true``, ``"pixel"``), a comma-separated
+    list of them (a tuple), or else the text itself."""
+    def one(item: str) -> Any:
+        try:
+            value = json.loads(item)
+        except json.JSONDecodeError:
+            return item
+        return tuple(value) if isinstance(value, list) else value
+
+    return tuple(one(i.strip()) for i in text.split(",")) if "," in text else one(text.strip())
+
+
+def _scorer_options(items: list[str]) -> dict[str, Any]:
+    """``--scorer-option NAME=VALUE`` items as a mapping; UsageError for one without ``=``."""
+    options = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--scorer-option takes NAME=VALUE, got {item!r}")
+        options[name.strip()] = _option_value(value)
+    return options
 
 
 def _check_metric(args: argparse.Namespace, cells: list[Cell]) -> None:
@@ -255,6 +285,8 @@ def _listing() -> str:
     lines.append("scorers (--scorer):")
     for n in scorer_names():
         lines.append(f"  {n:<24} {', '.join(get_scorer(n).metrics)}")
+        if scorer_options(n):
+            lines.append(f"  {'':<24} options: {', '.join(scorer_options(n))}")
     lines.append("methods (* = run by default):")
     for n in method_names():
         spec = get_method(n)

@@ -11,7 +11,8 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.scoring import get_scorer
 from synthbench.scoring.imputation import GaussianImputer, impute_images
-from synthbench.scoring.road import RoadScorer, ranking_order, removal_masks
+from synthbench.scoring.removal import ranking_order, removal_masks
+from synthbench.scoring.road import RoadScorer
 
 
 @pytest.mark.parametrize("channels", [1, 3])

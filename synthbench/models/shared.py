@@ -126,6 +126,21 @@ class SharedModels:
             log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
         return self._models[key]
 
+    def train_on(self, name: str, data: FoldData, replicate: int = 0) -> Any:
+        """A fresh model of kind ``name`` trained on ``data`` with this fold's settings and preset; not kept.
+
+        ``data`` is this fold changed (remove-and-retrain: inputs replaced); the replicate's seed
+        is drawn from ``data``'s seed and fold as for :meth:`get`, so replicate ``r`` here starts
+        from the same initialisation as the fold's own replicate ``r``. With a disk cache in the
+        settings, the training is cached by its data like any other.
+        """
+        if replicate < 0:
+            raise ValueError(f"replicate must be non-negative, got {replicate}")
+        kind = model_kind(name)
+        if kind.uses_preset and self.preset is not None:
+            return kind.train(data, self._settings, self.preset, replicate=int(replicate))
+        return kind.train(data, self._settings, replicate=int(replicate))
+
 
 #: A binary model whose held-out AUROC is below this is *near chance*: an explanation of a model
 #: that learned nothing says nothing about the method.

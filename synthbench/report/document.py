@@ -169,19 +169,25 @@ def _elapsed(runs: pd.DataFrame) -> pd.Series:
 
 
 def _groups(results: Results) -> list[tuple[str, str, Results]]:
-    """The store split into parts whose numbers may be compared: one per (input kind, scorer, explain mode).
+    """The store split into parts whose numbers may be compared: one per (input kind, scorer and its
+    parameters, explain mode).
 
     Returns ``(label, kind, results)`` triples in store order; the label is empty for a store with
     one part.
     """
-    keys = list(dict.fromkeys(zip(results.cells["kind"], results.cells["scorer"], results.cells["explain"])))
+    params = results.cells["scorer_params"].fillna("")
+    keys = list(dict.fromkeys(zip(results.cells["kind"], results.cells["scorer"], params, results.cells["explain"])))
+    variants = params.groupby([results.cells["kind"], results.cells["scorer"]]).nunique()
+    several = {scorer for (_, scorer), n in variants.items() if n > 1}  # scorers run at several settings
     out = []
-    for kind, scorer, explain in keys:
+    for kind, scorer, setting, explain in keys:
         def pick(frame: pd.DataFrame) -> pd.DataFrame:
-            keep = (frame["kind"] == kind) & (frame["scorer"] == scorer) & (frame["explain"] == explain)
+            keep = ((frame["kind"] == kind) & (frame["scorer"] == scorer) & (frame["explain"] == explain)
+                    & (frame["scorer_params"].fillna("") == setting))
             return frame[keep].reset_index(drop=True)
 
-        label = f"{kind} data, scorer {scorer}, explaining the {explain} rows" if len(keys) > 1 else ""
+        named = f"scorer {scorer}" + (f" {setting}" if scorer in several else "")
+        label = f"{kind} data, {named}, explaining the {explain} rows" if len(keys) > 1 else ""
         curves = pick(results.curves) if not results.curves.empty else results.curves
         out.append((label, kind, Results(scores=pick(results.scores), cells=pick(results.cells), runs=results.runs,
                                          path=results.path, curves=curves)))

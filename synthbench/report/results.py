@@ -48,7 +48,7 @@ class Results:
     path : the store's path.
     curves : the curve points of cells with status ``ok`` (:meth:`ResultStore.curves`: ``cell_id,
         curve, x, replicate, value``) with the cell's ``method``, ``base_method``, ``setting``,
-        ``n_decoys``, ``fold``, ``seed``, ``scorer`` and ``kind``; empty when no scorer measured curves.
+        ``n_decoys``, ``fold``, ``seed``, ``scorer``, ``scorer_params``, ``explain`` and ``kind``; empty when no scorer measured curves.
     """
 
     scores: pd.DataFrame
@@ -119,7 +119,7 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     scores = scores[scores["status"] == "ok"]
     scores = scores.assign(setting=labels.loc[scores["cell_id"]].to_numpy()).reset_index(drop=True)
     ok = cells.loc[cells["status"] == "ok", ["cell_id", "method", "base_method", "setting", "n_decoys", "fold", "seed",
-                                             "scorer", "explain", "kind"]]
+                                             "scorer", "scorer_params", "explain", "kind"]]
     curves = curves.merge(ok, on="cell_id")
     return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves)
 

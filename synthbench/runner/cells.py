@@ -19,7 +19,7 @@ from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, datas
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
-from synthbench.scoring import Scorer, Scores, get_scorer
+from synthbench.scoring import Scorer, Scores
 from synthbench.scoring.localisation import aggregate_channels
 
 __all__ = ["run_task", "import_plugins", "package_versions", "NEAR_CHANCE_FLAG", "EXAMPLE_IMAGES"]
@@ -82,7 +82,7 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     permutation = None if fold.permutation is None else fold.permutation.tolist()
     outputs: dict[str, tuple[MethodOutput, float, int | None]] = {}  # one run per method, whatever the scorers
     for cell in task.cells:
-        yield _run_cell(cell, data, models, get_scorer(cell.scorer), versions, permutation, outputs)
+        yield _run_cell(cell, data, models, cell.scorer_object, versions, permutation, outputs)
 
 
 def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, versions: dict[str, str],

@@ -24,7 +24,7 @@ from synthbench import __version__, datasets
 from synthbench.methods import get_method
 from synthbench.models import model_kind
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
-from synthbench.scoring import get_scorer
+from synthbench.scoring import configure_scorer, get_scorer, scorer_options
 
 __all__ = ["Cell", "FoldTask", "GridSpec", "entry_label"]
 
@@ -57,6 +57,12 @@ class Cell:
     dataset_params: tuple[tuple[str, Any], ...] = ()
     suite: tuple[str, str] | None = None  # (name, hash) of the suite the cell belongs to
     model: str | None = None  # the MLP preset the method explains; None for methods that need no MLP
+    scorer_options: tuple[tuple[str, Any], ...] = ()  # changes to the registered scorer's settings
+
+    @property
+    def scorer_object(self) -> Any:
+        """The cell's scorer: the registered one with :attr:`scorer_options` applied."""
+        return configure_scorer(self.scorer, self.scorer_options)
 
     @property
     def label(self) -> str:
@@ -95,7 +101,7 @@ class Cell:
         }
         if self.n_decoys is None:
             del config["n_decoys"]
-        scorer_params = get_scorer(self.scorer).params_for(self.kind)
+        scorer_params = self.scorer_object.params_for(self.kind)  # the options enter the id through them
         if scorer_params:
             config["scorer_params"] = scorer_params
         fingerprint = datasets.spec(self.dataset).fingerprint
@@ -154,6 +160,11 @@ class GridSpec:
     models: tuple[str, ...] = (DEFAULT_PRESET,)
     scorers: tuple[str, ...] = ("ground_truth",)
     skip_inapplicable: bool = False
+    scorer_options: dict[str, Any] = field(default_factory=dict)
+
+    def options_for(self, scorer: str) -> tuple[tuple[str, Any], ...]:
+        """The grid's :attr:`scorer_options` that ``scorer`` takes (each option goes to every scorer taking it)."""
+        return tuple(sorted((k, v) for k, v in self.scorer_options.items() if k in scorer_options(scorer)))
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -184,9 +195,16 @@ class GridSpec:
             get_preset(name)  # KeyError listing the valid names
         for name in self.scorers:
             get_scorer(name)  # KeyError listing the valid names
+        taken = {k for name in self.scorers for k in scorer_options(name)}
+        stray = sorted(set(self.scorer_options) - taken)
+        if stray:
+            raise ValueError(f"no scorer of the grid ({', '.join(self.scorers)}) takes the option(s) {', '.join(stray)}")
+        for name in self.scorers:
+            configure_scorer(name, self.options_for(name))  # ValueError when the scorer refuses a value
         return [
             Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain, scorer,
-                 dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset)
+                 dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset,
+                 scorer_options=self.options_for(scorer))
             for d in self.datasets
             for methods in (self.methods_for(d),)
             for n in self.sizes

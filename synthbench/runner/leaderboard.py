@@ -27,7 +27,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
 
     Results that are not comparable are never averaged together: rows are kept apart by scorer
     (the metric is read from the scorers of ``rows`` that declare it; with several, each method's
-    row names its scorer, ``saliency [ground_truth]``), by explain mode (``saliency (train)``) and
+    row names its scorer, ``saliency [ground_truth]``, and with one scorer run at several settings
+    also those settings), by explain mode (``saliency (train)``) and
     by dataset parameters (the column names them when a dataset ran with several).
     """
     rows = rows.copy()
@@ -40,7 +41,10 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     label = [entry_label(a, b) for a, b in zip(rows["method"], rows["model_preset"])]
     if rows["explain"].nunique() > 1:
         label = [f"{x} ({e})" for x, e in zip(label, rows["explain"])]
-    if len(scorers) > 1:
+    params = rows["scorer_params"].fillna("")
+    if params.groupby(rows["scorer"]).nunique().max() > 1:  # one scorer run with several settings
+        label = [f"{x} [{s} {p}]" for x, s, p in zip(label, rows["scorer"], params)]
+    elif len(scorers) > 1:
         label = [f"{x} [{s}]" for x, s in zip(label, rows["scorer"])]
     rows = rows.assign(method=label, base_method=rows["method"])
     ok = rows[(rows["status"] == "ok") & (rows["metric"] == metric)]

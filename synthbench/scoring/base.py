@@ -11,6 +11,7 @@ leaderboard and the report read them through the scorer (:func:`get_metric`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.metrics import Metric, MetricInfo
 
 __all__ = ["Scorer", "Scores", "Curve", "register_scorer", "get_scorer", "scorer_names", "get_metric",
+           "configure_scorer", "scorer_options",
            "DEFAULT_MODELS", "explained_model"]
 
 
@@ -124,6 +126,40 @@ def get_scorer(name: str) -> Scorer:
         return _SCORERS[name]
     except KeyError:
         raise KeyError(f"unknown scorer {name!r}; valid names: {', '.join(_SCORERS)}") from None
+
+
+def scorer_options(name: str) -> list[str]:
+    """The options ``name`` takes: the fields of a dataclass scorer, less its name, its metrics and
+    the fields marked ``metadata={"fixed": True}`` (what makes it the scorer it is, such as KAR's ``keep``).
+
+    A scorer records every option in :meth:`Scorer.params_for` (so in the cell id) for the input
+    kinds it affects.
+    """
+    scorer = get_scorer(name)
+    if not dataclasses.is_dataclass(scorer):
+        return []
+    return [f.name for f in dataclasses.fields(scorer)
+            if f.name not in ("name", "metrics") and not f.metadata.get("fixed")]
+
+
+def configure_scorer(name: str, options: Mapping[str, Any] | tuple[tuple[str, Any], ...] = ()) -> Scorer:
+    """The registered scorer ``name`` with ``options`` changed (``{"repeats": 3}``); itself without options.
+
+    Raises
+    ------
+    ValueError
+        For an option the scorer does not take, or a value it refuses (its own check).
+    """
+    scorer = get_scorer(name)
+    options = dict(options)
+    if not options:
+        return scorer
+    valid = scorer_options(name)
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(f"scorer {name!r} has no option {', '.join(map(repr, unknown))}; "
+                         f"its options: {', '.join(valid) or 'none'}")
+    return dataclasses.replace(scorer, **options)
 
 
 def get_metric(name: str, scorer: str | None = None) -> Metric | MetricInfo:

@@ -17,7 +17,6 @@ Their chance reference is the ``random`` control measured in the same run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -29,8 +28,10 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
 from synthbench.scoring.imputation import GaussianImputer, impute_images
 from synthbench.scoring.metrics import MetricInfo
+from synthbench.scoring.removal import (RANKINGS, UNITS, check_fractions, mask_shape, ranking_keys, ranking_order,
+                                        removal_masks)
 
-__all__ = ["RoadScorer", "ROAD", "ROAD_METRICS", "ranking_order", "removal_masks", "check_fractions"]
+__all__ = ["RoadScorer", "ROAD", "ROAD_METRICS"]
 
 #: The ROAD scorer's metrics, headline (the leaderboard's default) first.
 ROAD_METRICS: dict[str, MetricInfo] = {
@@ -44,44 +45,6 @@ ROAD_METRICS: dict[str, MetricInfo] = {
                    "imputed first (ROAD LeRF, over the fractions)", unit="accuracy"),
     ]
 }
-
-UNITS = ("element", "pixel")
-RANKINGS = ("global", "local")
-
-
-def check_fractions(fractions: tuple[float, ...]) -> tuple[float, ...]:
-    """``fractions`` as sorted distinct floats, each strictly inside (0, 1); ValueError otherwise."""
-    values = tuple(float(t) for t in fractions)
-    if not values:
-        raise ValueError("need at least one fraction")
-    bad = [t for t in values if not 0.0 < t < 1.0]
-    if bad:
-        raise ValueError(f"fractions must lie strictly between 0 and 1, got {', '.join(map(str, bad))}")
-    if len(set(values)) != len(values) or list(values) != sorted(values):
-        raise ValueError(f"fractions must be distinct and increasing, got {values}")
-    return values
-
-
-def ranking_order(keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Indices ``(r, m)`` of each row's keys ``(r, m)`` from highest to lowest, ties in a random order from ``rng``."""
-    tiebreak = rng.random(keys.shape)
-    return np.lexsort((tiebreak, -keys), axis=-1)
-
-
-def removal_masks(order: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
-    """Masks of the ``floor(fraction * m)`` first (MoRF) and last (LeRF) of each row's ``m`` ranked units.
-
-    ``order`` is :func:`ranking_order`'s ``(r, m)``. Returns two bool ``(r, m)`` arrays.
-    """
-    r, m = order.shape
-    count = int(math.floor(fraction * m + 1e-9))
-    morf = np.zeros((r, m), dtype=bool)
-    lerf = np.zeros((r, m), dtype=bool)
-    rows = np.arange(r)[:, None]
-    morf[rows, order[:, :count]] = True
-    lerf[rows, order[:, m - count:]] = True  # count = 0 selects nothing
-    return morf, lerf
-
 
 @dataclass(frozen=True)
 class RoadScorer:
@@ -131,7 +94,8 @@ class RoadScorer:
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """ROAD values and curves of the method's ranking on the explained examples (empty when it has none)."""
-        keys = self._keys(output, data)
+        keys = ranking_keys(output.local, output.scores, data.kind, unit=self.unit, signed=self.signed,
+                            ranking=self.ranking)
         if keys is None:
             return Scores()
         _, model = explained_model(spec, data, models)
@@ -143,32 +107,12 @@ class RoadScorer:
         impute = self._imputer(data)
         for t in self.fractions:
             for name, removed in zip(("morf", "lerf"), removal_masks(order, t)):
-                imputed = impute(X, removed.reshape(-1, *self._mask_shape(data)), rng)
+                imputed = impute(X, removed.reshape(-1, *mask_shape(data, self.unit)), rng)
                 curves[name].append(float(np.mean(model.predict(imputed.astype(np.float32)) == y)))
         morf, lerf = float(np.mean(curves["morf"][1:])), float(np.mean(curves["lerf"][1:]))
         x = np.array([0.0, *self.fractions])
         return Scores({"road_morf": morf, "road_lerf": lerf, "road_gap": lerf - morf},
                       {k: Curve(x, np.array(v)) for k, v in curves.items()})
-
-    def _keys(self, output: MethodOutput, data: FoldData) -> np.ndarray | None:
-        """The ranking keys ``(r, m)``: one row per explained example (or one shared row, global tables)."""
-        if data.kind == "image" or self.ranking == "local":
-            if output.local is None:
-                return None
-            a = output.local if self.signed else np.abs(output.local)
-            if data.kind == "image" and self.unit == "pixel":
-                a = a.sum(axis=1)
-            return a.reshape(len(a), -1)
-        if output.scores is None:
-            return None
-        a = output.scores if self.signed else np.abs(output.scores)
-        return np.asarray(a, dtype=np.float64).reshape(1, -1)
-
-    def _mask_shape(self, data: FoldData) -> tuple[int, ...]:
-        """The shape of one row's removal mask (without the example axis)."""
-        if data.kind == "image" and self.unit == "pixel":
-            return (1, *data.input_shape[1:])
-        return data.input_shape
 
     def _imputer(self, data: FoldData):
         """``(X, removed, rng) -> imputed X`` for the fold's input kind."""

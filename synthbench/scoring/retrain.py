@@ -1,0 +1,153 @@
+"""Remove and retrain (ROAR) and keep and retrain (KAR), Hooker et al. 2019, as scorers.
+
+Every training and test example of the fold is explained by the method (its per-instance maps;
+for tables with ``ranking="global"`` its global ranking), and its units are ranked
+(:mod:`~synthbench.scoring.removal`). For each fraction ``t``, ROAR replaces the top ``floor(t m)``
+ranked units of every example, KAR all but the top ``floor(t m)``, with the training set's mean
+(per channel for images, per feature for tables). A fresh model of the kind and configuration
+the method explains (:func:`~synthbench.scoring.base.explained_model`) is trained on the changed
+training rows ``repeats`` times, replicate ``r`` seeded like the fold's own replicate ``r``, and
+its accuracy on the changed test rows is measured. The clean models (the fold's replicates
+``0 .. repeats-1``, shared by every method) give ``t = 0``.
+
+The curve ``roar`` (or ``kar``), x = fraction and one column per replicate, is stored with the
+cell; the value is its mean over the fractions and replicates (``roar_accuracy``: lower is
+better, the removed inputs mattered; ``kar_accuracy``: higher is better, the kept inputs
+suffice). The chance reference is the ``random`` control of the same run, whose random maps are
+fixed per example.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from synthbench.methods.registry import MethodSpec, run_method
+from synthbench.models import SharedModels
+from synthbench.protocol import FoldData, MethodOutput
+from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
+from synthbench.scoring.metrics import MetricInfo
+from synthbench.scoring.removal import RANKINGS, UNITS, check_fractions, mask_shape, ranking_keys, ranking_order
+
+__all__ = ["RetrainScorer", "ROAR", "KAR", "replace_by_mean"]
+
+
+def replace_by_mean(X: np.ndarray, removed: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """``X`` ``(n, *input_shape)`` with its ``removed`` elements (a mask that broadcasts to ``X``) set to ``mean``.
+
+    ``mean`` broadcasts to one example: ``(C, 1, 1)`` per channel for images, ``(p,)`` per feature.
+    """
+    mask = np.broadcast_to(removed, X.shape)
+    return np.where(mask, np.broadcast_to(mean, X.shape), X).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class RetrainScorer:
+    """ROAR (``keep=False``) or KAR (``keep=True``): test accuracy of models retrained without the ranked inputs.
+
+    Attributes
+    ----------
+    name : ``"roar"`` or ``"kar"``
+    keep : KAR keeps the top fraction and replaces the rest; ROAR replaces the top fraction
+    fractions : each in (0, 1), increasing
+    repeats : retrainings per fraction (each its own seed), at least 1
+    unit, signed, ranking : as for :class:`~synthbench.scoring.road.RoadScorer` (images rank each
+        channel value by default, as the 2019 code does)
+    """
+
+    name: str = "roar"
+    keep: bool = field(default=False, metadata={"fixed": True})
+    fractions: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
+    repeats: int = 5
+    unit: str = "element"
+    signed: bool = False
+    ranking: str = "global"
+    metrics: Mapping[str, MetricInfo] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fractions", check_fractions(self.fractions))
+        if int(self.repeats) < 1 or int(self.repeats) != self.repeats:
+            raise ValueError(f"repeats must be a whole number of at least 1, got {self.repeats}")
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+        if self.ranking not in RANKINGS:
+            raise ValueError(f"ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
+        if not self.metrics:
+            what = ("all but the top fraction of inputs replaced (KAR)" if self.keep
+                    else "the top fraction of inputs replaced (ROAR)")
+            metric = MetricInfo(f"{self.name}_accuracy", "higher" if self.keep else "lower",
+                                f"mean test accuracy of models retrained with {what}, over the fractions and repeats",
+                                unit="accuracy")
+            object.__setattr__(self, "metrics", {metric.name: metric})
+
+    def params_for(self, kind: str) -> dict:
+        """The parameters that define the values on ``kind`` inputs (recorded in the cell id)."""
+        common = {"fractions": list(self.fractions), "repeats": int(self.repeats), "signed": self.signed,
+                  "replacement": "train_mean"}
+        return {**common, "unit": self.unit} if kind == "image" else {**common, "ranking": self.ranking}
+
+    def chance(self, data: FoldData) -> dict[str, float]:
+        """None analytic: the chance reference is the ``random`` control of the same run."""
+        return {}
+
+    def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
+        """The retrained accuracy curve of the method's ranking and its mean (empty when it gives none)."""
+        kind, _ = explained_model(spec, data, models)
+        train_keys, test_keys = self._keys(output, data, spec, models)
+        if train_keys is None:
+            return Scores()
+        rng = data.rng(self.name, spec.name)
+        orders = ranking_order(train_keys, rng), ranking_order(test_keys, rng)
+        mean = self._mean(data)
+        values = [[self._accuracy(models.get(kind, replicate=r), data.X_test, data.y_test)
+                   for r in range(self.repeats)]]
+        for t in self.fractions:
+            changed = [self._changed(X, order, t, mean, data) for X, order in zip((data.X_train, data.X_test), orders)]
+            retrain = dataclasses.replace(data, X_train=changed[0], X_test=changed[1], X_explain=changed[1],
+                                          y_explain=data.y_test, relevant_local=None)
+            values.append([self._accuracy(models.train_on(kind, retrain, replicate=r), changed[1], data.y_test)
+                           for r in range(self.repeats)])
+        curve = Curve(np.array([0.0, *self.fractions]), np.array(values))
+        return Scores({f"{self.name}_accuracy": float(curve.values[1:].mean())}, {self.name: curve})
+
+    def _keys(self, output: MethodOutput, data: FoldData, spec: MethodSpec,
+              models: SharedModels) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Ranking keys of the training rows and of the test rows (a shared row each for global tables)."""
+        if data.kind == "tabular" and self.ranking == "global":
+            keys = ranking_keys(None, output.scores, data.kind, unit=self.unit, signed=self.signed, ranking="global")
+            return keys, keys
+        rows = np.concatenate([data.X_train, data.X_test])
+        both = run_method(spec, dataclasses.replace(data, X_explain=rows, relevant_local=None,
+                                                    y_explain=np.concatenate([data.y_train, data.y_test])), models)
+        keys = ranking_keys(both.local, None, data.kind, unit=self.unit, signed=self.signed, ranking="local")
+        if keys is None:
+            return None, None
+        return keys[: len(data.X_train)], keys[len(data.X_train):]
+
+    def _mean(self, data: FoldData) -> np.ndarray:
+        """The replacement value: the training set's mean per channel ``(C, 1, 1)`` or per feature ``(p,)``."""
+        if data.kind == "image":
+            return data.X_train.mean(axis=(0, 2, 3), dtype=np.float64)[:, None, None]
+        return data.X_train.mean(axis=0, dtype=np.float64)
+
+    def _changed(self, X: np.ndarray, order: np.ndarray, fraction: float, mean: np.ndarray,
+                 data: FoldData) -> np.ndarray:
+        """``X`` with its top (ROAR) or all but its top (KAR) ``floor(fraction m)`` ranked units replaced."""
+        m = order.shape[1]
+        count = int(np.floor(fraction * m + 1e-9))
+        removed = np.zeros(order.shape, dtype=bool)
+        rows = np.arange(order.shape[0])[:, None]
+        removed[rows, order[:, count:] if self.keep else order[:, :count]] = True
+        return replace_by_mean(X, removed.reshape(-1, *mask_shape(data, self.unit)), mean)
+
+    @staticmethod
+    def _accuracy(model, X: np.ndarray, y: np.ndarray) -> float:
+        return float(np.mean(model.predict(X) == y))
+
+
+#: The registered instances: ``--scorer roar`` and ``--scorer kar``.
+ROAR = register_scorer(RetrainScorer())
+KAR = register_scorer(RetrainScorer(name="kar", keep=True))

@@ -1,0 +1,137 @@
+"""Remove and retrain (ROAR) and keep and retrain (KAR): masks, replacement, retraining, and a known truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from synthbench import datasets
+from synthbench.methods import get_method, run_method
+from synthbench.models import SharedModels
+from synthbench.protocol import FoldData, MethodOutput, dataset_folds
+from synthbench.scoring import get_scorer
+from synthbench.scoring.removal import ranking_order
+from synthbench.scoring.retrain import RetrainScorer, replace_by_mean
+
+
+@pytest.fixture(scope="module")
+def xor_fold():
+    ds = datasets.make("xor", n_samples=500, n_decoys=6, seed=0)
+    data = FoldData.from_dataset(ds, dataset_folds(ds, n_folds=3, seed=0)[0])
+    return data, SharedModels(data)
+
+
+def test_roar_and_kar_replace_complementary_units_by_the_training_mean():
+    rng = np.random.default_rng(0)
+    X = rng.random((5, 3, 4, 4)).astype(np.float32)
+    data = FoldData(X, np.zeros(5, int), X, np.zeros(5, int), X, np.zeros(5, int), None, None, 0, 0)
+    order = ranking_order(rng.random((5, 48)), rng)
+    mean = X.mean(axis=(0, 2, 3))[:, None, None]
+    roar = RetrainScorer(repeats=1)._changed(X, order, 0.3, mean, data)
+    kar = RetrainScorer(name="kar", keep=True, repeats=1)._changed(X, order, 0.3, mean, data)
+    replaced_roar, replaced_kar = roar != X, kar != X
+    assert (replaced_roar.reshape(5, -1).sum(axis=1) == 14).all()  # floor(0.3 * 48) ranked first
+    assert not (replaced_roar & replaced_kar).any() and (replaced_roar | replaced_kar).all()
+    channel = np.broadcast_to(np.arange(3)[None, :, None, None], X.shape)
+    np.testing.assert_allclose(roar[replaced_roar], mean[channel[replaced_roar], 0, 0], rtol=1e-6)
+    pixels = RetrainScorer(repeats=1, unit="pixel")._changed(X, ranking_order(rng.random((5, 16)), rng), 0.5, mean, data)
+    assert ((pixels != X).sum(axis=1) % 3 == 0).all()  # whole pixels: all three channels or none
+    np.testing.assert_array_equal(replace_by_mean(X, np.zeros(X.shape, bool), mean), X)
+
+
+def test_a_known_ranking_drops_roar_to_chance_and_keeps_kar_high(xor_fold):
+    data, models = xor_fold
+    truth = MethodOutput(data.relevant.astype(float) + 0.01 * np.arange(data.n_features))  # the two xor features first
+    spec = get_method("random")
+    roar = RetrainScorer(fractions=(0.25,), repeats=2).score(truth, data, spec, models)  # floor(0.25 * 8) = 2
+    kar = RetrainScorer(name="kar", keep=True, fractions=(0.25,), repeats=2).score(truth, data, spec, models)
+    clean = roar.curves["roar"].values[0]
+    assert (clean > 0.9).all() and np.array_equal(clean, kar.curves["kar"].values[0])
+    assert (roar.curves["roar"].values[1] < 0.65).all()  # both relevant features gone: about a coin flip
+    assert (kar.curves["kar"].values[1] > 0.85).all()  # only they kept: the model still learns xor
+    for r in range(2):  # t = 0 is the fold's own replicate r
+        assert clean[r] == np.mean(models.get("mlp", replicate=r).predict(data.X_test) == data.y_test)
+    again = RetrainScorer(fractions=(0.25,), repeats=2).score(truth, data, spec, models)
+    np.testing.assert_array_equal(again.curves["roar"].values, roar.curves["roar"].values)
+
+
+def test_retraining_on_unchanged_data_reproduces_the_folds_replicate(xor_fold):
+    data, models = xor_fold
+    fresh = models.train_on("mlp", data, replicate=1)
+    np.testing.assert_array_equal(fresh.predict_proba(data.X_test), models.get("mlp", replicate=1).predict_proba(data.X_test))
+
+
+def test_local_rankings_explain_the_training_rows_too(xor_fold):
+    data, models = xor_fold
+    spec = get_method("gradient")
+    out = run_method(spec, data, models)
+    scorer = RetrainScorer(fractions=(0.25,), repeats=1, ranking="local")
+    values = scorer.score(out, data, spec, models)
+    assert set(values) == {"roar_accuracy"} and values.curves["roar"].values.shape == (2, 1)
+    assert RetrainScorer(ranking="local", repeats=1).score(MethodOutput(out.scores), data, get_method("mrmr"),
+                                                           models) == {}  # mrmr has no per-row maps
+
+
+def test_roar_and_kar_are_registered_with_their_declared_metrics():
+    assert get_scorer("roar").metrics["roar_accuracy"].direction == "lower"
+    assert get_scorer("kar").metrics["kar_accuracy"].direction == "higher"
+    assert get_scorer("roar").params_for("image")["unit"] == "element"
+    assert get_scorer("kar").params_for("tabular") == {"fractions": [0.1, 0.3, 0.5, 0.7, 0.9], "repeats": 5,
+                                                       "signed": False, "replacement": "train_mean",
+                                                       "ranking": "global"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"repeats": 0}, "at least 1"),
+    ({"repeats": 1.5}, "whole number"),
+    ({"fractions": (0.5, 1.0)}, "strictly between 0 and 1"),
+    ({"unit": "patch"}, "unit must be one of"),
+])
+def test_bad_retrain_parameters_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RetrainScorer(**kwargs)
+
+
+def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys):
+    from synthbench.report import build_report, load_results
+    from synthbench.run import main
+    from synthbench.runner.leaderboard import leaderboard
+    from synthbench.runner.store import ResultStore
+
+    store = tmp_path / "r.sqlite"
+    grid = ["--datasets", "xor", "--decoys", "2", "--n-samples", "160", "--folds", "2", "--jobs", "1",
+            "--methods", "rf,random", "--scorer", "roar,kar,ground_truth", "--scorer-option", "fractions=0.25,0.75",
+            "--quiet", "--store", str(store)]
+    assert main([*grid, "--scorer-option", "repeats=2"]) == 0
+    assert "mean roar_accuracy over folds" in capsys.readouterr().out
+    with ResultStore(store, readonly=True) as db:
+        curves, cells = db.curves(), db.cells()
+    assert set(curves["curve"]) == {"roar", "kar"} and sorted(curves["x"].unique()) == [0.0, 0.25, 0.75]
+    assert set(curves["replicate"]) == {0, 1}
+    assert '"repeats": 2' in cells.loc[cells["scorer"] == "roar", "scorer_params"].iloc[0]
+    md = build_report(load_results(store)).markdown
+    assert "## roar leaderboard" in md and "## kar beside the ground truth" in md
+    # another setting of the same scorer is another result, kept apart in the store, leaderboard and report
+    assert main([*grid, "--scorer-option", "repeats=1"]) == 0
+    with ResultStore(store, readonly=True) as db:
+        board = leaderboard(db.scores(), "roar_accuracy")
+    assert {i for i in board.index if i.startswith("rf [roar {")} and len(board) == 5  # 2 methods x 2 settings + chance
+    md = build_report(load_results(store)).markdown
+    assert md.count("## roar leaderboard") == 2
+
+
+@pytest.mark.parametrize("option, message", [
+    ("repeats=0", "repeats must be a whole number of at least 1"),
+    ("fractions=0.1,1.5", "fractions must lie strictly between 0 and 1"),
+    ("keep=true", "takes the option(s) keep"),
+    ("repeats", "--scorer-option takes NAME=VALUE"),
+])
+def test_bad_scorer_options_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, option, message):
+    from synthbench.run import main
+
+    store = tmp_path / "r.sqlite"
+    code = main(["--datasets", "xor", "--methods", "random", "--scorer", "roar,kar", "--scorer-option", option,
+                 "--store", str(store), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not store.exists()
