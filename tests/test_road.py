@@ -169,4 +169,4 @@ def test_road_beside_the_truth_from_the_command_line_stores_curves_resumes_and_r
     assert main(args) == 0 and "0 cells run, 16 already" in capsys.readouterr().out  # resumed: nothing recomputed
     md = build_report(load_results(store)).markdown
     assert "## road leaderboard" in md and "## road curves" in md and "Spearman ρ (p)" in md
-    assert "The chance columns are the `random` control's mean" in md
+    assert "The chance columns are the `random` control's mean" in md and "At the largest share removed (0.9)" in md

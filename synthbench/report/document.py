@@ -351,7 +351,9 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
                f"Mean value of each curve {scorer} measured, per share of the inputs removed (0: the clean inputs), "
                "per setting and decoy count; bands are 95 % confidence intervals over the cells.", "",
                *_figure(report, True, f"{prefix}{scorer}_curves.png", f"{scorer} curves",
-                        lambda: figures.scorer_curves(curves, styles))]
+                        lambda: figures.scorer_curves(curves, styles)),
+               f"At the largest share removed ({curves['x'].max():g}), the mean of each curve:", "",
+               _last_point_markdown(curves), ""]
     truth_metric = metrics[0] if kind == "tabular" else IMAGE_METRICS[0]
     paired = pd.DataFrame() if truth is None else tables.beside_truth(results, truth, names[0], truth_metric)
     md += [f"## {scorer} beside the ground truth{heading}", ""]
@@ -367,6 +369,15 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
            *_figure(report, True, f"{prefix}{scorer}_vs_truth.png", f"{scorer} against the ground truth",
                     lambda: figures.truth_scatter(paired, styles, truth=truth_metric, verdict=names[0]))]
     return md
+
+
+def _last_point_markdown(curves: pd.DataFrame) -> str:
+    """Each method's mean of each curve at the largest x, one column per setting, decoy count and curve."""
+    last = curves[curves["x"] == curves["x"].max()]
+    label = [f"{s}{'' if d < 0 else f'/{d}'} {c}" for s, d, c in zip(last["setting"], last["n_decoys"], last["curve"])]
+    out = last.assign(column=label).pivot_table(index="method", columns="column", values="mean", sort=False)
+    out.index.name, out.columns.name = "method", None
+    return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
 
 
 def _agreement_markdown(agree: pd.DataFrame) -> str:
