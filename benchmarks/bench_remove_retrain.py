@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from synthbench import datasets
+from synthbench.datasets.base import default_decoys
 from synthbench.methods import default_methods
 from synthbench.models import TrainSettings
 from synthbench.runner.execute import execute
@@ -42,7 +43,7 @@ def main() -> None:
     fractions = tuple(float(t) for t in args.fractions.split(","))
     decoys = () if args.decoys is None else (args.decoys,)
     if datasets.spec(args.dataset).decoys and not decoys:
-        decoys = (datasets.default_decoys(args.dataset),)
+        decoys = (default_decoys(args.dataset),)
     scorers = tuple(args.scorers.split(","))
     grid = GridSpec((args.dataset,), tuple(default_methods()), decoys, args.n_samples, args.folds,
                     scorers=scorers, skip_inapplicable=True,
