@@ -125,12 +125,13 @@ def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys
     ("fractions=0.1,1.5", "fractions must lie strictly between 0 and 1"),
     ("keep=true", "takes the option(s) keep"),
     ("repeats", "--scorer-option takes NAME=VALUE"),
+    ("channel_aggregation=median", "channel_aggregation must be one of"),
 ])
 def test_bad_scorer_options_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, option, message):
     from synthbench.run import main
 
     store = tmp_path / "r.sqlite"
-    code = main(["--datasets", "xor", "--methods", "random", "--scorer", "roar,kar", "--scorer-option", option,
+    code = main(["--datasets", "xor", "--methods", "random", "--scorer", "roar,kar,ground_truth", "--scorer-option", option,
                  "--store", str(store), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err

@@ -16,7 +16,7 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring import metrics as M
 from synthbench.scoring.base import register_scorer
-from synthbench.scoring.localisation import LOCALISATION_METRICS, aggregate_channels, pixel_masks
+from synthbench.scoring.localisation import CHANNEL_AGGREGATIONS, LOCALISATION_METRICS, aggregate_channels, pixel_masks
 from synthbench.scoring.metrics import Metric
 
 __all__ = ["GroundTruthScorer", "GROUND_TRUTH"]
@@ -45,6 +45,11 @@ class GroundTruthScorer:
     name: str = "ground_truth"
     metrics: Mapping[str, Metric] = field(default_factory=lambda: {**M.METRICS, **LOCALISATION_METRICS})
     channel_aggregation: str = "sum_abs"
+
+    def __post_init__(self) -> None:
+        if self.channel_aggregation not in CHANNEL_AGGREGATIONS:
+            raise ValueError(f"channel_aggregation must be one of {', '.join(CHANNEL_AGGREGATIONS)}, "
+                             f"got {self.channel_aggregation!r}")
 
     def params_for(self, kind: str) -> dict[str, str]:
         """The scorer's parameters that define its values on ``kind`` inputs (recorded in the cell id)."""
