@@ -336,7 +336,7 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
     md = [f"## {scorer} leaderboard{heading}", ""]
     if not names:
         return md + [f"No finished cell has a {scorer} value.", ""]
-    controls = sorted({getattr(declared[m], "control", None) for m in names} - {None})
+    controls = sorted({declared[m].control for m in names} - {None})
     md += [" ".join(f"`{m}`: the {declared[m].description} ({declared[m].direction} is better)." for m in names)
            + (f" The chance columns are the `{', '.join(controls)}` control's mean in this store, measured the same "
               "way." if controls else "")
@@ -374,7 +374,7 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
 def _last_point_markdown(curves: pd.DataFrame) -> str:
     """Each method's mean of each curve at the largest x, one column per setting, decoy count and curve."""
     last = curves[curves["x"] == curves["x"].max()]
-    label = [f"{s}{'' if d < 0 else f'/{d}'} {c}" for s, d, c in zip(last["setting"], last["n_decoys"], last["curve"])]
+    label = [f"{tables.setting_label(s, d)} {c}" for s, d, c in zip(last["setting"], last["n_decoys"], last["curve"])]
     out = last.assign(column=label).pivot_table(index="method", columns="column", values="mean", sort=False)
     out.index.name, out.columns.name = "method", None
     return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
@@ -382,7 +382,7 @@ def _last_point_markdown(curves: pd.DataFrame) -> str:
 
 def _agreement_markdown(agree: pd.DataFrame) -> str:
     out = pd.DataFrame({
-        "setting": [s if d < 0 else f"{s}/{d}" for s, d in zip(agree["setting"], agree["n_decoys"])],
+        "setting": [tables.setting_label(s, d) for s, d in zip(agree["setting"], agree["n_decoys"])],
         "methods": agree["methods"].to_numpy(),
         "Spearman ρ (p)": [_coef(r, p) for r, p in zip(agree["spearman"], agree["spearman_p"])],
         "Kendall τ (p)": [_coef(r, p) for r, p in zip(agree["kendall"], agree["kendall_p"])],
@@ -395,7 +395,7 @@ def _coef(value: float, p: float) -> str:
 
 
 def _beside_markdown(paired: pd.DataFrame, truth: str, verdict: str) -> str:
-    table = paired.assign(setting=[s if d < 0 else f"{s}/{d}" for s, d in zip(paired["setting"], paired["n_decoys"])])
+    table = paired.assign(setting=[tables.setting_label(s, d) for s, d in zip(paired["setting"], paired["n_decoys"])])
     out = table.pivot_table(index="method", columns="setting", values=["truth", "verdict"], aggfunc="mean", sort=False)
     out.columns = [f"{s}: {truth if which == 'truth' else verdict}" for which, s in out.columns]
     out = out[sorted(out.columns, key=lambda c: c.split(": ")[0])]

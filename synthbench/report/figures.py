@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from synthbench.scoring import get_metric
 from synthbench.report.statistics import RankTest
-from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front
+from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front, setting_label
 
 __all__ = ["Style", "entry_family", "method_styles", "decoy_curves", "sample_curves", "model_sample_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "scorer_curves", "truth_scatter", "TOL_MUTED"]
 
@@ -368,6 +368,20 @@ def example_maps(images: np.ndarray, masks: np.ndarray, maps: dict[str, np.ndarr
     return fig
 
 
+def _panel_grid(n: int, width: float, *, sharey: bool = False) -> tuple[Figure, np.ndarray]:
+    """A figure of ``n`` panels, at most four per row, each ``width`` inches wide; the unused panels hidden.
+
+    Returns the figure and its ``(rows, cols)`` axes (fill them in ``axes.flat`` order).
+    """
+    ncols = min(4, n)
+    nrows = int(np.ceil(n / ncols))
+    fig = Figure(figsize=(width * ncols + 3.0, 3.0 * nrows + 0.4))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=sharey)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str = "accuracy") -> Figure:
     """A scorer's stored curves: one panel per (setting, decoy count) and curve name, one line per method.
 
@@ -375,13 +389,9 @@ def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str
     inputs removed (0 = clean), bands are 95 % CIs over the cells.
     """
     panels = list(dict.fromkeys(zip(curves["setting"], curves["n_decoys"], curves["curve"])))
-    ncols = min(4, len(panels))
-    nrows = int(np.ceil(len(panels) / ncols))
-    fig = Figure(figsize=(3.6 * ncols + 3.0, 3.0 * nrows + 0.4))
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    fig, axes = _panel_grid(len(panels), 3.6, sharey=True)
     handles: dict[str, object] = {}
-    for j, (setting, decoys, curve) in enumerate(panels):
-        ax = axes[j // ncols, j % ncols]
+    for ax, (setting, decoys, curve) in zip(axes.flat, panels):
         part = curves[(curves["setting"] == setting) & (curves["n_decoys"] == decoys) & (curves["curve"] == curve)]
         for method, g in part.groupby("method", sort=False):
             st = styles.get(method, Style("#777777", "o", "-"))
@@ -389,11 +399,9 @@ def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str
                               markersize=3.5, linewidth=1.2)
             ax.fill_between(g["x"], g["lo"], g["hi"], color=st.color, alpha=0.12, linewidth=0)
             handles.setdefault(method, line)
-        ax.set_title(f"{setting}{'' if decoys < 0 else f'/{decoys}'} — {curve}", fontsize=9)
+        ax.set_title(f"{setting_label(setting, decoys)} — {curve}", fontsize=9)
         ax.set_xlabel("share of inputs removed", fontsize=8)
         ax.grid(True, alpha=0.3)
-    for j in range(len(panels), nrows * ncols):
-        axes[j // ncols, j % ncols].set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel, fontsize=8)
     _legend_right(fig, list(handles.values()), list(handles))
@@ -407,22 +415,16 @@ def truth_scatter(table: pd.DataFrame, styles: dict[str, Style], *, truth: str, 
     ``table`` is :func:`synthbench.report.tables.beside_truth`'s output.
     """
     panels = list(dict.fromkeys(zip(table["setting"], table["n_decoys"])))
-    ncols = min(4, len(panels))
-    nrows = int(np.ceil(len(panels) / ncols))
-    fig = Figure(figsize=(3.4 * ncols + 3.0, 3.0 * nrows + 0.4))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+    fig, axes = _panel_grid(len(panels), 3.4)
     handles: dict[str, object] = {}
-    for j, (setting, decoys) in enumerate(panels):
-        ax = axes[j // ncols, j % ncols]
+    for ax, (setting, decoys) in zip(axes.flat, panels):
         for r in table[(table["setting"] == setting) & (table["n_decoys"] == decoys)].itertuples():
             st = styles.get(r.method, Style("#777777", "o", "-"))
             handles.setdefault(r.method, ax.scatter(r.truth, r.verdict, color=st.color, marker=st.marker, s=28))
-        ax.set_title(f"{setting}{'' if decoys < 0 else f'/{decoys}'}", fontsize=9)
+        ax.set_title(setting_label(setting, decoys), fontsize=9)
         ax.set_xlabel(f"{truth} (ground truth)", fontsize=8)
         ax.set_ylabel(verdict, fontsize=8)
         ax.grid(True, alpha=0.3)
-    for j in range(len(panels), nrows * ncols):
-        axes[j // ncols, j % ncols].set_visible(False)
     _legend_right(fig, list(handles.values()), list(handles))
     fig.tight_layout()
     return fig

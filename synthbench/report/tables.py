@@ -22,7 +22,7 @@ from synthbench.models.shared import NEAR_CHANCE_AUROC
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
 
-__all__ = ["mean_ci", "summary_table", "scorer_curve_table", "beside_truth", "agreement", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front",
+__all__ = ["mean_ci", "summary_table", "scorer_curve_table", "beside_truth", "agreement", "setting_label", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front",
            "example_maps", "BREAKPOINT_LEVEL"]
 
 #: best_k a method must keep at every decoy count up to its breakpoint.
@@ -52,7 +52,7 @@ def _metric_block(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     sel = rows[rows["metric"] == metric]
     columns = [metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_chance", "cells"]
     m = get_metric(metric)
-    control = getattr(m, "control", None)  # chance measured as a control method's mean in the same rows
+    control = m.control  # chance measured as a control method's mean in the same rows
     reference = sel.loc[sel["base_method"] == control, "value"].mean() if control else None
     out = {}
     for method, g in sel.groupby("method", sort=False):
@@ -268,6 +268,11 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray, np.ndarray | N
         masks = None if data.relevant_local is None else pixel_masks(data.relevant_local[:m])
         out[setting] = (data.X_explain[:m], masks, {k: v[:m] for k, v in maps.items()})
     return out
+
+
+def setting_label(setting: str, decoys: int) -> str:
+    """``setting/decoys``, or the setting alone for a dataset without decoys (``decoys`` -1)."""
+    return setting if decoys < 0 else f"{setting}/{decoys}"
 
 
 def scorer_curve_table(results: Results) -> pd.DataFrame:

@@ -53,7 +53,7 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     by = ["dataset", "dataset_params", "n_samples", "n_decoys"]
     ok = ok.fillna({"n_decoys": -1})
     table = ok.pivot_table(index="method", columns=by, values="value", aggfunc="mean")
-    control = getattr(m, "control", None)  # a metric whose chance reference is a control run beside the methods
+    control = m.control  # a metric whose chance reference is a control run beside the methods
     if control:
         chance = ok[ok["base_method"] == control].pivot_table(columns=by, values="value", aggfunc="mean")
     else:

@@ -14,7 +14,8 @@ import numpy as np
 
 from synthbench.protocol import FoldData
 
-__all__ = ["UNITS", "RANKINGS", "check_fractions", "ranking_keys", "ranking_order", "removal_masks", "mask_shape"]
+__all__ = ["UNITS", "RANKINGS", "check_fractions", "ranking_keys", "ranking_order", "removal_masks", "mask_shape",
+           "accuracy"]
 
 UNITS = ("element", "pixel")
 RANKINGS = ("global", "local")
@@ -82,3 +83,8 @@ def removal_masks(order: np.ndarray, fraction: float) -> tuple[np.ndarray, np.nd
     return morf, lerf
 
 
+
+
+def accuracy(model, X: np.ndarray, y: np.ndarray) -> float:
+    """Share of the rows of ``X`` that ``model.predict`` labels as ``y``."""
+    return float(np.mean(model.predict(np.asarray(X, dtype=np.float32)) == y))

@@ -30,7 +30,8 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
 from synthbench.scoring.metrics import MetricInfo
-from synthbench.scoring.removal import RANKINGS, UNITS, check_fractions, mask_shape, ranking_keys, ranking_order
+from synthbench.scoring.removal import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys,
+                                        ranking_order, removal_masks)
 
 __all__ = ["RetrainScorer", "ROAR", "KAR", "replace_by_mean"]
 
@@ -102,13 +103,13 @@ class RetrainScorer:
         rng = data.rng(self.name, spec.name)
         orders = ranking_order(train_keys, rng), ranking_order(test_keys, rng)
         mean = self._mean(data)
-        values = [[self._accuracy(models.get(kind, replicate=r), data.X_test, data.y_test)
+        values = [[accuracy(models.get(kind, replicate=r), data.X_test, data.y_test)
                    for r in range(self.repeats)]]
         for t in self.fractions:
             changed = [self._changed(X, order, t, mean, data) for X, order in zip((data.X_train, data.X_test), orders)]
             retrain = dataclasses.replace(data, X_train=changed[0], X_test=changed[1], X_explain=changed[1],
                                           y_explain=data.y_test, relevant_local=None)
-            values.append([self._accuracy(models.train_on(kind, retrain, replicate=r), changed[1], data.y_test)
+            values.append([accuracy(models.train_on(kind, retrain, replicate=r), changed[1], data.y_test)
                            for r in range(self.repeats)])
         curve = Curve(np.array([0.0, *self.fractions]), np.array(values))
         return Scores({f"{self.name}_accuracy": float(curve.values[1:].mean())}, {self.name: curve})
@@ -136,16 +137,9 @@ class RetrainScorer:
     def _changed(self, X: np.ndarray, order: np.ndarray, fraction: float, mean: np.ndarray,
                  data: FoldData) -> np.ndarray:
         """``X`` with its top (ROAR) or all but its top (KAR) ``floor(fraction m)`` ranked units replaced."""
-        m = order.shape[1]
-        count = int(np.floor(fraction * m + 1e-9))
-        removed = np.zeros(order.shape, dtype=bool)
-        rows = np.arange(order.shape[0])[:, None]
-        removed[rows, order[:, count:] if self.keep else order[:, :count]] = True
+        top, _ = removal_masks(order, fraction)
+        removed = ~top if self.keep else top
         return replace_by_mean(X, removed.reshape(-1, *mask_shape(data, self.unit)), mean)
-
-    @staticmethod
-    def _accuracy(model, X: np.ndarray, y: np.ndarray) -> float:
-        return float(np.mean(model.predict(X) == y))
 
 
 #: The registered instances: ``--scorer roar`` and ``--scorer kar``.

@@ -28,7 +28,7 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
 from synthbench.scoring.imputation import GaussianImputer, impute_images
 from synthbench.scoring.metrics import MetricInfo
-from synthbench.scoring.removal import (RANKINGS, UNITS, check_fractions, mask_shape, ranking_keys, ranking_order,
+from synthbench.scoring.removal import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys, ranking_order,
                                         removal_masks)
 
 __all__ = ["RoadScorer", "ROAD", "ROAD_METRICS"]
@@ -102,13 +102,13 @@ class RoadScorer:
         X, y = data.X_explain, data.y_explain
         rng = data.rng("road", spec.name)
         order = ranking_order(keys, rng)
-        clean = float(np.mean(model.predict(X) == y))
+        clean = accuracy(model, X, y)
         curves = {"morf": [clean], "lerf": [clean]}
         impute = self._imputer(data)
         for t in self.fractions:
             for name, removed in zip(("morf", "lerf"), removal_masks(order, t)):
                 imputed = impute(X, removed.reshape(-1, *mask_shape(data, self.unit)), rng)
-                curves[name].append(float(np.mean(model.predict(imputed.astype(np.float32)) == y)))
+                curves[name].append(accuracy(model, imputed, y))
         morf, lerf = float(np.mean(curves["morf"][1:])), float(np.mean(curves["lerf"][1:]))
         x = np.array([0.0, *self.fractions])
         return Scores({"road_morf": morf, "road_lerf": lerf, "road_gap": lerf - morf},
