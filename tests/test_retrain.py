@@ -21,7 +21,7 @@ def xor_fold():
     return data, SharedModels(data)
 
 
-def test_roar_and_kar_replace_complementary_units_by_the_training_mean():
+def test_roar_replaces_the_top_and_kar_the_bottom_units_by_the_training_mean():
     rng = np.random.default_rng(0)
     X = rng.random((5, 3, 4, 4)).astype(np.float32)
     data = FoldData(X, np.zeros(5, int), X, np.zeros(5, int), X, np.zeros(5, int), None, None, 0, 0)
@@ -30,8 +30,9 @@ def test_roar_and_kar_replace_complementary_units_by_the_training_mean():
     roar = RetrainScorer(repeats=1)._changed(X, order, 0.3, mean, data)
     kar = RetrainScorer(name="kar", keep=True, repeats=1)._changed(X, order, 0.3, mean, data)
     replaced_roar, replaced_kar = roar != X, kar != X
-    assert (replaced_roar.reshape(5, -1).sum(axis=1) == 14).all()  # floor(0.3 * 48) ranked first
-    assert not (replaced_roar & replaced_kar).any() and (replaced_roar | replaced_kar).all()
+    for replaced, units in ((replaced_roar, order[:, :14]), (replaced_kar, order[:, -14:])):
+        flat = replaced.reshape(5, -1)  # floor(0.3 * 48) = 14 ranked first (ROAR) or last (KAR)
+        assert (flat.sum(axis=1) == 14).all() and flat[np.arange(5)[:, None], units].all()
     channel = np.broadcast_to(np.arange(3)[None, :, None, None], X.shape)
     np.testing.assert_allclose(roar[replaced_roar], mean[channel[replaced_roar], 0, 0], rtol=1e-6)
     pixels = RetrainScorer(repeats=1, unit="pixel")._changed(X, ranking_order(rng.random((5, 16)), rng), 0.5, mean, data)
@@ -44,11 +45,11 @@ def test_a_known_ranking_drops_roar_to_chance_and_keeps_kar_high(xor_fold):
     truth = MethodOutput(data.relevant.astype(float) + 0.01 * np.arange(data.n_features))  # the two xor features first
     spec = get_method("random")
     roar = RetrainScorer(fractions=(0.25,), repeats=2).score(truth, data, spec, models)  # floor(0.25 * 8) = 2
-    kar = RetrainScorer(name="kar", keep=True, fractions=(0.25,), repeats=2).score(truth, data, spec, models)
+    kar = RetrainScorer(name="kar", keep=True, fractions=(0.75,), repeats=2).score(truth, data, spec, models)
     clean = roar.curves["roar"].values[0]
     assert (clean > 0.9).all() and np.array_equal(clean, kar.curves["kar"].values[0])
     assert (roar.curves["roar"].values[1] < 0.65).all()  # both relevant features gone: about a coin flip
-    assert (kar.curves["kar"].values[1] > 0.85).all()  # only they kept: the model still learns xor
+    assert (kar.curves["kar"].values[1] > 0.85).all()  # floor(0.75 * 8) = 6 replaced, only they kept: xor learnt
     for r in range(2):  # t = 0 is the fold's own replicate r
         assert clean[r] == np.mean(models.get("mlp", replicate=r).predict(data.X_test) == data.y_test)
     again = RetrainScorer(fractions=(0.25,), repeats=2).score(truth, data, spec, models)
@@ -59,6 +60,68 @@ def test_retraining_on_unchanged_data_reproduces_the_folds_replicate(xor_fold):
     data, models = xor_fold
     fresh = models.train_on("mlp", data, replicate=1)
     np.testing.assert_array_equal(fresh.predict_proba(data.X_test), models.get("mlp", replicate=1).predict_proba(data.X_test))
+
+
+def test_the_random_control_redrawn_per_epoch_gets_a_fresh_mask_each_epoch(xor_fold, monkeypatch):
+    data, models = xor_fold
+    calls = []
+    train_on = models.train_on
+
+    def spy(kind, changed, replicate=0, epoch_inputs=None):
+        calls.append(epoch_inputs)
+        return train_on(kind, changed, replicate=replicate, epoch_inputs=epoch_inputs)
+
+    monkeypatch.setattr(models, "train_on", spy)
+    spec = get_method("random")
+    output = run_method(spec, data, models)
+    scorer = RetrainScorer(fractions=(0.25,), repeats=1, random_masks="epoch")
+    first = scorer.score(output, data, spec, models)
+    inputs = calls[0]
+    masks = [inputs(e) != data.X_train for e in range(3)]
+    for m in masks:  # tables ranked globally: the same floor(0.25 * 8) = 2 columns of every row, redrawn each epoch
+        assert (m.sum(axis=1) == 2).all() and (m == m[0]).all()
+    assert not np.array_equal(masks[0], masks[1]) or not np.array_equal(masks[1], masks[2])
+    np.testing.assert_array_equal(inputs(1), inputs(1))  # each epoch's draw is seeded
+    again = scorer.score(output, data, spec, models)
+    np.testing.assert_array_equal(again.curves["roar"].values, first.curves["roar"].values)
+    fixed = RetrainScorer(fractions=(0.25,), repeats=1).score(output, data, spec, models)
+    assert fixed.curves["roar"].values[0] == first.curves["roar"].values[0]  # the clean models are shared
+    calls.clear()
+    RetrainScorer(fractions=(0.25,), repeats=1, random_masks="epoch").score(
+        run_method(get_method("rf"), data, models), data, get_method("rf"), models)
+    assert calls == [None]  # only the random control is redrawn
+    with pytest.raises(ValueError, match="trains without epochs"):
+        models.train_on("forest", data, epoch_inputs=inputs)
+
+
+def test_roar_and_kar_share_the_methods_maps_of_every_row(monkeypatch):
+    from synthbench.scoring import retrain
+
+    ds = datasets.make("shapes", n_samples=60, seed=0, size=16, n_decoys=1)
+    data = FoldData.from_dataset(ds, dataset_folds(ds, n_folds=2, seed=0)[0])
+    models = SharedModels(data)
+    runs = []
+    real = retrain.run_method
+    monkeypatch.setattr(retrain, "run_method", lambda *a: runs.append(a[0].name) or real(*a))
+    spec = get_method("sobel")
+    output = run_method(spec, data, models)
+    for name, keep in (("roar", False), ("kar", True)):
+        values = RetrainScorer(name=name, keep=keep, fractions=(0.5,), repeats=1).score(output, data, spec, models)
+        assert values.curves[name].values.shape == (2, 1)
+    assert runs == ["sobel"]  # the train + test maps are drawn once for both scorers
+
+
+def test_a_method_whose_model_cannot_be_retrained_is_refused_before_anything_runs(tmp_path, capsys):
+    from synthbench.run import main
+
+    store = tmp_path / "r.sqlite"
+    grid = ["--datasets", "xor", "--decoys", "2", "--n-samples", "120", "--folds", "2", "--jobs", "1",
+            "--plugin", "fixed_model_methods", "--methods", "explains_fixed,random", "--store", str(store), "--quiet"]
+    assert main([*grid, "--scorer", "ground_truth,kar"]) == 2
+    err = capsys.readouterr().err
+    assert "explains a 'fixed_stub' model, which cannot be retrained" in err and len(err.strip().splitlines()) == 1
+    assert not store.exists()
+    assert main([*grid, "--scorer", "ground_truth,road"]) == 0  # scorers that do not retrain take it
 
 
 def test_local_rankings_explain_the_training_rows_too(xor_fold):
@@ -78,7 +141,7 @@ def test_roar_and_kar_are_registered_with_their_declared_metrics():
     assert get_scorer("roar").params_for("image")["unit"] == "element"
     assert get_scorer("kar").params_for("tabular") == {"fractions": [0.1, 0.3, 0.5, 0.7, 0.9], "repeats": 5,
                                                        "signed": False, "replacement": "train_mean",
-                                                       "ranking": "global"}
+                                                       "random_masks": "fixed", "ranking": "global"}
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -86,6 +149,7 @@ def test_roar_and_kar_are_registered_with_their_declared_metrics():
     ({"repeats": 1.5}, "whole number"),
     ({"fractions": (0.5, 1.0)}, "strictly between 0 and 1"),
     ({"unit": "patch"}, "unit must be one of"),
+    ({"random_masks": "batch"}, "random_masks must be one of"),
 ])
 def test_bad_retrain_parameters_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -115,7 +179,9 @@ def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys
     assert main([*grid, "--scorer-option", "repeats=1"]) == 0
     with ResultStore(store, readonly=True) as db:
         board = leaderboard(db.scores(), "roar_accuracy")
-    assert {i for i in board.index if i.startswith("rf [roar {")} and len(board) == 5  # 2 methods x 2 settings + chance
+    # rf, and random judged on each MLP preset the grid explains (the CLI's two), x 2 settings, + a chance row per preset
+    assert {i for i in board.index if i.startswith("rf [roar {")} and len(board) == 8
+    assert {"chance@passemiers2023", "chance@sparse_mlp"} <= set(board.index)
     md = build_report(load_results(store)).markdown
     assert md.count("## roar leaderboard") == 2
 

@@ -170,3 +170,8 @@ def test_road_beside_the_truth_from_the_command_line_stores_curves_resumes_and_r
     md = build_report(load_results(store)).markdown
     assert "## road leaderboard" in md and "## road curves" in md and "Spearman ρ (p)" in md
     assert "The chance columns are the `random` control's mean" in md and "At the largest share removed (0.9)" in md
+    free = road[road["method"].isin(["mrmr", "random"])]  # explain no model: judged on the one the grid explains
+    assert set(free["model_preset"]) == {"sparse_mlp"} and road.loc[road["method"] == "rf", "model_preset"].isna().all()
+    beside = md.split("## road beside the ground truth")[1]
+    row = next(line for line in beside.splitlines() if line.startswith("| random@sparse_mlp"))
+    assert "–" not in row  # its one ground-truth cell per fold is paired with its verdict on sparse_mlp

@@ -427,6 +427,29 @@ def test_fixed_epoch_training_without_validation_passes_each_step_to_the_loss() 
                              generator=torch.Generator(), device=torch.device("cpu"))
 
 
+def test_epoch_inputs_replace_the_training_rows_each_epoch_and_leave_validation_alone() -> None:
+    X, y = _linear_problem(n=200, p=4)
+    epochs: list[int] = []
+
+    def same(epoch: int) -> np.ndarray:
+        epochs.append(epoch)
+        return X
+
+    plain = train_mlp(X, y, config=QUICK, seed=2)
+    hooked = train_mlp(X, y, config=QUICK, seed=2, epoch_inputs=same)
+    _assert_same_weights(plain.module, hooked.module)  # the same inputs every epoch: the same training
+    assert epochs == list(range(hooked.epochs_run))
+
+    def shuffled(epoch: int) -> np.ndarray:  # the label's columns scrambled in every row: nothing to learn
+        return np.random.default_rng(epoch).permuted(X, axis=0)
+
+    fast = MLPConfig(max_epochs=8, patience=100, lr=1e-2)
+    noise = train_mlp(X, y, config=fast, seed=2, epoch_inputs=shuffled)
+    assert noise.history["train_loss"][-1] > 2 * train_mlp(X, y, config=fast, seed=2).history["train_loss"][-1]
+    with pytest.raises(ValueError, match="epoch_inputs must return inputs of shape"):
+        train_mlp(X, y, config=QUICK, seed=2, epoch_inputs=lambda epoch: X[:, :3])
+
+
 def test_the_loop_trains_a_convolutional_network_on_images() -> None:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 1, 6, 6)).astype(np.float32)

@@ -25,6 +25,7 @@ from torch import nn
 from torch.nn.utils import skip_init
 
 from synthbench.models.training import (
+    EpochInputs,
     TrainConfig,
     TrainedNetwork,
     _check_data,
@@ -137,6 +138,7 @@ def train_cnn(
     device: str | torch.device = "cpu",
     n_classes: int | None = None,
     num_threads: int | None = None,
+    epoch_inputs: EpochInputs | None = None,
 ) -> TrainedCNN:
     """Train the CNN on images ``(n, C, H, W)`` with labels ``0..K-1``.
 
@@ -149,6 +151,7 @@ def train_cnn(
     n_classes : ``K`` (None: one more than the largest label)
     num_threads : CPU threads while training (None: torch's setting; convolutions, unlike the
         small MLPs, gain from several)
+    epoch_inputs : the images drawn anew for each epoch (see :func:`~synthbench.models.training.fit_network`)
 
     Returns
     -------
@@ -164,7 +167,8 @@ def train_cnn(
     gen = torch.Generator().manual_seed(int(seed))
     module = build_cnn(X.shape[1:], k, config, generator=gen)
     with torch_threads(num_threads if dev.type == "cpu" else None):
-        result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev)
+        result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev,
+                             epoch_inputs=epoch_inputs)
     log.debug("trained CNN %s on %d images: %d epochs, best %d", X.shape[1:], len(y), result.epochs_run,
               result.best_epoch)
     return TrainedCNN(result.module, config, tuple(int(d) for d in X.shape[1:]), result.epochs_run, result.best_epoch,

@@ -6,6 +6,10 @@ every attribution method that needs them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
+
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
 from synthbench.protocol import FoldData
@@ -13,7 +17,8 @@ from synthbench.protocol import FoldData
 __all__ = ["train_fold_mlp", "train_fold_cnn", "MLP", "CNN"]
 
 
-def _train_fold(kind: str, data: FoldData, settings: TrainSettings, preset: str, replicate: int):
+def _train_fold(kind: str, data: FoldData, settings: TrainSettings, preset: str, replicate: int,
+                epoch_inputs: Callable[[int], np.ndarray] | None):
     from synthbench.models.training import cached_train, select_device
 
     chosen = get_preset(preset)
@@ -22,30 +27,33 @@ def _train_fold(kind: str, data: FoldData, settings: TrainSettings, preset: str,
     return cached_train(
         kind, data.X_train, data.y_train, config=chosen.config, n_classes=data.n_classes,
         seed=data.random_state("model", kind, *((replicate,) if replicate else ())),
-        device=select_device(settings.device), cache_dir=settings.cache_dir,
+        device=select_device(settings.device), cache_dir=settings.cache_dir, epoch_inputs=epoch_inputs,
     )
 
 
-def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESET, *, replicate: int = 0):
+def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESET, *, replicate: int = 0,
+                   epoch_inputs: Callable[[int], np.ndarray] | None = None):
     """The MLP of ``preset`` (:mod:`synthbench.models.presets`) trained on the fold's training part.
 
     Seeded from the fold (the same seed for every preset) and, for ``replicate > 0``, the
     replicate's number. Returns a :class:`~synthbench.models.training.TrainedMLP`
-    (``predict_proba``, ``module``). Cached on disk under ``settings.cache_dir`` when one is set.
+    (``predict_proba``, ``module``). Cached on disk under ``settings.cache_dir`` when one is set
+    (not with ``epoch_inputs``: training rows redrawn each epoch, see
+    :func:`~synthbench.models.training.fit_network`).
     """
-    return _train_fold("mlp", data, settings, preset, replicate)
+    return _train_fold("mlp", data, settings, preset, replicate, epoch_inputs)
 
 
 def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESETS["cnn"], *,
-                   replicate: int = 0):
+                   replicate: int = 0, epoch_inputs: Callable[[int], np.ndarray] | None = None):
     """The CNN of ``preset`` trained on the fold's training images, seeded and cached like :func:`train_fold_mlp`.
 
     Returns a :class:`~synthbench.models.cnn.TrainedCNN` with one logit per class of the data set.
     """
-    return _train_fold("cnn", data, settings, preset, replicate)
+    return _train_fold("cnn", data, settings, preset, replicate, epoch_inputs)
 
 
 MLP = register_model(ModelKind("mlp", train_fold_mlp, "the shared MLP of the cell's preset (see --list)",
-                               accelerated=True, uses_preset=True))
+                               accelerated=True, uses_preset=True, epoch_inputs=True))
 CNN = register_model(ModelKind("cnn", train_fold_cnn, "the shared CNN of the cell's image preset (see --list)",
-                               accelerated=True, uses_preset=True))
+                               accelerated=True, uses_preset=True, epoch_inputs=True))

@@ -48,6 +48,11 @@ class ModelKind:
     ``uses_preset``: the kind is configured by a named preset (:mod:`synthbench.models.presets`);
     its trainer is called as ``train(data, settings, preset, replicate=r)`` and every method that
     needs it runs once per preset of a grid.
+    ``retrainable``: a fresh model of the kind can be trained on changed data (remove-and-retrain
+    scorers); False for a kind that only loads or fixes a model, which those scorers refuse before
+    anything runs.
+    ``epoch_inputs``: its trainer takes ``epoch_inputs=fn`` (``fn(epoch) -> X`` of the training
+    rows, redrawn each epoch; see :func:`~synthbench.models.training.fit_network`).
     """
 
     name: str
@@ -55,6 +60,8 @@ class ModelKind:
     description: str
     accelerated: bool = False
     uses_preset: bool = False
+    retrainable: bool = True
+    epoch_inputs: bool = False
 
 
 _KINDS: dict[str, ModelKind] = {}
@@ -96,6 +103,7 @@ class SharedModels:
         self._settings = settings
         self.preset = preset
         self._models: dict[str, Any] = {}
+        self._shared: dict[tuple, Any] = {}
         self.info: dict[str, dict[str, float]] = {}
         self.trainings = 0
 
@@ -126,20 +134,45 @@ class SharedModels:
             log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
         return self._models[key]
 
-    def train_on(self, name: str, data: FoldData, replicate: int = 0) -> Any:
+    def shared(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()`` the first time ``key`` is asked for in this fold, the same object afterwards.
+
+        For what several cells of the fold derive from its models and would otherwise compute
+        again (a method's maps of every training and test row, which ROAR and KAR both rank).
+        ``key`` must name everything the result depends on beyond this fold and its preset.
+        """
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+    def train_on(self, name: str, data: FoldData, replicate: int = 0,
+                 epoch_inputs: Callable[[int], np.ndarray] | None = None) -> Any:
         """A fresh model of kind ``name`` trained on ``data`` with this fold's settings and preset; not kept.
 
         ``data`` is this fold changed (remove-and-retrain: inputs replaced); the replicate's seed
         is drawn from ``data``'s seed and fold as for :meth:`get`, so replicate ``r`` here starts
         from the same initialisation as the fold's own replicate ``r``. With a disk cache in the
-        settings, the training is cached by its data like any other.
+        settings, the training is cached by its data like any other. ``epoch_inputs``
+        (``fn(epoch) -> X_train``, kinds that declare ``epoch_inputs`` only) gives the training
+        rows anew each epoch; such a training is not cached.
+
+        Raises
+        ------
+        ValueError
+            For a kind that is not ``retrainable``, or ``epoch_inputs`` to a kind that takes none.
         """
         if replicate < 0:
             raise ValueError(f"replicate must be non-negative, got {replicate}")
         kind = model_kind(name)
-        if kind.uses_preset and self.preset is not None:
-            return kind.train(data, self._settings, self.preset, replicate=int(replicate))
-        return kind.train(data, self._settings, replicate=int(replicate))
+        if not kind.retrainable:
+            raise ValueError(f"model kind {name!r} cannot be retrained (it declares retrainable=False)")
+        extra: dict[str, Any] = {}
+        if epoch_inputs is not None:
+            if not kind.epoch_inputs:
+                raise ValueError(f"model kind {name!r} trains without epochs; it cannot take inputs redrawn per epoch")
+            extra["epoch_inputs"] = epoch_inputs
+        preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
+        return kind.train(data, self._settings, *preset, replicate=int(replicate), **extra)
 
 
 #: A binary model whose held-out AUROC is below this is *near chance*: an explanation of a model

@@ -49,7 +49,7 @@ from synthbench.models.mlp import MLPConfig, build_mlp, seed_noise_layers
 
 __all__ = ["TrainedMLP", "TrainConfig", "TrainResult", "Penalty", "BatchLoss", "classification_loss", "predict_proba",
            "fit_network", "select_device", "train_mlp", "cached_train", "TrainedNetwork", "n_classes_of",
-           "torch_threads", "plateau_2023", "TRAINING_VERSION"]
+           "torch_threads", "plateau_2023", "TRAINING_VERSION", "EpochInputs"]
 
 log = logging.getLogger(__name__)
 
@@ -306,6 +306,7 @@ def train_mlp(
     device: str | torch.device = "cpu",
     num_threads: int | None = 1,
     n_classes: int | None = None,
+    epoch_inputs: EpochInputs | None = None,
 ) -> TrainedMLP:
     """Train the benchmark MLP with early stopping on a random validation part.
 
@@ -330,6 +331,7 @@ def train_mlp(
     n_classes : int or None
         ``K``; None: one more than the largest label (a fold can lack the last class: pass the
         data set's).
+    epoch_inputs : the rows' inputs drawn anew for each epoch (see :func:`fit_network`)
 
     Returns
     -------
@@ -351,7 +353,7 @@ def train_mlp(
     X, y = _check_data(X_train, y_train)
     dev = select_device(device)
     with torch_threads(num_threads if dev.type == "cpu" else None):
-        return _train(X, y, config, int(seed), dev, n_classes_of(y, n_classes))
+        return _train(X, y, config, int(seed), dev, n_classes_of(y, n_classes), epoch_inputs)
 
 
 def n_classes_of(y: np.ndarray, n_classes: int | None) -> int:
@@ -364,12 +366,14 @@ def n_classes_of(y: np.ndarray, n_classes: int | None) -> int:
     return int(n_classes)
 
 
-def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torch.device, n_classes: int) -> TrainedMLP:
+def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torch.device, n_classes: int,
+           epoch_inputs: EpochInputs | None = None) -> TrainedMLP:
     """:func:`train_mlp` on checked data; ``X`` float32 (n, p), ``y`` int64 (n,)."""
     n, p = X.shape
     gen = torch.Generator(device="cpu").manual_seed(int(seed))
     module = build_seeded_mlp(p, config, gen, n_outputs=_n_outputs(n_classes))
-    result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev)
+    result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev,
+                         epoch_inputs=epoch_inputs)
     log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, n, result.epochs_run, result.best_epoch)
     return TrainedMLP(
         module=result.module,
@@ -388,6 +392,10 @@ def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torc
 #: ``(b, *input_shape)`` (requiring grad when the loop is told ``input_grad=True``), ``loss`` the
 #: batch's mean classification loss, still attached to the graph.
 Penalty = Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+#: ``epoch_inputs(epoch) -> X``: float32 ``(n, *input_shape)``, every row's inputs for the 0-based
+#: ``epoch``, in place of ``X`` for the rows that train (see :func:`fit_network`).
+EpochInputs = Callable[[int], np.ndarray]
 
 #: ``loss(module, xb, yb, step) -> scalar tensor``: a batch's whole training objective in place of
 #: the classification loss (selectors whose forward pass is not a classifier); ``yb`` holds the
@@ -556,6 +564,7 @@ def fit_network(
     input_grad: bool = False,
     gate_params: tuple[nn.Parameter, ...] = (),
     gate_lr: float | None = None,
+    epoch_inputs: EpochInputs | None = None,
 ) -> TrainResult:
     """The one training loop of every benchmark network: MLPs, CNNs, embedded and concrete selectors.
 
@@ -577,6 +586,9 @@ def fit_network(
         gradients).
     gate_params : parameters put in their own Adam group: no weight decay and learning rate
         ``gate_lr`` (None: ``config.lr``).
+    epoch_inputs : ``fn(epoch) -> X_epoch`` of ``X``'s shape, called at the start of every epoch;
+        the rows that train read it instead of ``X`` (inputs redrawn each epoch, such as a
+        random removal mask drawn anew), the validation rows keep ``X``'s values.
 
     Returns
     -------
@@ -648,6 +660,8 @@ def fit_network(
     try:
         for epoch in range(int(config.max_epochs)):
             module.train()
+            if epoch_inputs is not None:
+                X_tr = _epoch_rows(epoch_inputs(epoch), X.shape, tr_idx).to(device)
             order = torch.randperm(n_tr, generator=dev_gen, device=device)
             Xe, ye = X_tr[order], y_tr[order]
             total = torch.zeros((), device=device)
@@ -702,6 +716,14 @@ def fit_network(
                        val_idx.numpy().astype(np.int64), step)
 
 
+def _epoch_rows(X_epoch: np.ndarray, shape: tuple[int, ...], rows: torch.Tensor | None) -> torch.Tensor:
+    """The training ``rows`` (None: all) of one epoch's inputs, checked against ``X``'s ``shape``."""
+    if np.shape(X_epoch) != tuple(shape):
+        raise ValueError(f"epoch_inputs must return inputs of shape {tuple(shape)}, got {np.shape(X_epoch)}")
+    X_all = torch.from_numpy(np.ascontiguousarray(X_epoch, dtype=np.float32))
+    return X_all if rows is None else X_all[rows]
+
+
 #: The trainers :func:`cached_train` knows, by model kind: (module, function), imported when used.
 TRAINERS = {"mlp": ("synthbench.models.training", "train_mlp"), "cnn": ("synthbench.models.cnn", "train_cnn")}
 
@@ -739,6 +761,7 @@ def cached_train(
     n_classes: int | None = None,
     device: str | torch.device = "cpu",
     cache_dir: str | Path | None = None,
+    epoch_inputs: EpochInputs | None = None,
 ) -> TrainedNetwork:
     """Train a network of ``kind`` (``"mlp"``: :func:`train_mlp`; ``"cnn"``:
     :func:`synthbench.models.cnn.train_cnn`) behind an optional on-disk cache.
@@ -749,6 +772,8 @@ def cached_train(
     X_train, y_train, config, seed, n_classes, device
         As for the trainer (``n_classes`` None: one more than the largest label).
     cache_dir : folder of a ``joblib.Memory`` cache, or None to train without caching.
+    epoch_inputs : inputs redrawn each epoch (see :func:`fit_network`); such a training is never
+        cached (a function has no content to key it by).
 
     Returns
     -------
@@ -763,6 +788,9 @@ def cached_train(
     not), ``torch.__version__`` and :data:`TRAINING_VERSION`.
     """
     dev = select_device(device)
+    if epoch_inputs is not None:
+        return _trainer(kind)(X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes,
+                              epoch_inputs=epoch_inputs)
     if cache_dir is None:
         return _trainer(kind)(X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes)
     X, y = _check_data(X_train, y_train, any_shape=True)

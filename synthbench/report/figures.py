@@ -382,11 +382,13 @@ def _panel_grid(n: int, width: float, *, sharey: bool = False) -> tuple[Figure, 
     return fig, axes
 
 
-def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str = "accuracy") -> Figure:
+def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str = "accuracy",
+                  limits: tuple[float, float] = (0.0, 1.0)) -> Figure:
     """A scorer's stored curves: one panel per (setting, decoy count) and curve name, one line per method.
 
     ``curves`` is :func:`synthbench.report.tables.scorer_curve_table`'s output; x is the share of
-    inputs removed (0 = clean), bands are 95 % CIs over the cells.
+    inputs removed (0 = clean), bands are 95 % CIs over the cells, clipped to the values' ``limits``
+    (few cells give wide intervals).
     """
     panels = list(dict.fromkeys(zip(curves["setting"], curves["n_decoys"], curves["curve"])))
     fig, axes = _panel_grid(len(panels), 3.6, sharey=True)
@@ -397,7 +399,8 @@ def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str
             st = styles.get(method, Style("#777777", "o", "-"))
             (line,) = ax.plot(g["x"], g["mean"], color=st.color, marker=st.marker, linestyle=st.linestyle,
                               markersize=3.5, linewidth=1.2)
-            ax.fill_between(g["x"], g["lo"], g["hi"], color=st.color, alpha=0.12, linewidth=0)
+            ax.fill_between(g["x"], g["lo"].clip(*limits), g["hi"].clip(*limits), color=st.color, alpha=0.12,
+                            linewidth=0)
             handles.setdefault(method, line)
         ax.set_title(f"{setting_label(setting, decoys)} — {curve}", fontsize=9)
         ax.set_xlabel("share of inputs removed", fontsize=8)

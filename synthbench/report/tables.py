@@ -52,12 +52,17 @@ def _metric_block(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     sel = rows[rows["metric"] == metric]
     columns = [metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_chance", "cells"]
     m = get_metric(metric)
-    control = m.control  # chance measured as a control method's mean in the same rows
-    reference = sel.loc[sel["base_method"] == control, "value"].mean() if control else None
+    control = m.control  # chance measured as a control method's mean in the same rows, on the same model preset
+    controls = sel[sel["base_method"] == control]
     out = {}
     for method, g in sel.groupby("method", sort=False):
         mean, lo, hi, n = mean_ci(g["value"], limits=m.limits)
-        out[method] = [mean, lo, hi, g["chance"].mean() if control is None else reference, n]
+        if control is None:
+            chance = g["chance"].mean()
+        else:
+            same = controls[controls["model_preset"].isin(g["model_preset"].dropna().unique())]
+            chance = (same if len(same) else controls)["value"].mean()
+        out[method] = [mean, lo, hi, chance, n]
     return pd.DataFrame.from_dict(out, orient="index", columns=columns)
 
 
@@ -295,18 +300,23 @@ def scorer_curve_table(results: Results) -> pd.DataFrame:
 def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: str) -> pd.DataFrame:
     """A scorer's verdict on each method beside the ground truth's on the same cells.
 
-    Cells are paired by configuration (setting, decoy count, seed, fold, method); only pairs
-    where both are finished count. Returns one row per setting, decoy count and method with the
+    Cells are paired by configuration (setting, decoy count, seed, fold, method); a method that
+    explains no model (``random``) pairs its one truth cell with its verdict on each model preset
+    it was judged on (``random@sparse_mlp``). Only pairs where both are finished count. Returns one row per setting, decoy count and method with the
     columns ``setting, n_decoys, method, truth, verdict, cells`` (means over the paired cells;
     ``n_decoys`` -1 for a dataset without decoys).
     """
-    keys = ["setting", "n_decoys", "seed", "fold", "method"]
+    keys = ["setting", "n_decoys", "seed", "fold", "pair"]
 
     def values(results: Results, name: str) -> pd.DataFrame:
         sel = results.scores[results.scores["metric"] == name]
-        return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int))[[*keys, "value"]]
+        pair = sel["method"].where(~sel["base_method"].isin(model_free), sel["base_method"])
+        return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair)[[*keys, "method", "value"]]
 
-    paired = values(truth, truth_metric).merge(values(verdict, metric), on=keys, suffixes=("_truth", "_verdict"))
+    # a method that explains no model has one truth cell but a verdict cell per model preset it was judged on
+    model_free = set(truth.scores.loc[truth.scores["model_preset"].isna(), "base_method"])
+    paired = values(truth, truth_metric).drop(columns="method").merge(values(verdict, metric), on=keys,
+                                                                      suffixes=("_truth", "_verdict"))
     out = paired.groupby(["setting", "n_decoys", "method"], sort=False).agg(
         truth=("value_truth", "mean"), verdict=("value_verdict", "mean"), cells=("value_truth", "size"))
     return out.reset_index()

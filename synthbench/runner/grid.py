@@ -24,7 +24,7 @@ from synthbench import __version__, datasets
 from synthbench.methods import get_method
 from synthbench.models import model_kind
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
-from synthbench.scoring import configure_scorer, get_scorer, scorer_options
+from synthbench.scoring import configure_scorer, explained_kind, get_scorer, scorer_options
 
 __all__ = ["Cell", "FoldTask", "GridSpec", "entry_label"]
 
@@ -182,9 +182,18 @@ class GridSpec:
                              f"{' / '.join(sorted({k for m in refused for k in get_method(m).inputs}))} inputs only")
         return tuple(m for m in self.methods if m not in refused)
 
-    def presets_for(self, method: str, kind: str) -> tuple[str | None, ...]:
-        """The presets ``method`` explains on ``kind`` inputs: ``(None,)`` when it needs no preset-configured model."""
-        needed = [k for k in get_method(method).needs_for(kind) if model_kind(k).uses_preset]
+    def presets_for(self, method: str, kind: str, scorer: str | None = None) -> tuple[str | None, ...]:
+        """The presets ``method`` explains on ``kind`` inputs: ``(None,)`` when it needs no preset-configured model.
+
+        A method that explains no model (``random``, ``mrmr``) is judged on the input kind's
+        default model by a scorer that measures the explained model (``judges_model``: ROAD, ROAR,
+        KAR); for such a ``scorer`` it gets one cell per preset of that model in the grid, so it
+        is judged on the same models as the methods beside it.
+        """
+        spec = get_method(method)
+        needed = [k for k in spec.needs_for(kind) if model_kind(k).uses_preset]
+        if not needed and scorer is not None and getattr(get_scorer(scorer), "judges_model", False):
+            needed = [k for k in (explained_kind(spec, kind),) if model_kind(k).uses_preset]
         if not needed:
             return (None,)
         chosen = tuple(p for p in self.models if get_preset(p).kind in needed)
@@ -201,6 +210,7 @@ class GridSpec:
             raise ValueError(f"no scorer of the grid ({', '.join(self.scorers)}) takes the option(s) {', '.join(stray)}")
         for name in self.scorers:
             configure_scorer(name, self.options_for(name))  # ValueError when the scorer refuses a value
+        self._check_retrainable()
         return [
             Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain, scorer,
                  dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset,
@@ -211,9 +221,22 @@ class GridSpec:
             for n_decoys in (self.decoys if datasets.spec(d).decoys else (None,))
             for fold in range(self.n_folds)
             for m in methods
-            for preset in self.presets_for(m, datasets.spec(d).kind)
             for scorer in self.scorers
+            for preset in self.presets_for(m, datasets.spec(d).kind, scorer)
         ]
+
+    def _check_retrainable(self) -> None:
+        """ValueError when a scorer that retrains (ROAR, KAR) meets a method whose model kind cannot be retrained."""
+        retraining = [name for name in self.scorers if getattr(get_scorer(name), "retrains", False)]
+        if not retraining:
+            return
+        for d in self.datasets:
+            kind = datasets.spec(d).kind
+            for m in self.methods_for(d):
+                model = explained_kind(get_method(m), kind)
+                if not model_kind(model).retrainable:
+                    raise ValueError(f"{', '.join(retraining)} retrain the model each method explains, and {m} on {d} "
+                                     f"explains a {model!r} model, which cannot be retrained")
 
     @staticmethod
     def tasks(cells: list[Cell]) -> list[FoldTask]:

@@ -18,7 +18,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. A method that
     explains the shared MLP has one row per preset (``saliency@sparse_mlp``). Adds a ``chance``
     row (the metric's expected value under a random ranking or, for a metric whose chance
-    reference is a control method such as ROAD's ``random``, that control's mean in ``rows``),
+    reference is a control method such as ROAD's ``random``, that control's mean in ``rows``; one
+    row per model preset, ``chance@sparse_mlp``, when the control was judged on several),
     a ``s/cell`` column (mean wall
     seconds per cell over every cell of the method), ``failed`` and ``skipped`` (over the method's
     declared feature limit) counts, and a ``near_chance``
@@ -55,7 +56,9 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     table = ok.pivot_table(index="method", columns=by, values="value", aggfunc="mean")
     control = m.control  # a metric whose chance reference is a control run beside the methods
     if control:
-        chance = ok[ok["base_method"] == control].pivot_table(columns=by, values="value", aggfunc="mean")
+        # the control judged on each model preset: one chance row per preset when it ran on several
+        controls = ok[ok["base_method"] == control].assign(preset=lambda f: f["model_preset"].fillna(""))
+        chance = controls.pivot_table(index="preset", columns=by, values="value", aggfunc="mean")
     else:
         chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
     chance = chance.reindex(columns=table.columns)
@@ -72,7 +75,7 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
         table[status] = cells.groupby("method")["status"].apply(lambda s, st=status: int((s == st).sum()))
     flagged = cells["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG)
     table["near_chance"] = flagged.groupby(cells["method"]).sum().astype(int)
-    chance.index = ["chance"]
+    chance.index = ["chance"] if len(chance) == 1 else [entry_label("chance", p or None) for p in chance.index]
     return pd.concat([table, chance])
 
 

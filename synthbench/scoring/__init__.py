@@ -8,10 +8,11 @@ rerun a method or train models) and below the runner. Registered scorers:
 * ``road`` (:mod:`~synthbench.scoring.road`): the explained model's accuracy as the inputs ranked
   first (or last) are imputed (remove and debias).
 * ``roar``, ``kar`` (:mod:`~synthbench.scoring.retrain`): the test accuracy of models retrained
-  with the inputs ranked first replaced (remove and retrain), or all but them (keep and retrain).
+  with the inputs ranked first replaced (remove and retrain), or those ranked last (keep and retrain).
 """
 
-from synthbench.scoring.base import (Curve, Scorer, Scores, configure_scorer, explained_model, get_metric, get_scorer,
+from synthbench.scoring.base import (Curve, Scorer, Scores, configure_scorer, explained_kind, explained_model,
+                                     get_metric, get_scorer,
                                      register_scorer, scorer_names, scorer_options)
 from synthbench.scoring.ground_truth import GROUND_TRUTH, GroundTruthScorer
 from synthbench.scoring.metrics import Metric, MetricInfo
@@ -19,4 +20,5 @@ from synthbench.scoring.road import ROAD, RoadScorer
 from synthbench.scoring.retrain import KAR, ROAR, RetrainScorer
 
 __all__ = ["Scorer", "Scores", "Curve", "Metric", "MetricInfo", "GroundTruthScorer", "GROUND_TRUTH", "RoadScorer",
-           "ROAD", "RetrainScorer", "ROAR", "KAR", "explained_model", "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]
+           "ROAD", "RetrainScorer", "ROAR", "KAR", "explained_kind", "explained_model",
+           "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]

@@ -24,7 +24,7 @@ from synthbench.scoring.metrics import Metric, MetricInfo
 
 __all__ = ["Scorer", "Scores", "Curve", "register_scorer", "get_scorer", "scorer_names", "get_metric",
            "configure_scorer", "scorer_options",
-           "DEFAULT_MODELS", "explained_model"]
+           "DEFAULT_MODELS", "explained_kind", "explained_model"]
 
 
 @dataclass(frozen=True)
@@ -64,15 +64,20 @@ class Scores(dict):
 DEFAULT_MODELS = {"tabular": "mlp", "image": "cnn"}
 
 
-def explained_model(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[str, Any]:
-    """``(kind, model)``: the fold's model the method explains, or the input kind's default model.
+def explained_kind(spec: MethodSpec, kind: str) -> str:
+    """The model kind ``spec`` explains on ``kind`` inputs, or the input kind's default model.
 
     A method that needs exactly one model on this input kind explains it (``gradient`` the MLP or
     CNN, ``treeshap`` the forest); a method that needs none (``random``, ``sobel``, ``mrmr``) or
     several is judged on :data:`DEFAULT_MODELS`'s model of the kind, shared with every other method.
     """
-    needs = spec.needs_for(data.kind)
-    kind = needs[0] if len(needs) == 1 else DEFAULT_MODELS[data.kind]
+    needs = spec.needs_for(kind)
+    return needs[0] if len(needs) == 1 else DEFAULT_MODELS[kind]
+
+
+def explained_model(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[str, Any]:
+    """``(kind, model)``: the fold's model of :func:`explained_kind`."""
+    kind = explained_kind(spec, data.kind)
     return kind, models.get(kind)
 
 
@@ -83,6 +88,12 @@ class Scorer(Protocol):
     ----------
     name : the name cells and the CLI use (``--scorer``)
     metrics : name -> :class:`Metric` (or :class:`MetricInfo`), every metric it may report
+    judges_model : (optional, False when absent) its values measure the model each method
+        explains (:func:`explained_kind`), so a method that explains none is judged on the input
+        kind's default model, one cell per preset of the grid
+    retrains : (optional, False when absent) it trains fresh models of the kind each method
+        explains, so a grid pairing it with a kind that is not ``retrainable`` is refused before
+        anything runs
     """
 
     name: str

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -65,6 +66,8 @@ class RoadScorer:
         attributions (methods without per-instance attributions then get no values)
     metrics : :data:`ROAD_METRICS`
     """
+
+    judges_model: ClassVar[bool] = True  # measures the model the method explains (explained_kind)
 
     name: str = "road"
     fractions: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
