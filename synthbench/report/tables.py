@@ -302,19 +302,19 @@ def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: st
 
     Cells are paired by configuration (setting, decoy count, seed, fold, method); a method that
     explains no model (``random``) pairs its one truth cell with its verdict on each model preset
-    it was judged on (``random@sparse_mlp``). Only pairs where both are finished count. Returns one row per setting, decoy count and method with the
-    columns ``setting, n_decoys, method, truth, verdict, cells`` (means over the paired cells;
-    ``n_decoys`` -1 for a dataset without decoys).
+    it was judged on (``random@sparse_mlp``). Only pairs where both are finished count. Returns
+    one row per setting, decoy count and method with the columns ``setting, n_decoys, method,
+    truth, verdict, cells`` (means over the paired cells; ``n_decoys`` -1 for a dataset without
+    decoys).
     """
     keys = ["setting", "n_decoys", "seed", "fold", "pair"]
+    model_free = set(truth.scores.loc[truth.scores["model_preset"].isna(), "base_method"])
 
     def values(results: Results, name: str) -> pd.DataFrame:
         sel = results.scores[results.scores["metric"] == name]
         pair = sel["method"].where(~sel["base_method"].isin(model_free), sel["base_method"])
         return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair)[[*keys, "method", "value"]]
 
-    # a method that explains no model has one truth cell but a verdict cell per model preset it was judged on
-    model_free = set(truth.scores.loc[truth.scores["model_preset"].isna(), "base_method"])
     paired = values(truth, truth_metric).drop(columns="method").merge(values(verdict, metric), on=keys,
                                                                       suffixes=("_truth", "_verdict"))
     out = paired.groupby(["setting", "n_decoys", "method"], sort=False).agg(
