@@ -328,7 +328,9 @@ def main(argv: list[str] | None = None) -> int:
         bar = tqdm(total=n, unit="cell", desc="synthbench", file=sys.stderr, disable=args.quiet, dynamic_ncols=True)
 
     def advance(result) -> None:
-        bar.set_postfix_str(f"{result.cell.dataset}/{result.cell.n_decoys} {result.cell.label}", refresh=False)
+        cell = result.cell
+        where = cell.dataset if cell.n_decoys is None else f"{cell.dataset}/{cell.n_decoys}"
+        bar.set_postfix_str(f"{where} {cell.label}", refresh=False)
         bar.update(1)
 
     try:
