@@ -6,10 +6,11 @@ for tables with ``ranking="global"`` its global ranking), and its units are rank
 the ``floor(t m)`` ranked first of every example, KAR the ``floor(t m)`` ranked last (it keeps
 the top ``1 - t``), with the training set's mean (per channel for images, per feature for
 tables). ``t`` is the share replaced for both, as in the 2019 paper's figures, so ``t = 0`` is
-the clean data for both and KAR at ``t = 0.9`` keeps only the top 10 %. A fresh model of the kind and configuration
-the method explains (:func:`~synthbench.scoring.base.explained_model`) is trained on the changed
-training rows ``repeats`` times, replicate ``r`` seeded like the fold's own replicate ``r``, and
-its accuracy on the changed test rows is measured. The clean models (the fold's replicates
+the clean data for both and KAR at ``t = 0.9`` keeps only the top 10 %. A fresh model of the
+kind and configuration the method explains (:func:`~synthbench.scoring.base.explained_kind`; a
+method that explains none is judged on the grid's preset of the input kind's default model) is
+trained on the changed training rows ``repeats`` times, replicate ``r`` seeded like the fold's
+own replicate ``r``, and its accuracy on the changed test rows is measured. The clean models (the fold's replicates
 ``0 .. repeats-1``, shared by every method) give ``t = 0``.
 
 The curve ``roar`` (or ``kar``), x = fraction and one column per replicate, is stored with the
