@@ -6,21 +6,16 @@ every attribution method that needs them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
-
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
+from synthbench.models.training import EpochInputs, cached_train, select_device
 from synthbench.protocol import FoldData
 
 __all__ = ["train_fold_mlp", "train_fold_cnn", "MLP", "CNN"]
 
 
 def _train_fold(kind: str, data: FoldData, settings: TrainSettings, preset: str, replicate: int,
-                epoch_inputs: Callable[[int], np.ndarray] | None):
-    from synthbench.models.training import cached_train, select_device
-
+                epoch_inputs: EpochInputs | None):
     chosen = get_preset(preset)
     if chosen.kind != kind:
         raise ValueError(f"preset {preset!r} configures a {chosen.kind}, not a {kind}")
@@ -32,7 +27,7 @@ def _train_fold(kind: str, data: FoldData, settings: TrainSettings, preset: str,
 
 
 def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESET, *, replicate: int = 0,
-                   epoch_inputs: Callable[[int], np.ndarray] | None = None):
+                   epoch_inputs: EpochInputs | None = None):
     """The MLP of ``preset`` (:mod:`synthbench.models.presets`) trained on the fold's training part.
 
     Seeded from the fold (the same seed for every preset) and, for ``replicate > 0``, the
@@ -45,7 +40,7 @@ def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAUL
 
 
 def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESETS["cnn"], *,
-                   replicate: int = 0, epoch_inputs: Callable[[int], np.ndarray] | None = None):
+                   replicate: int = 0, epoch_inputs: EpochInputs | None = None):
     """The CNN of ``preset`` trained on the fold's training images, seeded and cached like :func:`train_fold_mlp`.
 
     Returns a :class:`~synthbench.models.cnn.TrainedCNN` with one logit per class of the data set.

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import accuracy_score, roc_auc_score
 
+from synthbench.models.training import EpochInputs
 from synthbench.protocol import FoldData
 
 __all__ = ["ModelKind", "SharedModels", "TrainSettings", "register_model", "kinds", "model_kind", "held_out_quality",
@@ -146,7 +147,7 @@ class SharedModels:
         return self._shared[key]
 
     def train_on(self, name: str, data: FoldData, replicate: int = 0,
-                 epoch_inputs: Callable[[int], np.ndarray] | None = None) -> Any:
+                 epoch_inputs: EpochInputs | None = None) -> Any:
         """A fresh model of kind ``name`` trained on ``data`` with this fold's settings and preset; not kept.
 
         ``data`` is this fold changed (remove-and-retrain: inputs replaced); the replicate's seed

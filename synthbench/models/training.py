@@ -788,11 +788,9 @@ def cached_train(
     not), ``torch.__version__`` and :data:`TRAINING_VERSION`.
     """
     dev = select_device(device)
-    if epoch_inputs is not None:
+    if cache_dir is None or epoch_inputs is not None:
         return _trainer(kind)(X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes,
                               epoch_inputs=epoch_inputs)
-    if cache_dir is None:
-        return _trainer(kind)(X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes)
     X, y = _check_data(X_train, y_train, any_shape=True)
     memory = joblib.Memory(str(cache_dir), verbose=0)
     cached = memory.cache(_train_cached, ignore=["device"])
