@@ -99,15 +99,16 @@ def test_parallel_jobs_give_the_serial_results(tmp_path):
     pd.testing.assert_frame_equal(ra[[*key, "value"]], rb[[*key, "value"]])
 
 
-def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, monkeypatch, capsys):
+def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, capsys):
     def boom(data, models, rng):
         raise RuntimeError("kaput")
 
-    monkeypatch.setitem(registry._METHODS, "boom", registry.MethodSpec("boom", boom, "raises"))
-    monkeypatch.setitem(registry._METHODS, "nan", registry.MethodSpec("nan", lambda d, m, r: np.full(d.n_features, np.nan), "NaN"))
+    nan = registry.MethodSpec("nan", lambda d, m, r: np.full(d.n_features, np.nan), "NaN")
     export = tmp_path / "rows.csv"
-    code = cli.main([*SMALL[:-2], "boom,random,nan", "--quiet", "--store", str(tmp_path / "r.sqlite"),
-                     "--export", str(export)])
+    with registry.METHODS.temporarily("boom", registry.MethodSpec("boom", boom, "raises")), \
+            registry.METHODS.temporarily("nan", nan):
+        code = cli.main([*SMALL[:-2], "boom,random,nan", "--quiet", "--store", str(tmp_path / "r.sqlite"),
+                         "--export", str(export)])
     assert code == 1
     err = capsys.readouterr().err
     assert "cells failed" in err and "RuntimeError: kaput" in err and "NaN" in err
@@ -118,8 +119,7 @@ def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, monkeypatch
 
 def test_cells_over_a_methods_declared_feature_limit_are_skipped_with_the_reason(tmp_path, capsys):
     small = registry.MethodSpec("small", lambda d, m, r: r.random(d.n_features), "handles 3 features", max_features=3)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(registry._METHODS, "small", small)
+    with registry.METHODS.temporarily("small", small):
         args = ["--datasets", "xor", "--decoys", "0,3", "--n-samples", "60", "--folds", "2", "--jobs", "1",
                 "--methods", "small,random", "--quiet", "--store", str(tmp_path / "r.sqlite")]
         assert cli.main(args) == 0  # a declared limit is not a failure

@@ -33,7 +33,7 @@ def crashing_plugin():
     module = importlib.import_module("crashing_methods")
     yield module
     for name in ("crash_once", "crash_always"):
-        registry._METHODS.pop(name, None)
+        registry.METHODS.remove(name)
     sys.modules.pop("crashing_methods", None)
 
 

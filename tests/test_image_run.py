@@ -99,7 +99,7 @@ def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
 
 @pytest.mark.parametrize("dataset, shape", [("shapes", (8, 8)), ("xor", (3,))])
 def test_a_method_returning_maps_of_the_wrong_shape_stops_the_run_with_exit_2_and_is_not_written(
-        tmp_path, capsys, monkeypatch, dataset, shape):
+        tmp_path, capsys, dataset, shape):
     """A broken output contract is a defect of the method, not a failed cell: one line, exit 2."""
     import numpy as np
 
@@ -111,11 +111,11 @@ def test_a_method_returning_maps_of_the_wrong_shape_stops_the_run_with_exit_2_an
         return MethodOutput(scores=None, local=np.ones((data.X_explain.shape[0], *shape)))
 
     kind = "image" if dataset == "shapes" else "tabular"
-    monkeypatch.setitem(registry._METHODS, "wrong", registry.MethodSpec("wrong", wrong, "maps of the wrong shape",
-                                                                      needs={kind: ()}, default=False))
+    spec = registry.MethodSpec("wrong", wrong, "maps of the wrong shape", needs={kind: ()}, default=False)
     store = tmp_path / "r.sqlite"
-    code = main(["--datasets", dataset, "--decoys", "0", "--n-samples", "40", "--folds", "2", "--jobs", "1",
-                 "--methods", "wrong,random", "--quiet", "--store", str(store)])
+    with registry.METHODS.temporarily("wrong", spec):
+        code = main(["--datasets", dataset, "--decoys", "0", "--n-samples", "40", "--folds", "2", "--jobs", "1",
+                     "--methods", "wrong,random", "--quiet", "--store", str(store)])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"method 'wrong' on {dataset}: method returned local attributions of shape (20, {', '.join(map(str, shape))})" in err

@@ -125,11 +125,11 @@ def test_default_methods_are_registered():
     assert {"random", "rf", "treeshap", "mi", "anova", "mrmr"} <= set(default_methods())
 
 
-def test_malformed_outputs_are_rejected(monkeypatch, tiny_fold):
+def test_malformed_outputs_are_rejected(tiny_fold):
     for bad, match in [(np.ones(2), "shape"), (np.array([np.nan, 1, 1, 1]), "NaN"),
                        (MethodOutput(np.ones(4), np.ones((1, 4))), "local attributions")]:
-        monkeypatch.setitem(registry._METHODS, "bad", registry.MethodSpec("bad", lambda d, m, r, v=bad: v, "bad"))
-        with pytest.raises(ValueError, match=match):
+        with registry.METHODS.temporarily("bad", registry.MethodSpec("bad", lambda d, m, r, v=bad: v, "bad")), \
+                pytest.raises(ValueError, match=match):
             run("bad", tiny_fold)
 
 

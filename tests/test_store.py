@@ -249,7 +249,7 @@ def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and
     # A method that needs no MLP keeps its id whatever the presets.
     alone = GridSpec(("xor",), ("rf",), (3,), n_samples=60, n_folds=2).cells()
     assert {c.cell_id for c in alone} == {c.cell_id for c in cells if c.method == "rf"}
-    with pytest.raises(KeyError, match="unknown model preset 'nope'; valid: passemiers2023"):
+    with pytest.raises(KeyError, match="unknown model preset .nope.; valid names: passemiers2023"):
         GridSpec(("xor",), ("saliency",), (3,), models=("nope",)).cells()
 
 

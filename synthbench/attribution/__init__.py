@@ -27,13 +27,14 @@ Sign convention: positive attribution = evidence for a higher target output (the
 are >= 0.
 
 Differentiable explanations: ``create_graph=True`` keeps the autograd graph for the methods in
-:data:`GRAPH_METHODS`, so that a fragility attack can differentiate an explanation with respect
+:data:`ATTRIBUTION_METHODS` that declare it (``AttributionFunction.create_graph``), so that a fragility attack can differentiate an explanation with respect
 to the inputs (pass inputs that require grad) or the weights.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -59,42 +60,60 @@ from synthbench.attribution.rules import (
     lrp_epsilon,
     lrp_zplus,
 )
+from synthbench.registry import Registry
 
-__all__ = ["ATTRIBUTION_METHODS", "GRAPH_METHODS", "MASK_METHODS", "attribute", "names", "feature_scores"]
+__all__ = ["ATTRIBUTION_METHODS", "AttributionFunction", "register_attribution", "attribute", "names",
+           "feature_scores"]
 
 AttributionFn = Callable[..., torch.Tensor]
 
-ATTRIBUTION_METHODS: dict[str, AttributionFn] = {
-    "gradient": gradient,
-    "saliency": saliency,
-    "input_x_gradient": input_x_gradient,
-    "integrated_gradients": integrated_gradients,
-    "deeplift": deeplift,
-    "guided_backprop": guided_backprop,
-    "deconvolution": deconvolution,
-    "lrp_epsilon": lrp_epsilon,
-    "lrp_zplus": lrp_zplus,
-    "smoothgrad": smoothgrad,
-    "smoothgrad_sq": smoothgrad_sq,
-    "vargrad": vargrad,
-    "gradient_shap": gradient_shap,
-    "feature_ablation": feature_ablation,
-    "feature_permutation": feature_permutation,
-    "shapley_sampling": shapley_sampling,
-}
-"""Name -> ``fn(model, inputs, target, **params)`` (``target`` already resolved, see :func:`~synthbench.attribution.core.resolve_target`)."""
 
-GRAPH_METHODS = frozenset({"gradient", "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad",
-                           "smoothgrad_sq", "vargrad", "gradient_shap"})
-"""Methods that accept ``create_graph=True`` (the noise ensembles with a gradient base)."""
+@dataclass(frozen=True)
+class AttributionFunction:
+    """A registered attribution function and what it can take.
 
-MASK_METHODS = frozenset({"feature_ablation", "feature_permutation", "shapley_sampling"})
-"""Methods that accept a ``feature_mask`` grouping input elements."""
+    Attributes
+    ----------
+    name : the name :func:`attribute` takes
+    fn : ``fn(model, inputs, target, **params) -> Tensor`` of the inputs' shape, ``target``
+        already resolved (see :func:`~synthbench.attribution.core.resolve_target`)
+    create_graph : it accepts ``create_graph=True`` (the result stays differentiable)
+    feature_mask : it accepts a ``feature_mask`` grouping input elements (perturbation methods)
+    """
+
+    name: str
+    fn: AttributionFn
+    create_graph: bool = False
+    feature_mask: bool = False
+
+
+#: Every attribution function :func:`attribute` runs, by name, in registration order.
+ATTRIBUTION_METHODS: Registry[AttributionFunction] = Registry("attribution method")
+
+
+def register_attribution(name: str, fn: AttributionFn, *, create_graph: bool = False,
+                         feature_mask: bool = False) -> AttributionFunction:
+    """Add ``fn`` to :data:`ATTRIBUTION_METHODS` under ``name`` (ValueError when the name is taken)."""
+    return ATTRIBUTION_METHODS.add(name, AttributionFunction(name, fn, create_graph, feature_mask))
+
+
+for _name, _fn in (("gradient", gradient), ("saliency", saliency), ("input_x_gradient", input_x_gradient),
+                   ("integrated_gradients", integrated_gradients)):
+    register_attribution(_name, _fn, create_graph=True)
+for _name, _fn in (("deeplift", deeplift), ("guided_backprop", guided_backprop), ("deconvolution", deconvolution),
+                   ("lrp_epsilon", lrp_epsilon), ("lrp_zplus", lrp_zplus)):
+    register_attribution(_name, _fn)
+for _name, _fn in (("smoothgrad", smoothgrad), ("smoothgrad_sq", smoothgrad_sq), ("vargrad", vargrad),
+                   ("gradient_shap", gradient_shap)):
+    register_attribution(_name, _fn, create_graph=True)
+for _name, _fn in (("feature_ablation", feature_ablation), ("feature_permutation", feature_permutation),
+                   ("shapley_sampling", shapley_sampling)):
+    register_attribution(_name, _fn, feature_mask=True)
 
 
 def names() -> list[str]:
     """Names accepted by :func:`attribute`, in registry order."""
-    return list(ATTRIBUTION_METHODS)
+    return ATTRIBUTION_METHODS.names()
 
 
 def attribute(
@@ -122,7 +141,7 @@ def attribute(
         tensor of ``n`` ints, as captum takes it). ``None`` means column 0, the single logit of
         the binary benchmark networks (output shape ``(n, 1)``).
     create_graph
-        Keep the autograd graph (methods of :data:`GRAPH_METHODS`): the result is not detached
+        Keep the autograd graph (functions declaring ``create_graph``): the result is not detached
         and, when ``inputs`` requires grad, depends differentiably on it.
     **params
         Method parameters (see each method's docstring), e.g. ``baselines``, ``n_steps``,
@@ -142,15 +161,14 @@ def attribute(
         For an unknown method, inputs without a batch dimension, a malformed target, or an option
         the method does not take (``create_graph``, ``feature_mask``).
     """
-    if name not in ATTRIBUTION_METHODS:
-        raise ValueError(f"unknown attribution method {name!r}; valid: {', '.join(ATTRIBUTION_METHODS)}")
+    method = ATTRIBUTION_METHODS[name]
     x = torch.as_tensor(inputs)
     if x.dim() < 2:
         raise ValueError(f"inputs must have shape (n, *input_shape) with at least 2 dimensions, got {tuple(x.shape)}")
-    if create_graph and name not in GRAPH_METHODS:
-        raise ValueError(f"create_graph is supported by {', '.join(sorted(GRAPH_METHODS))}; not by {name!r}")
-    if "feature_mask" in params and name not in MASK_METHODS:
-        raise ValueError(f"feature_mask is taken by {', '.join(sorted(MASK_METHODS))}; not by {name!r}")
+    if create_graph and not method.create_graph:
+        raise ValueError(f"create_graph is supported by {', '.join(_taking('create_graph'))}; not by {name!r}")
+    if "feature_mask" in params and not method.feature_mask:
+        raise ValueError(f"feature_mask is taken by {', '.join(_taking('feature_mask'))}; not by {name!r}")
     if not create_graph:
         x = x.detach()
     t = resolve_target(target, x.shape[0], x.device)
@@ -159,8 +177,13 @@ def attribute(
     if x.dim() > 2 and x.device.type == "cpu":
         params.setdefault("max_batch_elements", IMAGE_CPU_MAX_BATCH_ELEMENTS)
     with eval_mode(model):
-        result = ATTRIBUTION_METHODS[name](model, x, t, **params).contiguous()
+        result = method.fn(model, x, t, **params).contiguous()
     return result if create_graph else result.detach()
+
+
+def _taking(option: str) -> list[str]:
+    """The registered functions that accept ``option`` (a boolean field of :class:`AttributionFunction`)."""
+    return sorted(n for n, f in ATTRIBUTION_METHODS.items() if getattr(f, option))
 
 
 def feature_scores(attributions: torch.Tensor) -> np.ndarray:

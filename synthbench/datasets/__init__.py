@@ -22,7 +22,8 @@ see :mod:`~synthbench.datasets.decoys`. The synthetic images take ``n_decoys`` d
 """
 
 from . import dag, files, hypercube, images, l2x, nonlinear  # noqa: F401  (imported to register the generators)
-from .base import KINDS, Dataset, DatasetTooLarge, check_fits, describe, estimate_bytes, input_kind, make, names, spec
+from .base import (DATASETS, KINDS, Dataset, DatasetTooLarge, GeneratorSpec, check_fits, describe, estimate_bytes,
+                   input_kind, make, names, register, spec)
 
-__all__ = ["Dataset", "DatasetTooLarge", "KINDS", "input_kind", "make", "spec", "names", "describe", "estimate_bytes",
-           "check_fits"]
+__all__ = ["Dataset", "DatasetTooLarge", "GeneratorSpec", "KINDS", "DATASETS", "input_kind", "make", "spec", "names",
+           "describe", "register", "estimate_bytes", "check_fits"]

@@ -27,7 +27,9 @@ import os
 
 import numpy as np
 
-__all__ = ["Dataset", "GeneratorSpec", "DatasetTooLarge", "KINDS", "input_kind", "register", "spec", "make", "names",
+from synthbench.registry import Registry
+
+__all__ = ["Dataset", "GeneratorSpec", "DatasetTooLarge", "KINDS", "DATASETS", "input_kind", "register", "spec", "make", "names",
            "describe", "estimate_bytes", "check_fits"]
 
 
@@ -131,7 +133,8 @@ class GeneratorSpec:
     fingerprint: Callable[[], str] | None = None
 
 
-_REGISTRY: dict[str, GeneratorSpec] = {}
+#: Every registered generator, by name.
+DATASETS: Registry[GeneratorSpec] = Registry("dataset")
 
 
 def register(name: str, *, description: str, family: str, kind: str = "tabular", decoys: bool = True,
@@ -147,9 +150,7 @@ def register(name: str, *, description: str, family: str, kind: str = "tabular",
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
     def deco(fn: Callable[..., Dataset]) -> Callable[..., Dataset]:
-        if name in _REGISTRY:
-            raise ValueError(f"dataset {name!r} is already registered")
-        _REGISTRY[name] = GeneratorSpec(name, fn, description, family, kind, decoys, fingerprint)
+        DATASETS.add(name, GeneratorSpec(name, fn, description, family, kind, decoys, fingerprint))
         return fn
 
     return deco
@@ -157,20 +158,17 @@ def register(name: str, *, description: str, family: str, kind: str = "tabular",
 
 def spec(name: str) -> GeneratorSpec:
     """The registered generator ``name``; the KeyError lists the valid names."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown dataset {name!r}; valid names: {', '.join(names())}") from None
+    return DATASETS[name]
 
 
 def names() -> list[str]:
     """Names of every registered generator, in registration order."""
-    return list(_REGISTRY)
+    return DATASETS.names()
 
 
 def describe() -> dict[str, str]:
     """One-line description per registered generator."""
-    return {n: s.description for n, s in _REGISTRY.items()}
+    return {n: s.description for n, s in DATASETS.items()}
 
 
 def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, **params: Any) -> Dataset:
@@ -253,7 +251,7 @@ def estimate_bytes(name: str, *, n_samples: int, n_decoys: int, seed: int = 0, *
     and fixed-size sets like ``dag``, are counted right); the peak is ``n_samples × n_features ×``
     :data:`BYTES_PER_ELEMENT`, plus one byte per element for per-instance ground truth.
     """
-    probe = _REGISTRY[name].fn(n_samples=8, n_decoys=0, seed=int(seed), **params)
+    probe = DATASETS[name].fn(n_samples=8, n_decoys=0, seed=int(seed), **params)
     p = probe.n_features + int(n_decoys)
     per_element = BYTES_PER_ELEMENT + (1 if probe.relevant_local is not None else 0)
     return int(n_samples) * p * per_element

@@ -7,6 +7,7 @@ any torch model with one of the attribution methods (captum's verb); every bench
 """
 
 from synthbench.methods.registry import (
+    METHODS,
     MethodSpec,
     default_methods,
     get_method,
@@ -27,4 +28,4 @@ from synthbench.methods import selectors_2023 as _selectors_2023  # noqa: E402,F
 from synthbench.attribution import attribute  # noqa: E402
 from synthbench.methods.mrmr import mrmr  # noqa: E402
 
-__all__ = ["MethodSpec", "register_method", "get_method", "method_names", "default_methods", "run_method", "mrmr", "attribute"]
+__all__ = ["MethodSpec", "METHODS", "register_method", "get_method", "method_names", "default_methods", "run_method", "mrmr", "attribute"]

@@ -29,8 +29,9 @@ import numpy as np
 from synthbench.datasets import KINDS
 from synthbench.models import SharedModels, kinds, model_kind
 from synthbench.protocol import FoldData, MethodOutput
+from synthbench.registry import Registry
 
-__all__ = ["MethodSpec", "register_method", "get_method", "method_names", "default_methods", "run_method"]
+__all__ = ["MethodSpec", "METHODS", "register_method", "get_method", "method_names", "default_methods", "run_method"]
 
 MethodFn = Callable[..., "MethodOutput | np.ndarray"]
 
@@ -94,7 +95,8 @@ class MethodSpec:
         return any(model_kind(k).uses_preset for ks in self.needs.values() for k in ks)
 
 
-_METHODS: dict[str, MethodSpec] = {}
+#: Every registered method, by name, in registration order.
+METHODS: Registry[MethodSpec] = Registry("method")
 
 
 def register_method(
@@ -122,7 +124,7 @@ def register_method(
     by_kind = {kind: tuple(ks) for kind, ks in by_kind.items()}
 
     def deco(fn: MethodFn) -> MethodFn:
-        if name in _METHODS:
+        if name in METHODS:
             raise ValueError(f"method {name!r} is already registered")
         if not by_kind or set(by_kind) - set(KINDS):
             raise ValueError(f"method {name!r}: input kinds must be some of {KINDS}, got {sorted(by_kind)}")
@@ -133,8 +135,8 @@ def register_method(
         if set(kind_params or {}) - set(by_kind):
             raise ValueError(f"method {name!r}: kind_params for kinds it does not accept")
         frozen = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (kind_params or {}).items()})
-        _METHODS[name] = MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
-                                    MappingProxyType(dict(params or {})), on_device, max_features, frozen)
+        METHODS.add(name, MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
+                                    MappingProxyType(dict(params or {})), on_device, max_features, frozen))
         return fn
 
     return deco
@@ -142,20 +144,17 @@ def register_method(
 
 def method_names() -> list[str]:
     """Every registered method name, in registration order."""
-    return list(_METHODS)
+    return METHODS.names()
 
 
 def default_methods() -> list[str]:
     """The methods run when none are named."""
-    return [n for n, s in _METHODS.items() if s.default]
+    return [n for n, s in METHODS.items() if s.default]
 
 
 def get_method(name: str) -> MethodSpec:
     """The spec of method ``name``; the error lists the valid names."""
-    try:
-        return _METHODS[name]
-    except KeyError:
-        raise KeyError(f"unknown method {name!r}; valid names: {', '.join(_METHODS)}") from None
+    return METHODS[name]
 
 
 def run_method(spec: MethodSpec, data: FoldData, models: SharedModels) -> MethodOutput:

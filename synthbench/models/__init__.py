@@ -5,10 +5,10 @@ A model kind is registered with a trainer ``fn(data: FoldData, settings: TrainSe
 its held-out accuracy and AUROC so a result can be judged against what the model learned.
 """
 
-from synthbench.models.shared import ModelKind, SharedModels, TrainSettings, kinds, model_kind, register_model
+from synthbench.models.shared import MODEL_KINDS, ModelKind, SharedModels, TrainSettings, kinds, model_kind, register_model
 
 # Register the built-in kinds.
 from synthbench.models import forest as _forest  # noqa: F401,E402
 from synthbench.models import neural as _neural  # noqa: F401,E402
 
-__all__ = ["ModelKind", "SharedModels", "TrainSettings", "kinds", "model_kind", "register_model"]
+__all__ = ["MODEL_KINDS", "ModelKind", "SharedModels", "TrainSettings", "kinds", "model_kind", "register_model"]

@@ -40,9 +40,10 @@ from dataclasses import dataclass
 
 from synthbench.models.cnn import CNNConfig
 from synthbench.models.mlp import MLPConfig
+from synthbench.registry import Registry
 
-__all__ = ["ModelPreset", "PRESETS", "DEFAULT_PRESET", "DEFAULT_PRESETS", "RUN_PRESETS", "preset_names", "get_preset",
-           "presets_for"]
+__all__ = ["ModelPreset", "PRESETS", "register_preset", "DEFAULT_PRESET", "DEFAULT_PRESETS", "RUN_PRESETS",
+           "preset_names", "get_preset", "presets_for"]
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,16 @@ class ModelPreset:
     kind: str = "mlp"
 
 
-def _presets(*presets: ModelPreset) -> dict[str, ModelPreset]:
-    return {p.name: p for p in presets}
+#: Every model preset, by name, in definition order.
+PRESETS: Registry[ModelPreset] = Registry("model preset")
 
 
-PRESETS: dict[str, ModelPreset] = _presets(
+def register_preset(preset: ModelPreset) -> ModelPreset:
+    """Add ``preset`` under its name (ValueError when the name is taken)."""
+    return PRESETS.add(preset.name, preset)
+
+
+for _preset in (
     ModelPreset(
         "passemiers2023",
         "the 2023 paper's MLP as its code ran: noisy summed validation loss, final weights kept, LR plateau schedule",
@@ -90,7 +96,8 @@ PRESETS: dict[str, ModelPreset] = _presets(
         CNNConfig(),
         kind="cnn",
     ),
-)
+):
+    register_preset(_preset)
 
 #: The MLP preset of a grid that names none (the library's :class:`~synthbench.runner.grid.GridSpec`).
 DEFAULT_PRESET = "passemiers2023_corrected"
@@ -102,7 +109,7 @@ RUN_PRESETS = ("passemiers2023", "sparse_mlp")
 
 def preset_names() -> list[str]:
     """Every preset name, in definition order."""
-    return list(PRESETS)
+    return PRESETS.names()
 
 
 def presets_for(kind: str) -> list[str]:
@@ -111,8 +118,5 @@ def presets_for(kind: str) -> list[str]:
 
 
 def get_preset(name: str) -> ModelPreset:
-    """The preset ``name``; the error lists the valid names."""
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise KeyError(f"unknown model preset {name!r}; valid: {', '.join(PRESETS)}") from None
+    """The preset ``name``; the KeyError lists the valid names."""
+    return PRESETS[name]

@@ -13,8 +13,9 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 from synthbench.models.training import EpochInputs
 from synthbench.protocol import FoldData
+from synthbench.registry import Registry
 
-__all__ = ["ModelKind", "SharedModels", "TrainSettings", "register_model", "kinds", "model_kind", "held_out_quality",
+__all__ = ["ModelKind", "SharedModels", "TrainSettings", "MODEL_KINDS", "register_model", "kinds", "model_kind", "held_out_quality",
            "near_chance", "NEAR_CHANCE_AUROC", "NEAR_CHANCE_GAIN"]
 
 log = logging.getLogger(__name__)
@@ -65,28 +66,23 @@ class ModelKind:
     epoch_inputs: bool = False
 
 
-_KINDS: dict[str, ModelKind] = {}
+#: Every registered model kind, by name.
+MODEL_KINDS: Registry[ModelKind] = Registry("model kind")
 
 
 def register_model(kind: ModelKind) -> ModelKind:
-    """Add a model kind to the registry."""
-    if kind.name in _KINDS:
-        raise ValueError(f"model kind {kind.name!r} is already registered")
-    _KINDS[kind.name] = kind
-    return kind
+    """Add a model kind to the registry (ValueError when its name is taken)."""
+    return MODEL_KINDS.add(kind.name, kind)
 
 
 def kinds() -> list[str]:
     """Names of the registered model kinds."""
-    return list(_KINDS)
+    return MODEL_KINDS.names()
 
 
 def model_kind(name: str) -> ModelKind:
-    """The registered kind ``name``; the error lists the valid kinds."""
-    try:
-        return _KINDS[name]
-    except KeyError:
-        raise KeyError(f"unknown model kind {name!r}; valid kinds: {', '.join(_KINDS)}") from None
+    """The registered kind ``name``; the KeyError lists the valid kinds."""
+    return MODEL_KINDS[name]
 
 
 class SharedModels:

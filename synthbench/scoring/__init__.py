@@ -11,7 +11,7 @@ rerun a method or train models) and below the runner. Registered scorers:
   with the inputs ranked first replaced (remove and retrain), or those ranked last (keep and retrain).
 """
 
-from synthbench.scoring.base import (Curve, Scorer, Scores, configure_scorer, explained_kind, explained_model,
+from synthbench.scoring.base import (SCORERS, Curve, Scorer, Scores, configure_scorer, explained_kind, explained_model,
                                      get_metric, get_scorer,
                                      register_scorer, scorer_names, scorer_options)
 from synthbench.scoring.ground_truth import GROUND_TRUTH, GroundTruthScorer
@@ -19,6 +19,6 @@ from synthbench.scoring.metrics import Metric, MetricInfo
 from synthbench.scoring.road import ROAD, RoadScorer
 from synthbench.scoring.retrain import KAR, ROAR, RetrainScorer
 
-__all__ = ["Scorer", "Scores", "Curve", "Metric", "MetricInfo", "GroundTruthScorer", "GROUND_TRUTH", "RoadScorer",
+__all__ = ["Scorer", "Scores", "Curve", "SCORERS", "Metric", "MetricInfo", "GroundTruthScorer", "GROUND_TRUTH", "RoadScorer",
            "ROAD", "RetrainScorer", "ROAR", "KAR", "explained_kind", "explained_model",
            "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]

@@ -20,9 +20,10 @@ import numpy as np
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
+from synthbench.registry import Registry
 from synthbench.scoring.metrics import Metric, MetricInfo
 
-__all__ = ["Scorer", "Scores", "Curve", "register_scorer", "get_scorer", "scorer_names", "get_metric",
+__all__ = ["Scorer", "Scores", "Curve", "SCORERS", "register_scorer", "get_scorer", "scorer_names", "get_metric",
            "configure_scorer", "scorer_options",
            "DEFAULT_MODELS", "explained_kind", "explained_model"]
 
@@ -115,28 +116,23 @@ class Scorer(Protocol):
         ...
 
 
-_SCORERS: dict[str, Scorer] = {}
+#: Every registered scorer, by name, in registration order.
+SCORERS: Registry[Scorer] = Registry("scorer")
 
 
 def register_scorer(scorer: Scorer) -> Scorer:
-    """Add ``scorer`` to the registry under its ``name``."""
-    if scorer.name in _SCORERS:
-        raise ValueError(f"scorer {scorer.name!r} is already registered")
-    _SCORERS[scorer.name] = scorer
-    return scorer
+    """Add ``scorer`` to the registry under its ``name`` (ValueError when the name is taken)."""
+    return SCORERS.add(scorer.name, scorer)
 
 
 def scorer_names() -> list[str]:
     """Names of the registered scorers, in registration order."""
-    return list(_SCORERS)
+    return SCORERS.names()
 
 
 def get_scorer(name: str) -> Scorer:
     """The scorer registered as ``name``; the KeyError lists the valid names."""
-    try:
-        return _SCORERS[name]
-    except KeyError:
-        raise KeyError(f"unknown scorer {name!r}; valid names: {', '.join(_SCORERS)}") from None
+    return SCORERS[name]
 
 
 def scorer_options(name: str) -> list[str]:
@@ -182,7 +178,7 @@ def get_metric(name: str, scorer: str | None = None) -> Metric | MetricInfo:
         When no scorer (or not ``scorer``) declares it, or several declare it differently and none
         was named.
     """
-    owners = [get_scorer(scorer)] if scorer is not None else list(_SCORERS.values())
+    owners = [get_scorer(scorer)] if scorer is not None else SCORERS.values()
     found = [s for s in owners if name in s.metrics]
     if not found:
         valid = sorted({m for s in owners for m in s.metrics})
