@@ -79,22 +79,25 @@ class AttributionFunction:
         already resolved (see :func:`~synthbench.attribution.core.resolve_target`)
     create_graph : it accepts ``create_graph=True`` (the result stays differentiable)
     feature_mask : it accepts a ``feature_mask`` grouping input elements (perturbation methods)
+    stochastic : it draws random numbers (noise, permutations, baselines) from a ``generator``
+        it takes (or ``seed``)
     """
 
     name: str
     fn: AttributionFn
     create_graph: bool = False
     feature_mask: bool = False
+    stochastic: bool = False
 
 
 #: Every attribution function :func:`attribute` runs, by name, in registration order.
 ATTRIBUTION_METHODS: Registry[AttributionFunction] = Registry("attribution method")
 
 
-def register_attribution(name: str, fn: AttributionFn, *, create_graph: bool = False,
-                         feature_mask: bool = False) -> AttributionFunction:
+def register_attribution(name: str, fn: AttributionFn, *, create_graph: bool = False, feature_mask: bool = False,
+                         stochastic: bool = False) -> AttributionFunction:
     """Add ``fn`` to :data:`ATTRIBUTION_METHODS` under ``name`` (ValueError when the name is taken)."""
-    return ATTRIBUTION_METHODS.add(name, AttributionFunction(name, fn, create_graph, feature_mask))
+    return ATTRIBUTION_METHODS.add(name, AttributionFunction(name, fn, create_graph, feature_mask, stochastic))
 
 
 for _name, _fn in (("gradient", gradient), ("saliency", saliency), ("input_x_gradient", input_x_gradient),
@@ -105,10 +108,10 @@ for _name, _fn in (("deeplift", deeplift), ("guided_backprop", guided_backprop),
     register_attribution(_name, _fn)
 for _name, _fn in (("smoothgrad", smoothgrad), ("smoothgrad_sq", smoothgrad_sq), ("vargrad", vargrad),
                    ("gradient_shap", gradient_shap)):
-    register_attribution(_name, _fn, create_graph=True)
-for _name, _fn in (("feature_ablation", feature_ablation), ("feature_permutation", feature_permutation),
-                   ("shapley_sampling", shapley_sampling)):
-    register_attribution(_name, _fn, feature_mask=True)
+    register_attribution(_name, _fn, create_graph=True, stochastic=True)
+register_attribution("feature_ablation", feature_ablation, feature_mask=True)
+for _name, _fn in (("feature_permutation", feature_permutation), ("shapley_sampling", shapley_sampling)):
+    register_attribution(_name, _fn, feature_mask=True, stochastic=True)
 
 
 def names() -> list[str]:

@@ -6,6 +6,7 @@ any torch model with one of the attribution methods (captum's verb); every bench
 :func:`get_method`.
 """
 
+from synthbench.methods.recipe import AttributionRecipe
 from synthbench.methods.registry import (
     METHODS,
     MethodSpec,
@@ -28,4 +29,4 @@ from synthbench.methods import selectors_2023 as _selectors_2023  # noqa: E402,F
 from synthbench.attribution import attribute  # noqa: E402
 from synthbench.methods.mrmr import mrmr  # noqa: E402
 
-__all__ = ["MethodSpec", "METHODS", "register_method", "get_method", "method_names", "default_methods", "run_method", "mrmr", "attribute"]
+__all__ = ["MethodSpec", "METHODS", "AttributionRecipe", "register_method", "get_method", "method_names", "default_methods", "run_method", "mrmr", "attribute"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from synthbench.methods.recipe import AttributionRecipe, patch_mask
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
@@ -97,56 +98,33 @@ VARIANTS: dict[str, tuple[str, str, dict]] = {
         "on a LeakyReLU MLP (as the 2023 benchmark ran it)", {"rules_on": "relu_only"}),
 }
 
-#: Methods that draw random numbers (noise, permutations, baselines) from the cell's seed.
-STOCHASTIC = frozenset({"smoothgrad", "smoothgrad_sq", "vargrad", "feature_permutation", "shapley_sampling", "gradient_shap"})
 
-
-def patch_mask(input_shape: tuple[int, ...], patch: int) -> np.ndarray:
-    """Group ids of ``patch x patch`` squares of a ``(C, H, W)`` input, shared by the channels, shape ``(C, H, W)``."""
-    c, h, w = input_shape
-    if patch < 1:
-        raise ValueError(f"patch must be positive, got {patch}")
-    rows, cols = np.arange(h) // patch, np.arange(w) // patch
-    ids = rows[:, None] * (-(-w // patch)) + cols[None, :]
-    return np.broadcast_to(ids, (c, h, w)).copy()
-
-
-def _make(name: str, attribution: str):
+def _make(name: str, recipe: AttributionRecipe, needs: dict[str, tuple[str, ...]]):
     def method(data: FoldData, models: SharedModels, rng: np.random.Generator, **params) -> MethodOutput:
-        import torch
-
-        from synthbench.attribution import attribute
-
-        trained = models.get("mlp" if data.kind == "tabular" else "cnn")
-        device = next(trained.module.parameters()).device
-        inputs = torch.as_tensor(data.X_explain, device=device)
-        if attribution in STOCHASTIC:
-            params = {**params, "generator": torch.Generator(device=device).manual_seed(int(rng.integers(2**63 - 1)))}
-        grid = params.pop("patch_grid", None)
-        if grid is not None:
-            patch = -(-max(data.input_shape[1:]) // int(grid))  # ceil: grid x grid patches cover the image
-            params["feature_mask"] = torch.as_tensor(patch_mask(data.input_shape, patch), device=device)
-        one_logit = len(trained.classes_) == 2 and data.kind == "tabular"
-        target = None if one_logit else torch.as_tensor(data.y_explain, device=device)
-        local = attribute(attribution, trained.module, inputs, target, **params).detach().cpu().numpy()
+        (kind,) = needs[data.kind]
+        local = recipe.explain(models.get(kind), data, rng, params).cpu().numpy()
         return MethodOutput(np.abs(local).mean(axis=0), local)
 
     method.__name__ = name
-    method.__doc__ = (f"{name} on the fold's shared network; local attributions (n_explain, *input_shape), "
-                      "score = mean |attribution|.")
+    method.__doc__ = (f"{name} on the fold's shared network ({recipe.function}, target rule {recipe.target!r}); "
+                      "local attributions (n_explain, *input_shape), score = mean |attribution|.")
     return method
 
 
 _NEEDS_BOTH = {"tabular": ("mlp",), "image": ("cnn",)}
 
+
+def _register(name: str, attribution: str, description: str, needs: dict[str, tuple[str, ...]], **options) -> None:
+    recipe = AttributionRecipe(attribution)
+    register_method(name, description=description, needs=needs, recipe=recipe, **options)(_make(name, recipe, needs))
+
+
 for _name, (_description, _default, _params) in NEURAL_METHODS.items():
     images = _name in IMAGE_PARAMS
-    register_method(_name, description=f"MLP{' / CNN' if images else ''}: {_description}",
-                    needs=_NEEDS_BOTH if images else ("mlp",), default=_default, params=_params,
-                    kind_params={"image": IMAGE_PARAMS[_name]} if images else None)(_make(_name, _name))
+    _register(_name, _name, f"MLP{' / CNN' if images else ''}: {_description}",
+              _NEEDS_BOTH if images else {"tabular": ("mlp",)}, default=_default, params=_params,
+              kind_params={"image": IMAGE_PARAMS[_name]} if images else None)
 for _name, (_attribution, _description, _params) in VARIANTS.items():
-    register_method(_name, description=f"MLP: {_description}", needs=("mlp",), default=False,
-                    params=_params)(_make(_name, _attribution))
+    _register(_name, _attribution, f"MLP: {_description}", {"tabular": ("mlp",)}, default=False, params=_params)
 for _name, (_attribution, _description, _params) in IMAGE_ONLY.items():
-    register_method(_name, description=f"CNN: {_description}", needs={"image": ("cnn",)}, default=False,
-                    params=_params)(_make(_name, _attribution))
+    _register(_name, _attribution, f"CNN: {_description}", {"image": ("cnn",)}, default=False, params=_params)

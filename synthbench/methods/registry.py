@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from synthbench.datasets import KINDS
+from synthbench.methods.recipe import AttributionRecipe
 from synthbench.models import SharedModels, kinds, model_kind
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
@@ -54,6 +55,9 @@ class MethodSpec:
         needs), so executors may give its cells a share of a GPU
     max_features : the most features it handles within the benchmark's budget (24 GB, hours
         not days at n = 1000), or None; cells above it are recorded as skipped with the reason
+    recipe : for a method that explains its model with one attribution function, which function
+        and which target rule (:class:`~synthbench.methods.recipe.AttributionRecipe`); its
+        parameters on a kind are :meth:`params_for`. None for every other method.
     """
 
     name: str
@@ -65,6 +69,7 @@ class MethodSpec:
     accelerated: bool = False
     max_features: int | None = None
     kind_params: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
+    recipe: AttributionRecipe | None = None
 
     def params_for(self, kind: str) -> dict[str, Any]:
         """The parameters the method runs with on ``kind`` inputs (``params`` unless ``kind_params`` says otherwise)."""
@@ -80,6 +85,11 @@ class MethodSpec:
         if kind not in self.needs:
             raise ValueError(f"method {self.name!r} does not accept {kind} inputs (it takes {', '.join(self.inputs)})")
         return self.needs[kind]
+
+    def explains(self, kind: str) -> str | None:
+        """The one model kind the method explains on ``kind`` inputs, or None when it needs none or several."""
+        needs = self.needs_for(kind)
+        return needs[0] if len(needs) == 1 else None
 
     @property
     def family(self) -> str:
@@ -110,6 +120,7 @@ def register_method(
     accelerated: bool = False,
     max_features: int | None = None,
     kind_params: Mapping[str, Mapping[str, Any]] | None = None,
+    recipe: AttributionRecipe | None = None,
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator registering ``fn`` as method ``name`` (see the module docstring).
 
@@ -136,7 +147,7 @@ def register_method(
             raise ValueError(f"method {name!r}: kind_params for kinds it does not accept")
         frozen = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (kind_params or {}).items()})
         METHODS.add(name, MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
-                                    MappingProxyType(dict(params or {})), on_device, max_features, frozen))
+                                    MappingProxyType(dict(params or {})), on_device, max_features, frozen, recipe))
         return fn
 
     return deco
@@ -157,10 +168,30 @@ def get_method(name: str) -> MethodSpec:
     return METHODS[name]
 
 
-def run_method(spec: MethodSpec, data: FoldData, models: SharedModels) -> MethodOutput:
-    """Run ``spec`` on one fold and return its validated output (ValueError when malformed)."""
+def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None) -> MethodOutput:
+    """Run ``spec`` on one fold and return its validated output (ValueError when malformed).
+
+    This is the seam a scorer uses to explain another model the same way: ``model`` replaces the
+    fold's model of the kind the method explains (:meth:`MethodSpec.explains`) for this run only,
+    so a randomised or retrained copy is explained with the method's own parameters, target
+    rule and random stream (the same seed as the cell: on the fold's own model the output is
+    identical). For a method that needs several models, substitute through
+    ``models.with_model(kind, model)`` instead.
+
+    Raises
+    ------
+    ValueError
+        For inputs the method does not accept, a ``model`` for a method that explains no single
+        model, or a malformed output.
+    """
     rng = data.rng("method", spec.name)
     spec.needs_for(data.kind)  # ValueError for inputs it does not accept
+    if model is not None:
+        kind = spec.explains(data.kind)
+        if kind is None:
+            raise ValueError(f"method {spec.name!r} explains no single model on {data.kind} inputs "
+                             f"(it needs {list(spec.needs_for(data.kind)) or 'none'}); use models.with_model(kind, model)")
+        models = models.with_model(kind, model)
     out = spec.fn(data, models, rng, **spec.params_for(data.kind))
     if not isinstance(out, MethodOutput):
         out = MethodOutput(np.asarray(out))

@@ -142,6 +142,19 @@ class SharedModels:
             self._shared[key] = compute()
         return self._shared[key]
 
+    def with_model(self, name: str, model: Any) -> SharedModels:
+        """A view of this fold's models in which ``get(name)`` is ``model``: the seam a scorer uses to
+        run a method against a model it supplies (randomised, retrained, smoothed).
+
+        Every other kind, and every replicate ``r > 0`` of ``name``, is this fold's own (trained
+        here on first request and shared with this object). The view keeps its own :meth:`shared`
+        memo, since what is derived from a method's maps changes with the model, and records no
+        ``info`` for ``model``. ``model`` must offer what the kind's models offer (a trained
+        network's ``module``, ``classes_``, ``predict_proba``).
+        """
+        model_kind(name)  # UnknownName for a kind that is not registered
+        return _ModelView(self, {name: model})
+
     def train_on(self, name: str, data: FoldData, replicate: int = 0,
                  epoch_inputs: EpochInputs | None = None) -> Any:
         """A fresh model of kind ``name`` trained on ``data`` with this fold's settings and preset; not kept.
@@ -170,6 +183,25 @@ class SharedModels:
             extra["epoch_inputs"] = epoch_inputs
         preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
         return kind.train(data, self._settings, *preset, replicate=int(replicate), **extra)
+
+
+class _ModelView(SharedModels):
+    """:meth:`SharedModels.with_model`'s view: substitutes for replicate 0 of some kinds, the rest shared."""
+
+    def __init__(self, base: SharedModels, substitutes: dict[str, Any]) -> None:
+        super().__init__(base._data, base.settings, base.preset)
+        self._base = base
+        self._substitutes = substitutes
+        self.info = base.info
+
+    def get(self, name: str, replicate: int = 0) -> Any:
+        if replicate == 0 and name in self._substitutes:
+            return self._substitutes[name]
+        return self._base.get(name, replicate)
+
+    def with_model(self, name: str, model: Any) -> SharedModels:
+        model_kind(name)
+        return _ModelView(self._base, {**self._substitutes, name: model})
 
 
 #: A binary model whose held-out AUROC is below this is *near chance*: an explanation of a model

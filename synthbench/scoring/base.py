@@ -72,8 +72,7 @@ def explained_kind(spec: MethodSpec, kind: str) -> str:
     CNN, ``treeshap`` the forest); a method that needs none (``random``, ``sobel``, ``mrmr``) or
     several is judged on :data:`DEFAULT_MODELS`'s model of the kind, shared with every other method.
     """
-    needs = spec.needs_for(kind)
-    return needs[0] if len(needs) == 1 else DEFAULT_MODELS[kind]
+    return spec.explains(kind) or DEFAULT_MODELS[kind]
 
 
 def explained_model(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[str, Any]:
