@@ -10,7 +10,7 @@ import synthbench
 ROOT = Path(synthbench.__file__).parent
 #: Bottom to top. A module may import from its own layer and the layers before it; the report and
 #: the command line (``run``) are one layer, the top.
-LAYERS = ["registry", "datasets", "protocol", "models", "attribution", "methods", "scoring", "runner", "suites", "report", "run"]
+LAYERS = ["registry", "datasets", "protocol", "models", "attribution", "methods", "scoring", "testing", "runner", "suites", "report", "run"]
 RANK = {**{name: i for i, name in enumerate(LAYERS)}, "run": LAYERS.index("report")}
 
 

@@ -1,4 +1,4 @@
-"""The shared battery every registered method must pass, plus method-specific checks."""
+"""Method-specific checks (the battery every registered method must pass is tests/test_battery.py)."""
 
 import numpy as np
 import pytest
@@ -30,28 +30,9 @@ def xor_fold():
     return fold_of(datasets.make("xor", n_samples=240, n_decoys=6, seed=1))
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_battery_shape_finiteness_and_determinism(name, xor_fold):
-    a, b = run(name, xor_fold), run(name, xor_fold)
-    assert a.scores.shape == (xor_fold.n_features,)
-    assert np.all(np.isfinite(a.scores))
-    np.testing.assert_array_equal(a.scores, b.scores)
-    if a.local is not None:
-        assert a.local.shape == xor_fold.X_explain.shape
-        np.testing.assert_array_equal(a.local, b.local)
-
-
 @pytest.fixture(scope="module")
 def shapes_fold():
     return fold_of(datasets.make("shapes", n_samples=96, n_decoys=2, seed=1, size=16))
-
-
-@pytest.mark.parametrize("name", IMAGES)
-def test_image_battery_shape_finiteness_and_determinism(name, shapes_fold):
-    a, b = run(name, shapes_fold), run(name, shapes_fold)
-    assert a.local.shape == shapes_fold.X_explain.shape and np.all(np.isfinite(a.local))
-    np.testing.assert_array_equal(a.local, b.local)
-    assert a.scores is None or a.scores.shape == shapes_fold.input_shape
 
 
 def test_a_method_refuses_inputs_it_does_not_take(shapes_fold, xor_fold):
@@ -59,15 +40,6 @@ def test_a_method_refuses_inputs_it_does_not_take(shapes_fold, xor_fold):
         run("rf", shapes_fold)
     with pytest.raises(ValueError, match="does not accept tabular inputs"):
         run("sobel", xor_fold)
-
-
-SMALL_FOLDS = {1: fold_of(tiny_dataset(p=1)), 2: fold_of(datasets.make("ring", n_samples=90, n_decoys=0, seed=0))}
-
-
-@pytest.mark.parametrize("name", ALL)
-def test_battery_no_decoys_and_a_single_feature(name):
-    for p, data in SMALL_FOLDS.items():
-        assert run(name, data).scores.shape == (p,)
 
 
 def test_random_control_depends_on_the_seed_and_fold():

@@ -142,6 +142,10 @@ def register_method(
         unknown = {k for ks in by_kind.values() for k in ks} - set(kinds())
         if unknown:
             raise ValueError(f"method {name!r} needs unknown model kinds {sorted(unknown)}")
+        for kind, ks in by_kind.items():
+            wrong = [k for k in ks if kind not in model_kind(k).inputs]
+            if wrong:
+                raise ValueError(f"method {name!r}: model kinds {wrong} do not train on {kind} inputs")
         on_device = accelerated or any(model_kind(k).accelerated for ks in by_kind.values() for k in ks)
         if set(kind_params or {}) - set(by_kind):
             raise ValueError(f"method {name!r}: kind_params for kinds it does not accept")

@@ -51,4 +51,4 @@ def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAUL
 MLP = register_model(ModelKind("mlp", train_fold_mlp, "the shared MLP of the cell's preset (see --list)",
                                accelerated=True, uses_preset=True, epoch_inputs=True))
 CNN = register_model(ModelKind("cnn", train_fold_cnn, "the shared CNN of the cell's image preset (see --list)",
-                               accelerated=True, uses_preset=True, epoch_inputs=True))
+                               accelerated=True, uses_preset=True, epoch_inputs=True, inputs=("image",)))

@@ -53,6 +53,7 @@ class ModelKind:
     ``retrainable``: a fresh model of the kind can be trained on changed data (remove-and-retrain
     scorers); False for a kind that only loads or fixes a model, which those scorers refuse before
     anything runs.
+    ``inputs``: the input kinds it trains on (``"tabular"``, ``"image"``).
     ``epoch_inputs``: its trainer takes ``epoch_inputs=fn`` (``fn(epoch) -> X`` of the training
     rows, redrawn each epoch; see :func:`~synthbench.models.training.fit_network`).
     """
@@ -64,6 +65,7 @@ class ModelKind:
     uses_preset: bool = False
     retrainable: bool = True
     epoch_inputs: bool = False
+    inputs: tuple[str, ...] = ("tabular",)
 
 
 #: Every registered model kind, by name.

@@ -1,0 +1,102 @@
+"""The public check battery (synthbench.testing) run over every registered component, and shown to catch breakage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from synthbench import datasets
+from synthbench.methods import METHODS, MethodSpec, get_method, method_names
+from synthbench.models import kinds
+from synthbench.scoring import scorer_names
+from synthbench.testing import CheckData, CheckFailed, check_dataset, check_method, check_model_kind, check_scorer
+
+#: Datasets read from files need the files: their loaders are certified on tiny files in test_images.
+GENERATED = [n for n in datasets.names() if datasets.spec(n).fingerprint is None]
+#: Scorer options that keep a retraining scorer's check quick (one replicate, one fraction).
+QUICK = {"roar": {"repeats": 1, "fractions": (0.5,)}, "kar": {"repeats": 1, "fractions": (0.5,)},
+         "road": {"fractions": (0.5,)}}
+
+
+@pytest.fixture(scope="module")
+def cache():
+    return CheckData()
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_every_generated_dataset_passes_check_dataset(name):
+    assert "same seed, same data" in check_dataset(name)
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_every_method_passes_check_method(name, cache):
+    passed = check_method(name, cache=cache)
+    assert any(c.endswith("same fold, same output") for c in passed)
+
+
+@pytest.mark.parametrize("name", kinds())
+def test_every_model_kind_passes_check_model_kind(name):
+    assert "a pickle round trip keeps the predictions" in check_model_kind(name)
+
+
+@pytest.mark.parametrize("name", scorer_names())
+def test_every_scorer_passes_check_scorer(name):
+    assert "tabular: same fold, same values" in check_scorer(name, data=CheckData().fold("tabular"),
+                                                             options=QUICK.get(name))
+
+
+def test_check_scorer_covers_images():
+    assert "image: same fold, same values" in check_scorer("ground_truth")
+
+
+def _register(name, fn, **kw):
+    return METHODS.temporarily(name, MethodSpec(name, fn, "test: " + name, **kw))
+
+
+def test_check_method_catches_wrong_shapes_nan_nondeterminism_and_held_models(cache):
+    fold = cache.fold("tabular")
+    cases = {
+        "short": (lambda d, m, r: np.ones(d.n_features - 1), "a valid output: MethodOutputError: method returned "
+                                                               "scores of shape"),
+        "nan": (lambda d, m, r: np.full(d.n_features, np.nan), "a valid output: ValueError: method returned NaN"),
+        "drifting": (lambda d, m, r, s=iter(range(10**6)): np.full(d.n_features, float(next(s))), "same fold, same output"),
+    }
+    for name, (fn, broken) in cases.items():
+        with _register(name, fn), pytest.raises(CheckFailed, match=f"method '{name}': tabular: {broken}"):
+            check_method(name, cache=cache)
+    held = {}
+
+    def holds_its_model(data, models, rng):  # keeps the first model it saw: cannot explain another
+        model = held.setdefault("mlp", models.get("mlp"))
+        first = next(m for m in model.module.modules() if isinstance(m, torch.nn.Linear))
+        return np.abs(first.weight.detach().numpy()).sum(axis=0).astype(np.float64)
+
+    with _register("holder", holds_its_model, needs={"tabular": ("mlp",)}), \
+            pytest.raises(CheckFailed, match="explains the model it is handed"):
+        check_method("holder", data=fold, cache=cache)
+    with _register("no_description", lambda d, m, r: np.ones(d.n_features)) as spec:
+        object.__setattr__(spec, "description", " ")
+        with pytest.raises(CheckFailed, match="has a description"):
+            check_method("no_description", data=fold, cache=cache)
+
+
+def test_check_dataset_catches_broken_generators():
+    def make_bad(broken):
+        def gen(*, n_samples, n_decoys, seed):
+            ds = datasets.make("xor", n_samples=n_samples, n_decoys=n_decoys, seed=0 if broken == "seed" else seed)
+            if broken == "decoys":
+                X = ds.X.copy()
+                X[:, 0] = np.random.default_rng(n_decoys).normal(size=len(X))  # decoys move a relevant column
+                return datasets.Dataset(X, ds.y, ds.relevant, None, "bad", ds.params, seed)
+            if broken == "nondeterministic":
+                X = ds.X + np.random.default_rng().normal(size=ds.X.shape).astype(np.float32)
+                return datasets.Dataset(X, ds.y, ds.relevant, None, "bad", ds.params, seed)
+            return ds
+        return datasets.GeneratorSpec("bad", gen, "test", "test")
+
+    for broken, message in [("seed", "another seed, other data"), ("decoys", "decoys appended without moving"),
+                            ("nondeterministic", "same seed, same data")]:
+        with datasets.DATASETS.temporarily("bad", make_bad(broken)), \
+                pytest.raises(CheckFailed, match=f"dataset 'bad': {message}"):
+            check_dataset("bad")
