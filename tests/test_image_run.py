@@ -87,6 +87,9 @@ def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
         (["--datasets", "shapes", "--methods", "gradient", "--metric", "best_k", "--scorer", "nope"], "unknown scorer"),
         (["--datasets", "shapes", "--methods", "gradient", "--metric", "nope"], "unknown metric 'nope'"),
         (["--datasets", "shapes", "--decoys", "40", "--methods", "gradient"], "do not fit"),
+        # 10^8 images of 3x32x32 at 17 bytes per element while generated: refused before any worker starts
+        (["--datasets", "shapes", "--decoys", "4", "--n-samples", "100000000", "--methods", "random"],
+         "shapes: dataset 'shapes' with n_samples=100000000 and n_decoys=4 needs about 4863.7 GiB while generated"),
     ]
     for args, message in cases:
         monkeypatch.delenv("SYNTHBENCH_DATA_DIR", raising=False)  # --data-dir sets it; each case starts without
@@ -123,3 +126,18 @@ def test_a_method_returning_maps_of_the_wrong_shape_stops_the_run_with_exit_2_an
     assert con.execute("SELECT COUNT(*) FROM cells").fetchone() == (0,)  # nothing written: the first cell was wrong
     assert con.execute("SELECT status FROM runs").fetchall() == [("failed",)]
     assert con.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
+
+
+def test_without_decoys_each_kind_takes_its_own_default_counts_and_table_cells_keep_their_ids(capsys):
+    from synthbench.run import main, parse
+
+    grid = ["--methods", "random", "--n-samples", "40", "--folds", "2"]
+    _, cells = parse(["--datasets", "xor,shapes,digits", *grid])
+    assert {(c.dataset, c.n_decoys) for c in cells} == {("xor", 100), ("xor", 1000), ("shapes", 0), ("shapes", 4),
+                                                        ("digits", None)}
+    _, tables = parse(["--datasets", "xor", "--decoys", "100,1000", *grid])
+    assert [c.cell_id for c in cells if c.dataset == "xor"] == [c.cell_id for c in tables]
+    _, given = parse(["--datasets", "xor,shapes", "--decoys", "2", *grid])  # --decoys applies to every kind
+    assert {(c.dataset, c.n_decoys) for c in given} == {("xor", 2), ("shapes", 2)}
+    assert main(["--list"]) == 0
+    assert "  --decoys                 100,1000 on tables, 0,4 on images" in capsys.readouterr().out.splitlines()
