@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from typing import Any
 from pathlib import Path
 
 from synthbench import __version__, datasets
+from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, load_plugins, parse_names,
+                            print_error, setup_logging)
 from synthbench.methods import default_methods, get_method, method_names
 from synthbench.models import TrainSettings
 from synthbench.datasets.files import DATA_DIR_ENV
 from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
 from synthbench.protocol import MethodOutputError
 from synthbench.scoring import get_scorer, scorer_names, scorer_options
-from synthbench.runner.cells import import_plugins
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
                                          SerialExecutor)
@@ -32,14 +32,20 @@ from synthbench.runner.store import ResultStore, StoreError
 from synthbench.suites import SuiteError, load_suite, suite_names
 
 DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
+#: Decoy counts of each input kind's datasets when --decoys is not given: decoy columns of tables,
+#: distractor glyphs of synthetic images (none, and the generators' default of 4).
+DEFAULT_DECOYS = {"tabular": "100,1000", "image": "0,4"}
+_KIND_NAMES = {"tabular": "tables", "image": "images"}
 #: Flags that define a grid; a suite defines its own, so they cannot be combined with --suite.
 GRID_FLAGS = {
     "--datasets": (",".join(DEFAULT_DATASETS), dict(help="comma-separated dataset names")),
     "--methods": ("default", dict(help="comma-separated method names, 'default' or 'all'")),
-    "--decoys": ("100,1000", dict(help="comma-separated decoy counts")),
+    "--decoys": (", ".join(f"{v} on {_KIND_NAMES[k]}" for k, v in DEFAULT_DECOYS.items()),
+                 dict(help="comma-separated decoy counts (distractor glyphs on images), for every dataset that "
+                           "takes decoys")),
     "--n-samples": ("1000", dict(help="comma-separated sample sizes")),
     "--folds": (6, dict(type=int, help="cross-validation folds, unshuffled")),
-    "--seed": (0, dict(type=int, help="seed of every random stream")),
+    "--seed": (0, dict(type=int, help="seed of every random stream, a non-negative integer")),
     "--explain": ("test", dict(choices=("test", "train"), help="rows attribution methods explain")),
     "--model": (",".join(RUN_PRESETS), dict(help="comma-separated presets the neural methods explain: MLP presets on "
                                                 "tables, CNN presets on images (see --list; images default to cnn)")),
@@ -47,32 +53,9 @@ GRID_FLAGS = {
 }
 #: The ground truth's leaderboard metric when --metric is not given: per input kind of the grid's first dataset.
 DEFAULT_METRICS = {"tabular": "best_k", "image": "rank_accuracy"}
-DEFAULT_STORE = Path("results") / "synthbench.sqlite"
 EXPORT_COLUMNS = ["dataset", "dataset_params", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset",
                   "explain", "scorer", "scorer_params", "fold", "seed", "metric", "value", "chance", "seconds",
                   "scorer_seconds", "peak_memory_bytes", "status", "message", "flags", "suite", "suite_hash", "cell_id"]
-
-
-class UsageError(Exception):
-    """Bad command-line input: reported on one line, exit code 2."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors raise :class:`UsageError` (one line, exit code 2) instead of exiting."""
-
-    def error(self, message: str) -> None:  # one line, exit 2
-        raise UsageError(message)
-
-
-def parse_names(text: str, valid: list[str], what: str) -> tuple[str, ...]:
-    """Comma-separated names from ``--what``, each in ``valid``, duplicates dropped; :class:`UsageError` otherwise."""
-    items = tuple(s.strip() for s in text.split(",") if s.strip())
-    if not items:
-        raise UsageError(f"--{what} is empty")
-    unknown = [s for s in items if s not in valid]
-    if unknown:
-        raise UsageError(f"unknown {what[:-1]} {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
-    return tuple(dict.fromkeys(items))
 
 
 def _integers(text: str, flag: str, positive: bool = False) -> tuple[int, ...]:
@@ -112,8 +95,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-retries", type=int, default=2,
                    help="times a task whose worker died is run again before its cells are recorded as failed "
                         "(default: %(default)s)")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first (it may register datasets or methods); repeatable")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where torch models train: CUDA when available under auto (default: %(default)s)")
     p.add_argument("--cache-dir", type=Path,
@@ -128,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="recompute cells already in the store")
     p.add_argument("--list", action="store_true", help="list datasets and methods, then exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_common_options(p, "import a plugin first, here and in every worker (it may register datasets or methods)")
     p.add_argument("--version", action="version", version=f"synthbench {__version__}")
     return p
 
@@ -135,10 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
     """Parse and validate ``argv`` into options and the cells to run; :class:`UsageError` on bad input."""
     args = build_parser().parse_args(argv)
-    try:
-        import_plugins(args.plugin)
-    except ImportError as exc:
-        raise UsageError(f"--plugin: {exc}") from None
+    setup_logging(args.debug)
+    args.plugin = list(load_plugins(args.plugin))  # paths made absolute, for the workers
     _check_run_options(args)
     if args.list:
         return args, []
@@ -153,10 +133,12 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
             raise UsageError(str(exc)) from None
         _check_metric(args, cells)
         return args, _fitting(cells)
-    model_given = args.model is not None
+    model_given, decoys_given = args.model is not None, args.decoys is not None
     for flag, name in grid_options.items():
-        if getattr(args, name) is None:
+        if getattr(args, name) is None and flag != "--decoys":
             setattr(args, name, GRID_FLAGS[flag][0])
+    if args.seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     ds = parse_names(args.datasets, datasets.names(), "datasets")
     scorers = parse_names(args.scorer, scorer_names(), "scorers")
     named = args.methods not in ("default", "all")
@@ -175,7 +157,10 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
     if model_given and not any(get_method(m).uses_preset for m in methods):
         raise UsageError(f"--model {args.model}: none of the methods explains an MLP (the neural methods, e.g. "
                          "saliency, do); drop --model or add such a method")
-    grid = GridSpec(ds, methods, _integers(args.decoys, "--decoys"), sizes, args.folds, args.seed, args.explain,
+    # Without --decoys, each input kind's datasets get that kind's default counts.
+    decoys = (_integers(args.decoys, "--decoys") if decoys_given
+              else {kind: _integers(counts, "--decoys") for kind, counts in DEFAULT_DECOYS.items()})
+    grid = GridSpec(ds, methods, decoys, sizes, args.folds, args.seed, args.explain,
                     models=models, scorers=scorers, skip_inapplicable=not named,
                     scorer_options=_scorer_options(args.scorer_option))
     try:
@@ -275,6 +260,8 @@ def make_executor(args: argparse.Namespace) -> Executor:
 def _listing() -> str:
     lines = ["datasets:"]
     lines += [f"  {n:<24} {d}" for n, d in datasets.describe().items()]
+    lines.append("default grid (each flag left out):")
+    lines += [f"  {flag:<24} {default}" for flag, (default, _) in GRID_FLAGS.items()]
     lines.append("suites (--suite NAME):")
     for n in suite_names():
         lines.append(f"  {n:<24} {load_suite(n).description}")
@@ -303,12 +290,11 @@ def _command(argv: list[str] | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging()
     try:
         args, cells = parse(argv)
     except UsageError as exc:
-        print(f"synthbench.run: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error("synthbench.run", exc)
     if args.list:
         print(_listing())
         return 0
@@ -316,8 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         executor = make_executor(args)
         store = ResultStore(args.store)
     except (ExecutorError, StoreError) as exc:
-        print(f"synthbench.run: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error("synthbench.run", exc)
 
     from tqdm import tqdm
 
@@ -343,7 +328,9 @@ def main(argv: list[str] | None = None) -> int:
                 bar.close()
             rows = store.scores(c.cell_id for c in cells)
     except KeyboardInterrupt:
-        print("\nsynthbench.run: interrupted; finished cells are stored, rerun the command to resume", file=sys.stderr)
+        newline = "\n" if bar is not None and not bar.disable else ""  # below the progress bar
+        print(f"{newline}synthbench.run: interrupted; finished cells are stored, rerun the command to resume",
+              file=sys.stderr)
         return 130
     except (ExecutorError, StoreError, MethodOutputError) as exc:
         if bar is not None:

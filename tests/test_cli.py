@@ -1,6 +1,7 @@
 """The command line as a user meets it: listing, small runs, resume, export, errors, kill -9."""
 
 import hashlib
+import logging
 import os
 import signal
 import sqlite3
@@ -236,3 +237,104 @@ def test_cells_on_a_model_near_chance_are_flagged_not_hidden(tmp_path):
     board = leaderboard(rows)
     assert board.loc["rf", "near_chance"] >= 2 and board.loc["anova", "near_chance"] == 0
     assert not np.isnan(board.loc["rf", "hypercube/20"])  # still recorded and averaged
+
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+BOOM = 'raise RuntimeError("no licence for this plugin")\n'
+RAISED = "raised RuntimeError while being imported: no licence for this plugin (--debug shows where)"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--seed", "-3"], "--seed must be a non-negative integer, got -3"),
+    (["--plugin", "{tmp}/sb_boom_plugin.py"], "--plugin: {tmp}/sb_boom_plugin.py " + RAISED),
+    (["--plugin", "sb_boom_plugin"], "--plugin: sb_boom_plugin " + RAISED),
+    (["--plugin", "./no_such_plugin.py"], "--plugin: ./no_such_plugin.py: no such file"),
+])
+def test_bad_seeds_and_plugins_are_one_line_exit_2_store_untouched(tmp_path, monkeypatch, capsys, args, message):
+    (tmp_path / "sb_boom_plugin.py").write_text(BOOM)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the plugin by module name
+    store = tmp_path / "r.sqlite"
+    code = cli.main([*(a.format(tmp=tmp_path) for a in args), *SMALL, "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == f"synthbench.run: error: {message.format(tmp=tmp_path)}", err
+    assert not store.exists()
+
+
+def test_debug_logs_where_a_plugin_failed(tmp_path, caplog, capsys):
+    plugin = tmp_path / "sb_boom_debug.py"
+    plugin.write_text(BOOM)
+    try:
+        assert cli.main(["--plugin", str(plugin), "--debug", "--store", str(tmp_path / "r.sqlite")]) == 2
+    finally:
+        logging.getLogger("synthbench").setLevel(logging.NOTSET)
+    assert capsys.readouterr().err.strip() == (f"synthbench.run: error: --plugin: {plugin} raised RuntimeError while "
+                                               "being imported: no licence for this plugin")
+    [record] = [r for r in caplog.records if r.exc_info]
+    assert "sb_boom_debug.py" in record.getMessage() and str(record.exc_info[1]) == "no licence for this plugin"
+
+
+def test_a_plugin_can_be_a_path_to_a_py_file(tmp_path, monkeypatch, capsys):
+    (tmp_path / "sb_file_plugin.py").write_text(
+        "from synthbench.methods import register_method\n\n"
+        "@register_method('from_file', description='test: random scores, from a plugin file', default=False)\n"
+        "def from_file(data, models, rng):\n"
+        "    return rng.random(data.n_features)\n")
+    monkeypatch.setattr(registry, "_METHODS", dict(registry._METHODS))  # the plugin's method, for this test only
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = cli.main(["--plugin", "./sb_file_plugin.py", "--datasets", "xor", "--decoys", "0", "--n-samples", "40",
+                         "--folds", "2", "--jobs", "1", "--methods", "from_file", "--quiet", "--store", "r.sqlite"])
+    finally:
+        sys.modules.pop("sb_file_plugin", None)
+    assert code == 0
+    assert "2 cells run, 0 already" in capsys.readouterr().out
+    assert set(ResultStore(tmp_path / "r.sqlite").cells()["method"]) == {"from_file"}
+
+
+def test_the_reports_plugin_errors_are_one_line_exit_2_nothing_written(tmp_path, capsys):
+    from synthbench.report.cli import main as report
+
+    plugin, out = tmp_path / "sb_boom_report.py", tmp_path / "report"
+    plugin.write_text(BOOM)
+    assert report(["--plugin", str(plugin), "--store", str(tmp_path / "r.sqlite"), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"synthbench.report: error: --plugin: {plugin} {RAISED}"
+    assert not out.exists() and not (tmp_path / "r.sqlite").exists()
+
+
+def test_ctrl_c_keeps_finished_cells_prints_one_line_and_the_rerun_resumes(tmp_path, monkeypatch, capsys):
+    """SIGINT to the whole process group (what Ctrl-C sends) while both workers are inside a cell."""
+    store, blocked = tmp_path / "r.sqlite", tmp_path / "blocked"
+    plugin = os.path.join(TESTS, "blocking_methods.py")  # as a path: the workers import it by path too
+    args = ["--datasets", "xor", "--decoys", "0", "--n-samples", "40", "--folds", "2", "--methods", "random,blocker",
+            "--plugin", plugin, "--quiet", "--store", str(store)]
+    proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args, "--jobs", "2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "SYNTHBENCH_BLOCK": str(blocked)})
+    try:
+        deadline, done = time.time() + 120, 0
+        while time.time() < deadline and not (blocked.exists() and done == 2):  # both random cells, then a blocker
+            time.sleep(0.1)
+            if store.exists():
+                try:
+                    with sqlite3.connect(store) as con:
+                        done = con.execute("SELECT count(*) FROM cells").fetchone()[0]
+                except sqlite3.Error:
+                    pass
+        assert blocked.exists() and done == 2, "the run never reached the blocking cells"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130
+    assert err.strip() == "synthbench.run: interrupted; finished cells are stored, rerun the command to resume", err
+    with sqlite3.connect(store) as con:
+        assert con.execute("SELECT method FROM cells").fetchall() == [("random",), ("random",)]
+        assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+    monkeypatch.setattr(registry, "_METHODS", dict(registry._METHODS))
+    try:
+        assert cli.main([*args, "--jobs", "1"]) == 0  # SYNTHBENCH_BLOCK unset here: the blocker returns at once
+    finally:
+        sys.modules.pop("blocking_methods", None)
+    assert "2 cells run, 2 already" in capsys.readouterr().out

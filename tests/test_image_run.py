@@ -97,6 +97,25 @@ def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
         assert not store.exists()
 
 
+def test_an_image_grid_too_large_for_memory_is_refused_with_the_estimate_before_any_worker_starts(
+        tmp_path, capsys, monkeypatch):
+    """What ``--n-samples 100000000`` meets on any machine; here the memory is made small instead, so that
+    a regression would run a small grid rather than exhaust the machine's memory."""
+    from synthbench.datasets import base
+    from synthbench.run import main
+
+    monkeypatch.setattr(base, "_available_bytes", lambda: 2**30)
+    store = tmp_path / "r.sqlite"
+    code = main(["--datasets", "shapes", "--decoys", "4", "--n-samples", "30000", "--folds", "2", "--methods", "random",
+                 "--jobs", "1", "--quiet", "--store", str(store)])
+    err = capsys.readouterr().err
+    # 30000 images of 3x32x32 at 17 bytes per element while generated (float32, float64 noise and its copy, mask)
+    assert code == 2 and err.strip() == (
+        "synthbench.run: error: shapes: dataset 'shapes' with n_samples=30000 and n_decoys=4 needs about 1.5 GiB while "
+        "generated, and 1.0 GiB of memory is available; use fewer samples (distractors do not change an image's size)")
+    assert not store.exists()
+
+
 @pytest.mark.parametrize("dataset, shape", [("shapes", (8, 8)), ("xor", (3,))])
 def test_a_method_returning_maps_of_the_wrong_shape_stops_the_run_with_exit_2_and_is_not_written(
         tmp_path, capsys, dataset, shape):
@@ -123,3 +142,18 @@ def test_a_method_returning_maps_of_the_wrong_shape_stops_the_run_with_exit_2_an
     assert con.execute("SELECT COUNT(*) FROM cells").fetchone() == (0,)  # nothing written: the first cell was wrong
     assert con.execute("SELECT status FROM runs").fetchall() == [("failed",)]
     assert con.execute("SELECT COUNT(*) FROM claims").fetchone() == (0,)
+
+
+def test_without_decoys_each_kind_takes_its_own_default_counts_and_table_cells_keep_their_ids(capsys):
+    from synthbench.run import main, parse
+
+    grid = ["--methods", "random", "--n-samples", "40", "--folds", "2"]
+    _, cells = parse(["--datasets", "xor,shapes,digits", *grid])
+    assert {(c.dataset, c.n_decoys) for c in cells} == {("xor", 100), ("xor", 1000), ("shapes", 0), ("shapes", 4),
+                                                        ("digits", None)}
+    _, tables = parse(["--datasets", "xor", "--decoys", "100,1000", *grid])
+    assert [c.cell_id for c in cells if c.dataset == "xor"] == [c.cell_id for c in tables]
+    _, given = parse(["--datasets", "xor,shapes", "--decoys", "2", *grid])  # --decoys applies to every kind
+    assert {(c.dataset, c.n_decoys) for c in given} == {("xor", 2), ("shapes", 2)}
+    assert main(["--list"]) == 0
+    assert "  --decoys                 100,1000 on tables, 0,4 on images" in capsys.readouterr().out.splitlines()

@@ -8,10 +8,12 @@ from pathlib import Path
 import synthbench
 
 ROOT = Path(synthbench.__file__).parent
-#: Bottom to top. A module may import from its own layer and the layers before it; the report and
-#: the command line (``run``) are one layer, the top.
-LAYERS = ["registry", "datasets", "protocol", "models", "attribution", "methods", "scoring", "testing", "runner", "suites", "report", "run"]
-RANK = {**{name: i for i, name in enumerate(LAYERS)}, "run": LAYERS.index("report")}
+#: Bottom to top. A module may import from its own layer and the layers before it: ``cli`` (what the
+#: two command lines share) below the report, and the run's command line (``run``) on top, so the
+#: report's command line cannot import from it.
+LAYERS = ["registry", "datasets", "protocol", "models", "attribution", "methods", "scoring", "testing", "runner",
+          "suites", "cli", "report", "run"]
+RANK = {name: i for i, name in enumerate(LAYERS)}
 
 
 def _layer(module: str) -> str | None:

@@ -205,8 +205,7 @@ def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, *
     n_decoys = default_decoys(name) if n_decoys is None else int(n_decoys)
     if n_decoys < 0:
         raise ValueError(f"n_decoys must be >= 0, got {n_decoys}")
-    if gen.kind == "tabular":
-        check_fits(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
+    check_fits(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
     return gen.fn(n_samples=int(n_samples), n_decoys=n_decoys, seed=int(seed), **params)
 
 
@@ -225,6 +224,9 @@ class DatasetTooLarge(ValueError):
 #: Peak bytes per element of ``X`` while a generator runs: the float32 result plus up to three
 #: float64 temporaries of the decoy block (latent draws, their transform, the correlated mix).
 BYTES_PER_ELEMENT = 4 + 3 * 8
+#: The same for synthetic images (kind ``"image"``): the float32 images, the float64 draw of their
+#: pixel noise and its float32 copy (``shapes`` measured 16.5 bytes with its mask).
+IMAGE_BYTES_PER_ELEMENT = 4 + 8 + 4
 #: Below this many elements the estimate is not worth computing (about 0.5 GB at the peak).
 _SMALL = 2 * 10**7
 
@@ -244,37 +246,61 @@ def _available_bytes() -> int | None:
         return None
 
 
+def _peak_bytes(probe: Dataset, n_samples: int, n_decoys: int) -> int:
+    """The peak of generating ``n_samples`` like ``probe``: its input elements times the bytes each
+    costs while generated, plus one byte per element for per-instance ground truth."""
+    local = 1 if probe.relevant_local is not None else 0
+    if probe.kind == "tabular":  # the probe has no decoys: each adds a column
+        return int(n_samples) * (probe.n_features + int(n_decoys)) * (BYTES_PER_ELEMENT + local)
+    return int(n_samples) * probe.n_features * (IMAGE_BYTES_PER_ELEMENT + local)  # distractors are drawn inside
+
+
 def estimate_bytes(name: str, *, n_samples: int, n_decoys: int, seed: int = 0, **params: Any) -> int:
     """Estimated peak bytes of ``make(name, n_samples=..., n_decoys=..., **params)``.
 
-    The feature count comes from generating 8 rows without decoys (so parameters that change it,
-    and fixed-size sets like ``dag``, are counted right); the peak is ``n_samples × n_features ×``
-    :data:`BYTES_PER_ELEMENT`, plus one byte per element for per-instance ground truth.
+    The feature count comes from generating a few samples (tables: 8 rows without decoys, so
+    parameters that change it, and fixed-size sets like ``dag``, are counted right; images: two
+    images with their distractors); the peak is ``n_samples × n_features ×``
+    :data:`BYTES_PER_ELEMENT` for tables, :data:`IMAGE_BYTES_PER_ELEMENT` for images, plus one
+    byte per element for per-instance ground truth.
     """
-    probe = DATASETS[name].fn(n_samples=8, n_decoys=0, seed=int(seed), **params)
-    p = probe.n_features + int(n_decoys)
-    per_element = BYTES_PER_ELEMENT + (1 if probe.relevant_local is not None else 0)
-    return int(n_samples) * p * per_element
+    gen = spec(name)
+    if gen.kind == "tabular":
+        probe = gen.fn(n_samples=8, n_decoys=0, seed=int(seed), **params)
+    else:
+        decoys = {"n_decoys": int(n_decoys)} if gen.decoys else {}
+        probe = gen.fn(n_samples=2, seed=int(seed), **decoys, **params)
+    return _peak_bytes(probe, n_samples, n_decoys)
 
 
 def check_fits(name: str, *, n_samples: int, n_decoys: int | None, seed: int = 0, **params: Any) -> None:
-    """Raise :class:`DatasetTooLarge` when a table's estimated peak exceeds the memory available now.
+    """Raise :class:`DatasetTooLarge` when the data's estimated peak exceeds the memory available now.
 
-    Cheap: grids of fewer than about 2·10^7 elements are not probed at all. Synthetic images
-    (whose size the decoy count does not change) are checked by generating two of them, so bad
-    parameters (more distractors than an image holds) raise their ValueError here.
+    Cheap: tables of fewer than about 2·10^7 elements are not probed at all. Synthetic images
+    are checked by generating two of them, so bad parameters (more distractors than an image
+    holds) raise their ValueError here, and their size comes from them. Image sets without
+    decoys (``digits``, files) hold only the images they have, and are not checked.
     """
     gen = spec(name)
     if gen.kind != "tabular":
-        if gen.decoys:
-            gen.fn(n_samples=2, n_decoys=default_decoys(name) if n_decoys is None else int(n_decoys), seed=int(seed),
-                   **params)
+        if not gen.decoys:
+            return
+        n_decoys = default_decoys(name) if n_decoys is None else int(n_decoys)
+        probe = gen.fn(n_samples=2, n_decoys=n_decoys, seed=int(seed), **params)
+        if int(n_samples) * probe.n_features < _SMALL:
+            return
+        _refuse_over(name, _peak_bytes(probe, n_samples, n_decoys), n_samples, n_decoys,
+                     "use fewer samples (distractors do not change an image's size)")
         return
     if n_decoys is None or int(n_samples) * (int(n_decoys) + 64) < _SMALL:
         return
     need = estimate_bytes(name, n_samples=n_samples, n_decoys=n_decoys, seed=seed, **params)
+    _refuse_over(name, need, n_samples, n_decoys, "use fewer samples or decoys")
+
+
+def _refuse_over(name: str, need: int, n_samples: int, n_decoys: int, advice: str) -> None:
     have = _available_bytes()
     if have is not None and need > have:
         raise DatasetTooLarge(
             f"dataset {name!r} with n_samples={n_samples} and n_decoys={n_decoys} needs about {need / 2**30:.1f} GiB "
-            f"while generated, and {have / 2**30:.1f} GiB of memory is available; use fewer samples or decoys")
+            f"while generated, and {have / 2**30:.1f} GiB of memory is available; {advice}")

@@ -8,13 +8,11 @@ nothing is left half-written in the output folder.
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 from pathlib import Path
 
-from synthbench.runner.cells import import_plugins
+from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, load_plugins, parse_names,
+                            print_error, setup_logging)
 from synthbench.scoring import metrics
-from synthbench.run import DEFAULT_STORE, OneLineParser, UsageError, parse_names
 
 __all__ = ["main"]
 
@@ -32,21 +30,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=float, default=0.9,
                    help="mean best_k a method must keep up to its breakpoint (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of the rank tests (default: %(default)s)")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first (the scorers, datasets or methods the store's cells came from); repeatable")
+    add_common_options(p, "import a plugin first (the scorers, datasets or methods the store's cells came from)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     from synthbench.report import ReportError, build_report, load_results, write_report
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging()
     try:
         args = build_parser().parse_args(argv)
-        try:
-            import_plugins(args.plugin)
-        except ImportError as exc:
-            raise UsageError(f"--plugin: {exc}") from None
+        setup_logging(args.debug)
+        load_plugins(args.plugin)
         chosen = parse_names(args.metrics, metrics.names("global"), "metrics")
         if not 0 < args.alpha < 1:
             raise UsageError(f"--alpha must be within (0, 1), got {args.alpha}")
@@ -54,10 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         report = build_report(results, metrics=chosen, level=args.level, alpha=args.alpha)
         written = write_report(report, args.out)
     except (UsageError, ReportError) as exc:
-        print(f"synthbench.report: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error("synthbench.report", exc)
     except OSError as exc:
-        print(f"synthbench.report: error: cannot write the report to {args.out}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return print_error("synthbench.report", f"cannot write the report to {args.out}: {exc.strerror or exc}")
     print(f"wrote {', '.join(p.name for p in written)} to {args.out}")
     return 0

@@ -8,6 +8,11 @@ stays the only writer of the results store. Cells are computed by
 A task whose worker dies (killed process, lost node, out of memory) is run again, without the
 cells already recorded, at most ``max_retries`` times; then its remaining cells are recorded as
 failed with the reason, and the run goes on.
+
+Ctrl-C reaches every process of the terminal's process group. Local workers ignore it: the
+calling process alone handles it (:class:`KeyboardInterrupt`), keeps the results its workers
+have already sent, and ends the workers, so the user sees one message rather than a traceback
+per worker.
 """
 
 from __future__ import annotations
@@ -15,9 +20,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import socket
+import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
@@ -101,6 +109,7 @@ def _worker_main(conn: Connection, settings: TrainSettings, plugins: tuple[str, 
     (``settings.n_jobs``): ``jobs`` workers with torch's default of one thread per core would run
     ``jobs x cores`` threads on ``cores`` cores (CNN training and image attribution use them).
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it ends the workers)
     import torch
 
     torch.set_num_threads(max(1, int(settings.n_jobs)))
@@ -117,21 +126,42 @@ def _worker_main(conn: Connection, settings: TrainSettings, plugins: tuple[str, 
         conn.send(_TASK_DONE)
 
 
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while a worker starts, so that the new interpreter inherits it ignored from its first
+    instruction (Python leaves an inherited ``SIG_IGN`` in place); only from the main thread, where
+    handlers can be set (elsewhere the worker ignores it once it runs :func:`_worker_main`)."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class _Worker:
     """One worker process, its private pipe, and the task it is running (an index, or None)."""
 
     def __init__(self, ctx: Any, settings: TrainSettings, plugins: tuple[str, ...]) -> None:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_worker_main, args=(child, settings, plugins), daemon=True)
-        self.process.start()
+        with _sigint_ignored():
+            self.process.start()
         child.close()
         self.task: int | None = None
 
-    def stop(self) -> None:
-        try:
-            self.conn.send(None)
-        except OSError:
-            pass
+    def stop(self, now: bool = False) -> None:
+        """End the worker: once its task is done, or ``now`` (SIGTERM, after an interruption or an error)."""
+        if now:
+            self.process.terminate()
+        else:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
         self.process.join(timeout=5)
         if self.process.is_alive():
             self.process.kill()
@@ -213,6 +243,7 @@ class ProcessExecutor:
                     return i
             return None
 
+        ended = False
         try:
             while pending or any(w.task is not None for w in workers):
                 for w in workers:
@@ -233,9 +264,15 @@ class ProcessExecutor:
                         if intact:
                             receive(w)  # whatever it sent before dying
                         bury(i)
+            ended = True
+        except KeyboardInterrupt:
+            for w in workers:
+                if w.task is not None:
+                    receive(w)  # results already sent are kept
+            raise
         finally:
             for w in workers:
-                w.stop()
+                w.stop(now=not ended)
 
 
 # --------------------------------------------------------------------------- Ray

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,13 +145,14 @@ class GridSpec:
     (the kind's default preset when ``models`` names none); any other method gets one cell (its
     ``model`` is None).
     ``decoys`` apply to the datasets that take decoys; the others get one configuration (their
-    ``n_decoys`` is None). A (dataset, method) pair whose input kind the method does not accept
-    is a ``ValueError``, or is left out with ``skip_inapplicable``.
+    ``n_decoys`` is None); ``decoys`` may also map each input kind (``"tabular"``, ``"image"``)
+    to its own counts (:meth:`decoys_for`). A (dataset, method) pair whose input kind the method
+    does not accept is a ``ValueError``, or is left out with ``skip_inapplicable``.
     """
 
     datasets: tuple[str, ...]
     methods: tuple[str, ...]
-    decoys: tuple[int, ...]
+    decoys: tuple[int, ...] | Mapping[str, tuple[int, ...]]
     n_samples: int | tuple[int, ...] = 1000
     n_folds: int = 6
     seed: int = 0
@@ -170,6 +172,19 @@ class GridSpec:
     def sizes(self) -> tuple[int, ...]:
         """The sample sizes, as a tuple."""
         return (self.n_samples,) if isinstance(self.n_samples, int) else tuple(self.n_samples)
+
+    def decoys_for(self, dataset: str) -> tuple[int | None, ...]:
+        """The decoy counts of ``dataset``: ``(None,)`` when it takes none, else the grid's counts (those of
+        its input kind when :attr:`decoys` maps kinds to counts; ValueError when its kind has none)."""
+        gen = datasets.spec(dataset)
+        if not gen.decoys:
+            return (None,)
+        if not isinstance(self.decoys, Mapping):
+            return tuple(self.decoys)
+        if gen.kind not in self.decoys:
+            raise ValueError(f"no decoy counts for {dataset} ({gen.kind} data): the grid has them for "
+                             f"{', '.join(self.decoys) or 'no kind'}")
+        return tuple(self.decoys[gen.kind])
 
     def methods_for(self, dataset: str) -> tuple[str, ...]:
         """The grid's methods that accept ``dataset``'s input kind; ValueError naming the others
@@ -218,7 +233,7 @@ class GridSpec:
             for d in self.datasets
             for methods in (self.methods_for(d),)
             for n in self.sizes
-            for n_decoys in (self.decoys if datasets.spec(d).decoys else (None,))
+            for n_decoys in self.decoys_for(d)
             for fold in range(self.n_folds)
             for m in methods
             for scorer in self.scorers

@@ -1,0 +1,86 @@
+"""What the two command lines share: ``python -m synthbench.run`` and ``python -m synthbench.report``.
+
+Bad input is a :class:`UsageError`: the command prints it on one line of stderr and exits with
+code 2, before anything is written. :class:`OneLineParser` turns argparse's own errors into
+such errors; :func:`parse_names` reads comma-separated names; :func:`load_plugins` imports the
+``--plugin`` modules (names or paths to ``.py`` files), a plugin that cannot be imported being
+one line that names it and its error (``--debug`` adds the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from synthbench.runner.cells import PluginError, import_plugin, is_plugin_path
+
+__all__ = ["DEFAULT_STORE", "UsageError", "OneLineParser", "parse_names", "add_common_options", "setup_logging",
+           "load_plugins", "print_error"]
+
+log = logging.getLogger(__name__)
+
+#: The results database both commands use when ``--store`` is not given.
+DEFAULT_STORE = Path("results") / "synthbench.sqlite"
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported on one line, exit code 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors raise :class:`UsageError` (one line, exit code 2) instead of exiting."""
+
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise UsageError(message)
+
+
+def parse_names(text: str, valid: list[str], what: str) -> tuple[str, ...]:
+    """Comma-separated names from ``--what``, each in ``valid``, duplicates dropped; :class:`UsageError` otherwise."""
+    items = tuple(s.strip() for s in text.split(",") if s.strip())
+    if not items:
+        raise UsageError(f"--{what} is empty")
+    unknown = [s for s in items if s not in valid]
+    if unknown:
+        raise UsageError(f"unknown {what[:-1]} {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
+    return tuple(dict.fromkeys(items))
+
+
+def add_common_options(parser: argparse.ArgumentParser, plugin_help: str) -> None:
+    """``--plugin MODULE|PATH.py`` (repeatable) and ``--debug``."""
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH.py",
+                        help=f"{plugin_help}; a module name or a path to a .py file; repeatable")
+    parser.add_argument("--debug", action="store_true",
+                        help="log synthbench's debug messages, with the traceback of a plugin that fails to import")
+
+
+def setup_logging(debug: bool = False) -> None:
+    """Warnings and errors on stderr, one line each; with ``debug``, synthbench's debug messages too."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("synthbench").setLevel(logging.DEBUG if debug else logging.NOTSET)
+
+
+def load_plugins(items: list[str]) -> tuple[str, ...]:
+    """Import every ``--plugin`` item here; the items as worker processes must import them (paths made absolute).
+
+    :class:`UsageError` (one line naming the plugin and its error) for one that cannot be
+    imported; the traceback goes to the debug log (``--debug``).
+    """
+    resolved = []
+    for item in items:
+        try:
+            import_plugin(item)
+        except PluginError as exc:
+            log.debug("--plugin %s failed to import", item, exc_info=exc.__cause__ or exc)
+            where = " (--debug shows where)" if exc.raised and not log.isEnabledFor(logging.DEBUG) else ""
+            raise UsageError(f"--plugin: {exc}{where}") from None
+        resolved.append(str(Path(item).resolve()) if is_plugin_path(item) else item)
+    return tuple(resolved)
+
+
+def print_error(prog: str, message: object) -> int:
+    """Print ``prog: error: message`` on one line of stderr; the exit code of bad input, 2."""
+    line = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    print(f"{prog}: error: {line}", file=sys.stderr)
+    return 2
