@@ -65,6 +65,15 @@ class Registry(Generic[T]):
         finally:
             self._entries.pop(name, None)
 
+    @contextmanager
+    def restoring(self) -> Iterator[None]:
+        """Undo every registration made in the body of a ``with`` block (a test importing a plugin)."""
+        saved = dict(self._entries)
+        try:
+            yield
+        finally:
+            self._entries = saved
+
     def __getitem__(self, name: str) -> T:
         try:
             return self._entries[name]

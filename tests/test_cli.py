@@ -279,11 +279,12 @@ def test_a_plugin_can_be_a_path_to_a_py_file(tmp_path, monkeypatch, capsys):
         "@register_method('from_file', description='test: random scores, from a plugin file', default=False)\n"
         "def from_file(data, models, rng):\n"
         "    return rng.random(data.n_features)\n")
-    monkeypatch.setattr(registry, "_METHODS", dict(registry._METHODS))  # the plugin's method, for this test only
     monkeypatch.chdir(tmp_path)
     try:
-        code = cli.main(["--plugin", "./sb_file_plugin.py", "--datasets", "xor", "--decoys", "0", "--n-samples", "40",
-                         "--folds", "2", "--jobs", "1", "--methods", "from_file", "--quiet", "--store", "r.sqlite"])
+        with registry.METHODS.restoring():  # the plugin's method, for this test only
+            code = cli.main(["--plugin", "./sb_file_plugin.py", "--datasets", "xor", "--decoys", "0", "--n-samples",
+                             "40", "--folds", "2", "--jobs", "1", "--methods", "from_file", "--quiet", "--store",
+                             "r.sqlite"])
     finally:
         sys.modules.pop("sb_file_plugin", None)
     assert code == 0
@@ -332,9 +333,9 @@ def test_ctrl_c_keeps_finished_cells_prints_one_line_and_the_rerun_resumes(tmp_p
     with sqlite3.connect(store) as con:
         assert con.execute("SELECT method FROM cells").fetchall() == [("random",), ("random",)]
         assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
-    monkeypatch.setattr(registry, "_METHODS", dict(registry._METHODS))
     try:
-        assert cli.main([*args, "--jobs", "1"]) == 0  # SYNTHBENCH_BLOCK unset here: the blocker returns at once
+        with registry.METHODS.restoring():
+            assert cli.main([*args, "--jobs", "1"]) == 0  # SYNTHBENCH_BLOCK unset here: the blocker returns at once
     finally:
         sys.modules.pop("blocking_methods", None)
     assert "2 cells run, 2 already" in capsys.readouterr().out

@@ -62,3 +62,15 @@ def test_the_public_verbs_register_into_the_registries_and_refuse_taken_names():
     assert presets.preset_names() == presets.PRESETS.names()
     assert attribution.names() == attribution.ATTRIBUTION_METHODS.names()
     assert scoring.scorer_names() == scoring.SCORERS.names()
+
+
+def test_temporarily_and_restoring_undo_registrations():
+    reg: Registry[int] = Registry("widget")
+    reg.add("a", 1)
+    with reg.temporarily("b", 2):
+        assert reg.names() == ["a", "b"]
+    assert reg.names() == ["a"]
+    with reg.restoring():
+        reg.add("c", 3)
+        reg.remove("a")
+    assert reg.items() == [("a", 1)]
