@@ -95,7 +95,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     ds = datasets.make("shapes", n_samples=400 + args.n, seed=0)
-    trained = train_cnn(ds.X[:400], ds.y[:400], config=CNNConfig(max_epochs=5), seed=0)
+    trained = train_cnn(ds.X[:400], ds.y[:400], config=CNNConfig.from_dict(dict(max_epochs=5)), seed=0)
     model = trained.module.float().eval()
     x, y = torch.as_tensor(ds.X[400:]), torch.as_tensor(ds.y[400:])
     print(f"CNN on {args.n} images of {tuple(x.shape[1:])}, torch {torch.__version__}, {torch.get_num_threads()} "

@@ -18,7 +18,7 @@ import torch
 
 from synthbench import datasets
 from synthbench.models.mlp import MLPConfig
-from synthbench.models.training import train_mlp
+from synthbench.models.mlp import train_mlp
 
 
 def main() -> None:
@@ -31,11 +31,11 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=0, help="train exactly this many epochs (0: early stopping)")
     args = parser.parse_args()
     threads = args.threads or None
-    config = MLPConfig(max_epochs=args.epochs, patience=args.epochs + 1) if args.epochs else MLPConfig()
+    config = MLPConfig.from_dict(dict(max_epochs=args.epochs, patience=args.epochs + 1)) if args.epochs else MLPConfig()
     print(f"torch {torch.__version__}, torch threads {torch.get_num_threads()}, train num_threads={threads}")
     # Warm-up: the first training in a process pays ~1 s of one-off torch initialisation.
     warm = datasets.make("xor", n_samples=64, n_decoys=0, seed=0)
-    train_mlp(warm.X, warm.y, config=MLPConfig(max_epochs=2), seed=0, device=args.device, num_threads=threads)
+    train_mlp(warm.X, warm.y, config=MLPConfig.from_dict(dict(max_epochs=2)), seed=0, device=args.device, num_threads=threads)
     for p in args.p:
         ds = datasets.make("xor", n_samples=args.n, n_decoys=p - 2, seed=0)
         times, epochs = [], []

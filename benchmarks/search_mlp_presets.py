@@ -29,7 +29,7 @@ from sklearn.metrics import roc_auc_score
 from synthbench import datasets
 from synthbench.protocol import FoldData, make_folds
 from synthbench.models.mlp import MLPConfig
-from synthbench.models.training import train_mlp
+from synthbench.models.mlp import train_mlp
 
 #: The search space: each trial draws one value per key, uniformly.
 SPACE = {
@@ -49,7 +49,7 @@ PROBE = dict(width=128, depth=2, noise_sigma=0.0, weight_decay=1e-5, l1_first_la
 def trials(n: int, seed: int) -> list[MLPConfig]:
     rng = np.random.default_rng(seed)
     drawn = [{k: v[int(rng.integers(len(v)))] for k, v in SPACE.items()} for _ in range(n)]
-    return [MLPConfig(**{**COMMON, **t}) for t in [PROBE, *drawn]]
+    return [MLPConfig.from_dict({**COMMON, **t}) for t in [PROBE, *drawn]]
 
 
 def main() -> None:

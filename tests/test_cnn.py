@@ -11,10 +11,10 @@ import torch
 from synthbench import datasets
 from synthbench.models import SharedModels
 from synthbench.models.cnn import CNNConfig, build_cnn, train_cnn
-from synthbench.models.training import cached_train
+from synthbench.models.cache import cached_train
 from synthbench.protocol import FoldData, dataset_folds
 
-QUICK = CNNConfig(channels=(4, 8), hidden=8, max_epochs=3)
+QUICK = CNNConfig.from_dict(dict(channels=(4, 8), hidden=8, max_epochs=3))
 
 
 def _images(n=120, seed=0):
@@ -38,17 +38,19 @@ def test_same_seed_same_weights_and_the_global_generator_untouched():
     np.testing.assert_array_equal(again.predict_proba(X), proba)
 
 
-def test_cache_loads_the_trained_cnn(tmp_path, monkeypatch):
+def test_cache_loads_the_trained_cnn(tmp_path):
     X, y = _images()
-    from synthbench.models import cnn
 
     calls = []
-    real = cnn.train_cnn
-    monkeypatch.setattr(cnn, "train_cnn", lambda *a, **k: calls.append(k["seed"]) or real(*a, **k))
-    first = cached_train("cnn", X, y, config=QUICK, seed=1, cache_dir=tmp_path, n_classes=3)
-    second = cached_train("cnn", X, y, config=QUICK, seed=1, cache_dir=tmp_path, n_classes=3)
+
+    def counting(*a, **k):
+        calls.append(k["seed"])
+        return train_cnn(*a, **k)
+
+    first = cached_train(counting, X, y, config=QUICK, seed=1, cache_dir=tmp_path, n_classes=3)
+    second = cached_train(counting, X, y, config=QUICK, seed=1, cache_dir=tmp_path, n_classes=3)
     assert calls == [1] and _same(first.module, second.module) and list(second.classes_) == [0, 1, 2]
-    cached_train("cnn", X, y, config=QUICK, seed=2, cache_dir=tmp_path, n_classes=3)
+    cached_train(counting, X, y, config=QUICK, seed=2, cache_dir=tmp_path, n_classes=3)
     assert calls == [1, 2]
 
 

@@ -185,7 +185,7 @@ def test_the_2023_deeppink_network_and_statistic_are_the_papers():
     """src/deeppink.py at 06afd2e: pair weights start at 0.1, biases at 0; W = (w1 v)^2 - (w1~ v)^2."""
     from synthbench.methods.deeppink_2023 import PairedDeepPink
     from synthbench.models.mlp import MLPConfig
-    from synthbench.models.training import build_seeded_mlp
+    from synthbench.models.mlp import build_seeded_mlp
 
     g = torch.Generator().manual_seed(0)
     net = PairedDeepPink(build_seeded_mlp(5, MLPConfig(), g), 5, g).eval()

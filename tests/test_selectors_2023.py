@@ -10,7 +10,7 @@ import synthbench.methods.selectors_2023 as s23
 from synthbench.scoring import GroundTruthScorer
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
-from synthbench.models.mlp import GaussianNoise, SeededDropout
+from synthbench.models.layers import GaussianNoise, SeededDropout
 
 from conftest import fold_of, tiny_dataset
 

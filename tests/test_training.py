@@ -1,4 +1,4 @@
-"""Tests of synthbench.models.training: determinism, early stopping, learning, pickling, cache."""
+"""Tests of the training modules (models.loop, models.mlp, models.networks, models.cache): determinism, early stopping, learning, pickling, cache."""
 
 from __future__ import annotations
 
@@ -11,12 +11,15 @@ import torch.nn.functional as F
 from sklearn.metrics import roc_auc_score
 
 from synthbench import datasets
-from synthbench.models import training
-from synthbench.models.mlp import GaussianNoise, MLPConfig
-from synthbench.models.training import TrainedMLP, cached_train, select_device, torch_threads, train_mlp
+from synthbench.models import cache, loop, mlp, networks
+from synthbench.models.layers import GaussianNoise
+from synthbench.models.mlp import MLPConfig
+from synthbench.models.mlp import TrainedMLP, train_mlp
+from synthbench.models.cache import cached_train
+from synthbench.models.loop import select_device, torch_threads
 
 # Short runs for the tests that do not need a converged model.
-QUICK = MLPConfig(max_epochs=8, patience=100)
+QUICK = MLPConfig.from_dict(dict(max_epochs=8, patience=100))
 
 
 def _linear_problem(n: int = 300, p: int = 10, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -37,7 +40,7 @@ def _assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
 @pytest.fixture(scope="module")
 def easy_model() -> tuple[np.ndarray, np.ndarray, TrainedMLP]:
     X, y = _linear_problem()
-    return X, y, train_mlp(X, y, config=MLPConfig(lr=5e-3), seed=0)
+    return X, y, train_mlp(X, y, config=MLPConfig.from_dict(dict(lr=5e-3)), seed=0)
 
 
 # ---------------------------------------------------------------- device selection
@@ -75,7 +78,7 @@ def test_train_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="2-D"):
         train_mlp(X[:, 0], y, seed=0, config=QUICK)
     with pytest.raises(ValueError, match="positive"):
-        train_mlp(X, y, seed=0, config=MLPConfig(max_epochs=0))
+        train_mlp(X, y, seed=0, config=MLPConfig.from_dict(dict(max_epochs=0)))
     with pytest.raises(ValueError, match="too few"):
         train_mlp(X[:1], y[:1], seed=0, config=QUICK)
     if not torch.cuda.is_available():
@@ -107,7 +110,7 @@ def test_global_state_untouched() -> None:
     X, y = _linear_problem(n=100)
     threads = torch.get_num_threads()
     rng_state = torch.get_rng_state()
-    train_mlp(X, y, config=MLPConfig(max_epochs=2), seed=0)
+    train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=2)), seed=0)
     assert torch.get_num_threads() == threads
     assert torch.equal(torch.get_rng_state(), rng_state)
 
@@ -138,17 +141,17 @@ def test_early_stopping_restores_best(easy_model: tuple[np.ndarray, np.ndarray, 
     X, y, model = easy_model
     val = model.history["val_loss"]
     assert len(val) == len(model.history["train_loss"]) == model.epochs_run
-    assert model.epochs_run < model.config.max_epochs
+    assert model.epochs_run < model.config.train.max_epochs
     assert model.best_epoch == int(np.argmin(val))
     # Default rule (the 2023 benchmark's): stop after `patience` epochs in a row that do not
     # beat their predecessor, and not earlier.
-    patience = model.config.patience
-    assert model.config.stopping == "previous"
+    patience = model.config.train.patience
+    assert model.config.train.stopping == "previous"
     worse = [val[i] >= val[i - 1] for i in range(1, len(val))]
     assert all(worse[-patience:])
     assert not any(all(worse[i : i + patience]) for i in range(len(worse) - patience))
     # "best" rule: stop exactly `patience` epochs after the best one.
-    strict = train_mlp(X, y, config=MLPConfig(lr=5e-3, stopping="best"), seed=0)
+    strict = train_mlp(X, y, config=MLPConfig.from_dict(dict(lr=5e-3, stopping="best")), seed=0)
     assert strict.epochs_run == strict.best_epoch + 1 + patience
     assert min(strict.history["val_loss"][strict.best_epoch + 1 :]) >= strict.history["val_loss"][strict.best_epoch]
     # The returned weights are the best epoch's: recompute its validation loss.
@@ -180,8 +183,8 @@ def test_noise_only_in_training(easy_model: tuple[np.ndarray, np.ndarray, Traine
 
 def test_noise_is_used_in_training() -> None:
     X, y = _linear_problem(n=100)
-    with_noise = train_mlp(X, y, config=MLPConfig(max_epochs=3, noise_sigma=0.1), seed=0)
-    without = train_mlp(X, y, config=MLPConfig(max_epochs=3, noise_sigma=0.0), seed=0)
+    with_noise = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=3, noise_sigma=0.1)), seed=0)
+    without = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=3, noise_sigma=0.0)), seed=0)
     # Same initialisation and split; the training differs only through the noise draws.
     np.testing.assert_array_equal(with_noise.validation_indices, without.validation_indices)
     assert with_noise.history["train_loss"] != without.history["train_loss"]
@@ -212,12 +215,12 @@ def test_predict_api(easy_model: tuple[np.ndarray, np.ndarray, TrainedMLP]) -> N
     np.testing.assert_array_equal(pred, (proba[:, 1] > 0.5).astype(int))
     assert np.mean(pred == y) > 0.9
     # Batched prediction agrees with one big batch.
-    old = training.PREDICT_BATCH
-    training.PREDICT_BATCH = 7
+    old = networks.PREDICT_BATCH
+    networks.PREDICT_BATCH = 7
     try:
         np.testing.assert_allclose(model.predict_proba(X), proba, rtol=1e-6, atol=1e-7)
     finally:
-        training.PREDICT_BATCH = old
+        networks.PREDICT_BATCH = old
     with pytest.raises(ValueError, match="shape"):
         model.predict_proba(X[:, :3])
 
@@ -238,54 +241,62 @@ def test_pickle_round_trip(easy_model: tuple[np.ndarray, np.ndarray, TrainedMLP]
 # ---------------------------------------------------------------- disk cache
 
 
-def test_cache_loads_instead_of_training(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+_CALLS: list[int] = []
+
+
+def _counting_train_mlp(*args, **kwargs):
+    """train_mlp that records each training's seed (the cache keys a trainer by its module and name)."""
+    _CALLS.append(kwargs["seed"])
+    return train_mlp(*args, **kwargs)
+
+
+def test_cache_loads_instead_of_training(tmp_path) -> None:
     X, y = _linear_problem(n=120)
-    calls: list[int] = []
-    real = training.train_mlp
-
-    def counting(*args, **kwargs):
-        calls.append(kwargs["seed"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(training, "train_mlp", counting)
-    first = cached_train("mlp", X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
-    assert calls == [1]
-    second = cached_train("mlp", X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
-    assert calls == [1]  # loaded, not trained
+    _CALLS.clear()
+    first = cached_train(_counting_train_mlp, X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    assert _CALLS == [1]
+    second = cached_train(_counting_train_mlp, X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    assert _CALLS == [1]  # loaded, not trained
     _assert_same_weights(first.module, second.module)
     assert second.history == first.history
     # float64 input with the same values hits the same entry.
-    cached_train("mlp", X.astype(np.float64), y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
-    assert calls == [1]
+    cached_train(_counting_train_mlp, X.astype(np.float64), y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    assert _CALLS == [1]
     # Any change of seed, config or data trains anew.
-    cached_train("mlp", X, y, config=QUICK, seed=2, device="cpu", cache_dir=tmp_path)
-    cached_train("mlp", X, y, config=MLPConfig(max_epochs=8, patience=100, lr=1e-3), seed=1, cache_dir=tmp_path)
+    cached_train(_counting_train_mlp, X, y, config=QUICK, seed=2, device="cpu", cache_dir=tmp_path)
+    cached_train(_counting_train_mlp, X, y, config=MLPConfig.from_dict(dict(max_epochs=8, patience=100, lr=1e-3)), seed=1,
+                 cache_dir=tmp_path)
     X2 = X.copy()
     X2[0, 0] += 1.0
-    cached_train("mlp", X2, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
-    assert calls == [1, 2, 1, 1]
+    cached_train(_counting_train_mlp, X2, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    assert _CALLS == [1, 2, 1, 1]
+    # another trainer is another entry
+    cached_train(train_mlp, X, y, config=QUICK, seed=3, device="cpu", cache_dir=tmp_path)
+    cached_train(_counting_train_mlp, X, y, config=QUICK, seed=3, device="cpu", cache_dir=tmp_path)
+    assert _CALLS == [1, 2, 1, 1, 3]
 
 
 def test_cache_key_uses_device_type(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     X, y = _linear_problem(n=60)
     keys: list[tuple] = []
-    real = training._train_cached
+    real = cache._train_cached
 
-    def spy(kind, X_train, y_train, config, seed, n_classes, device_type, torch_version, training_version, device):
-        keys.append((kind, n_classes, device_type, torch_version, training_version, str(device)))
-        return real(kind, X_train, y_train, config, seed, n_classes, device_type, torch_version, training_version,
-                    device)
+    def spy(trainer_name, X_train, y_train, config, seed, n_classes, device_type, torch_version, training_version, device,
+            trainer):
+        keys.append((trainer_name, n_classes, device_type, torch_version, training_version, str(device)))
+        return real(trainer_name, X_train, y_train, config, seed, n_classes, device_type, torch_version,
+                    training_version, device, trainer)
 
     # joblib keys on the cached function's name and code, so wrap the one cached_train uses.
     spy.__name__ = real.__name__
-    monkeypatch.setattr(training, "_train_cached", spy)
-    cached_train("mlp", X, y, config=QUICK, seed=0, device="cpu", cache_dir=tmp_path)
-    assert keys == [("mlp", None, "cpu", torch.__version__, training.TRAINING_VERSION, "cpu")]
+    monkeypatch.setattr(cache, "_train_cached", spy)
+    cached_train(train_mlp, X, y, config=QUICK, seed=0, device="cpu", cache_dir=tmp_path)
+    assert keys == [("synthbench.models.mlp.train_mlp", None, "cpu", torch.__version__, loop.TRAINING_VERSION, "cpu")]
 
 
 def test_no_cache_dir_trains() -> None:
     X, y = _linear_problem(n=60)
-    a = cached_train("mlp", X, y, config=QUICK, seed=0, cache_dir=None)
+    a = cached_train(train_mlp, X, y, config=QUICK, seed=0, cache_dir=None)
     b = train_mlp(X, y, config=QUICK, seed=0)
     _assert_same_weights(a.module, b.module)
 
@@ -296,12 +307,12 @@ def test_no_cache_dir_trains() -> None:
 def test_restore_last_keeps_the_final_weights_and_best_restores_the_best_epoch() -> None:
     """``restore="last"`` is what the 2023 code did (its state_dict history aliased the live weights)."""
     X, y = _linear_problem()
-    config = MLPConfig(lr=5e-3, stopping="best", patience=5, max_epochs=60)
+    config = MLPConfig.from_dict(dict(lr=5e-3, stopping="best", patience=5, max_epochs=60))
     best = train_mlp(X, y, config=config, seed=0)
-    last = train_mlp(X, y, config=MLPConfig(**{**config.to_dict(), "restore": "last"}), seed=0)
+    last = train_mlp(X, y, config=MLPConfig.from_dict({**config.to_dict(), "restore": "last"}), seed=0)
     assert best.history == last.history and best.best_epoch < best.epochs_run - 1  # the same run, stopped past its best
     # Training again for exactly epochs_run epochs with no stopping gives the final weights.
-    final = train_mlp(X, y, config=MLPConfig(**{**config.to_dict(), "restore": "last", "patience": 10**6,
+    final = train_mlp(X, y, config=MLPConfig.from_dict({**config.to_dict(), "restore": "last", "patience": 10**6,
                                                 "max_epochs": last.epochs_run}), seed=0)
     _assert_same_weights(last.module, final.module)
     with pytest.raises(AssertionError):
@@ -316,8 +327,8 @@ def test_restore_last_keeps_the_final_weights_and_best_restores_the_best_epoch()
 def test_noisy_batch_validation_is_the_sum_of_noisy_batch_means() -> None:
     """The 2023 code measured validation in training mode (noise on), summed over batches of 64."""
     X, y = _linear_problem(n=400)
-    clean = train_mlp(X, y, config=MLPConfig(max_epochs=4, patience=100), seed=0)
-    noisy = train_mlp(X, y, config=MLPConfig(max_epochs=4, patience=100, validation="noisy_batches"), seed=0)
+    clean = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=4, patience=100)), seed=0)
+    noisy = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=4, patience=100, validation="noisy_batches")), seed=0)
     n_batches = -(-len(noisy.validation_indices) // 64)  # 80 rows: batches of 64 and 16
     assert n_batches == 2
     # Same training on the first epoch; the noisy sum of two batch means is near twice the clean mean.
@@ -336,19 +347,19 @@ def test_plateau_schedule_lowers_the_learning_rate_only_when_the_training_loss_s
 
     monkeypatch.setattr(torch.optim.lr_scheduler.ReduceLROnPlateau, "step", record)
     X, y = _linear_problem()
-    model = train_mlp(X, y, config=MLPConfig(max_epochs=5, patience=100, lr_schedule="plateau2023"), seed=0)
+    model = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=5, patience=100, lr_schedule="plateau2023")), seed=0)
     n_batches = -(-(len(X) - len(model.validation_indices)) // 64)
     # Stepped once per epoch on the *summed* batch losses (the mean times the number of batches).
     assert np.allclose(steps, np.array(model.history["train_loss"]) * n_batches, rtol=1e-5)
-    unscheduled = train_mlp(X, y, config=MLPConfig(max_epochs=5, patience=100), seed=0)
+    unscheduled = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=5, patience=100)), seed=0)
     assert model.history == unscheduled.history  # 5 epochs are too few for the plateau rule (patience 10) to act
 
 
 def test_l1_on_the_first_layer_shrinks_the_decoy_weights() -> None:
     X, y = _linear_problem(p=20)
-    config = MLPConfig(width=32, noise_sigma=0.0, lr=3e-3, max_epochs=40, patience=100)
+    config = MLPConfig.from_dict(dict(width=32, noise_sigma=0.0, lr=3e-3, max_epochs=40, patience=100))
     plain = train_mlp(X, y, config=config, seed=0)
-    sparse = train_mlp(X, y, config=MLPConfig(**{**config.to_dict(), "l1_first_layer": 3e-3}), seed=0)
+    sparse = train_mlp(X, y, config=MLPConfig.from_dict({**config.to_dict(), "l1_first_layer": 3e-3}), seed=0)
     w_plain = plain.module[1].weight.detach().abs().sum(0)
     w_sparse = sparse.module[1].weight.detach().abs().sum(0)
     assert w_sparse[2:].mean() < 0.5 * w_plain[2:].mean()  # decoys 2..19 lose most of their weight
@@ -357,12 +368,12 @@ def test_l1_on_the_first_layer_shrinks_the_decoy_weights() -> None:
 
 def test_monitoring_validation_auroc_restores_the_epoch_of_highest_auroc() -> None:
     X, y = _linear_problem()
-    model = train_mlp(X, y, config=MLPConfig(lr=5e-3, monitor="auroc", stopping="best", patience=8), seed=0)
+    model = train_mlp(X, y, config=MLPConfig.from_dict(dict(lr=5e-3, monitor="auroc", stopping="best", patience=8)), seed=0)
     auroc = model.history["val_auroc"]
     assert len(auroc) == model.epochs_run and model.best_epoch == int(np.argmax(auroc))
     idx = model.validation_indices
     assert roc_auc_score(y[idx], model.predict_proba(X[idx])[:, 1]) == pytest.approx(max(auroc))
-    assert model.epochs_run - 1 - model.best_epoch >= 8 or model.epochs_run == model.config.max_epochs
+    assert model.epochs_run - 1 - model.best_epoch >= 8 or model.epochs_run == model.config.train.max_epochs
 
 
 @pytest.mark.parametrize("field,value", [("monitor", "accuracy"), ("validation", "dirty"), ("restore", "first"),
@@ -370,7 +381,7 @@ def test_monitoring_validation_auroc_restores_the_epoch_of_highest_auroc() -> No
 def test_unknown_training_options_are_refused(field, value) -> None:
     X, y = _linear_problem(n=40)
     with pytest.raises(ValueError, match=field):
-        train_mlp(X, y, config=MLPConfig(**{**QUICK.to_dict(), field: value}), seed=0)
+        train_mlp(X, y, config=MLPConfig.from_dict({**QUICK.to_dict(), field: value}), seed=0)
 
 
 # ---------------------------------------------------------------- one loop for every network
@@ -385,7 +396,7 @@ def _three_classes(n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
 
 def test_multi_class_mlp_has_one_logit_per_class_and_learns() -> None:
     X, y = _three_classes()
-    model = train_mlp(X[:400], y[:400], config=MLPConfig(max_epochs=200, patience=20, lr=5e-3), seed=1)
+    model = train_mlp(X[:400], y[:400], config=MLPConfig.from_dict(dict(max_epochs=200, patience=20, lr=5e-3)), seed=1)
     out = model.module(torch.from_numpy(X[:5]))
     assert out.shape == (5, 3) and list(model.classes_) == [0, 1, 2]
     proba = model.predict_proba(X[400:])
@@ -414,16 +425,16 @@ def test_fixed_epoch_training_without_validation_passes_each_step_to_the_loss() 
 
     def loss(module, xb, yb, step):
         steps.append(step)
-        return training.classification_loss(module(xb), yb)
+        return loop.classification_loss(module(xb), yb)
 
-    net = training.build_seeded_mlp(3, QUICK, torch.Generator().manual_seed(0))
-    config = training.TrainConfig(max_epochs=3, batch_size=32, validation="none", restore="last")
-    result = training.fit_network(net, X, y, config=config, loss=loss, generator=torch.Generator().manual_seed(1),
+    net = mlp.build_seeded_mlp(3, QUICK, torch.Generator().manual_seed(0))
+    config = loop.TrainConfig(max_epochs=3, batch_size=32, validation="none", restore="last")
+    result = loop.fit_network(net, X, y, config=config, loss=loss, generator=torch.Generator().manual_seed(1),
                                   device=torch.device("cpu"))
     assert result.epochs_run == 3 and result.steps == 12 and steps == list(range(12))
     assert result.validation_indices.size == 0 and "val_loss" not in result.history
     with pytest.raises(ValueError, match="restore='last'"):
-        training.fit_network(net, X, y, config=training.TrainConfig(validation="none"),
+        loop.fit_network(net, X, y, config=loop.TrainConfig(validation="none"),
                              generator=torch.Generator(), device=torch.device("cpu"))
 
 
@@ -443,7 +454,7 @@ def test_epoch_inputs_replace_the_training_rows_each_epoch_and_leave_validation_
     def shuffled(epoch: int) -> np.ndarray:  # the label's columns scrambled in every row: nothing to learn
         return np.random.default_rng(epoch).permuted(X, axis=0)
 
-    fast = MLPConfig(max_epochs=8, patience=100, lr=1e-2)
+    fast = MLPConfig.from_dict(dict(max_epochs=8, patience=100, lr=1e-2))
     noise = train_mlp(X, y, config=fast, seed=2, epoch_inputs=shuffled)
     assert noise.history["train_loss"][-1] > 2 * train_mlp(X, y, config=fast, seed=2).history["train_loss"][-1]
     with pytest.raises(ValueError, match="epoch_inputs must return inputs of shape"):
@@ -457,11 +468,11 @@ def test_the_loop_trains_a_convolutional_network_on_images() -> None:
     torch.manual_seed(0)  # test-only: default init of the layers
     net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
                               torch.nn.Linear(144, 3))
-    config = training.TrainConfig(lr=1e-2, max_epochs=30, patience=5)
-    result = training.fit_network(net, X, y, config=config, generator=torch.Generator().manual_seed(0),
+    config = loop.TrainConfig(lr=1e-2, max_epochs=30, patience=5)
+    result = loop.fit_network(net, X, y, config=config, generator=torch.Generator().manual_seed(0),
                                   device=torch.device("cpu"))
     assert result.history["val_loss"][result.best_epoch] < 0.5 * result.history["val_loss"][0]
-    proba = training.predict_proba(result.module, X, torch.device("cpu"))
+    proba = networks.predict_proba(result.module, X, torch.device("cpu"))
     assert proba.shape == (300, 3) and (proba.argmax(1) == y).mean() > 0.9
 
 

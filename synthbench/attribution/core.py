@@ -29,7 +29,7 @@ from typing import Union
 import torch
 from torch import nn
 
-from synthbench.models.mlp import GaussianNoise, SeededDropout
+from synthbench.models.layers import GaussianNoise, SeededDropout
 
 __all__ = [
     "DEFAULT_MAX_BATCH_ELEMENTS",

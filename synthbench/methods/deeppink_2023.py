@@ -33,7 +33,8 @@ from synthbench.methods.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.models.presets import get_preset
-from synthbench.models.training import TrainConfig, build_seeded_mlp, fit_network, select_device, torch_threads
+from synthbench.models.loop import TrainConfig, fit_network, select_device, torch_threads
+from synthbench.models.mlp import build_seeded_mlp
 
 __all__ = ["PairedDeepPink", "deeppink_2023"]
 
@@ -91,6 +92,6 @@ def deeppink_2023(data: FoldData, models: SharedModels, rng: np.random.Generator
     p = X.shape[1]
     net = PairedDeepPink(build_seeded_mlp(p, config, gen), p, gen)
     with torch_threads(1 if dev.type == "cpu" else None):
-        fit_network(net, pairs, data.y_train, config=TrainConfig.of(config), generator=gen, device=dev)
+        fit_network(net, pairs, data.y_train, config=config.train, generator=gen, device=dev)
     W = net.statistics()
     return W - W.min()

@@ -19,7 +19,7 @@ Registered methods (none runs by default; none uses a shared model, each trains 
 The neural methods reuse :func:`~synthbench.models.mlp.build_mlp` and the benchmark's training
 protocol (Adam, mini-batches of 64, binary cross-entropy on the logit, early stopping on the
 loss of a random 20 % validation part, best weights restored) through one shared loop,
-:func:`~synthbench.models.training.fit_network`, that adds a penalty term to the batch loss. Each accepts
+:func:`~synthbench.models.loop.fit_network`, that adds a penalty term to the batch loss. Each accepts
 ``ensemble = B``: with ``B > 1`` it is trained on ``B`` bootstrap samples of the training rows
 and the scores are averaged (:func:`bootstrap_ensemble`).
 
@@ -44,7 +44,8 @@ from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.models.mlp import MLPConfig
 from synthbench.models.presets import get_preset
-from synthbench.models.training import TrainConfig, build_seeded_mlp, fit_network, select_device, torch_threads
+from synthbench.models.loop import TrainConfig, fit_network, select_device, torch_threads
+from synthbench.models.mlp import build_seeded_mlp
 
 __all__ = [
     "CancelOutGate",
@@ -65,7 +66,7 @@ _SEED_BOUND = 2**62
 
 #: Training of the embedded selectors' networks: the benchmark MLP's settings, with patience
 #: counted from the best epoch so far (not the previous one).
-EMBEDDED_CONFIG = MLPConfig(stopping="best")
+EMBEDDED_CONFIG = MLPConfig(train=TrainConfig(stopping="best"))
 
 
 def _device(models: SharedModels) -> torch.device:
@@ -234,7 +235,7 @@ def fit_cancelout(
         penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1, signed=signed_l1)  # noqa: E731
     own = () if gate_lr is None else (gate.weight,)
     with torch_threads(1 if dev.type == "cpu" else None):
-        result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev, penalty=penalty,
+        result = fit_network(module, X, y, config=config.train, generator=gen, device=dev, penalty=penalty,
                              gate_params=own, gate_lr=gate_lr)
     with torch.no_grad():
         gates = gate.gates().double().cpu().numpy()
@@ -350,7 +351,7 @@ def fit_deep_lasso(
     module = build_seeded_mlp(X.shape[1], config, gen)
     penalty = None if lam == 0.0 else (lambda _m, xb, loss: deep_lasso_penalty(xb, loss, lam))  # noqa: E731
     with torch_threads(1 if dev.type == "cpu" else None):
-        return fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev, penalty=penalty,
+        return fit_network(module, X, y, config=config.train, generator=gen, device=dev, penalty=penalty,
                            input_grad=penalty is not None).module
 
 

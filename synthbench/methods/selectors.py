@@ -41,7 +41,7 @@ Concrete selectors (``concrete_autoencoder``, ``fsnet``)
     a strongly negative ``W_j`` (knockoff preferred) ranks last.
 
 Training (all three): the benchmark's one loop,
-:func:`~synthbench.models.training.fit_network`, configured by :func:`selector_config`: Adam,
+:func:`~synthbench.models.loop.fit_network`, configured by :func:`selector_config`: Adam,
 mini-batches of ``batch_size`` in a fresh random order each epoch, a fixed number of epochs (the
 annealing schedule needs one; no early stopping), every random draw from torch generators seeded
 from the method's ``rng``; one CPU thread, so a seed gives bit-identical scores on one machine.
@@ -62,7 +62,7 @@ from synthbench.protocol import FoldData
 from synthbench.methods.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
-from synthbench.models.training import TrainConfig, fit_network, select_device, torch_threads
+from synthbench.models.loop import TrainConfig, fit_network, select_device, torch_threads
 
 __all__ = [
     "temperature_schedule",
@@ -193,10 +193,10 @@ def _mlp(n_in: int, n_out: int, generator: torch.Generator, width: int = HIDDEN,
 
 def selector_config(*, epochs: int, batch_size: int, lr: float, eps: float = 1e-8, weight_decay: float = 0.0,
                     plateau: bool = False) -> TrainConfig:
-    """How the selectors train in :func:`~synthbench.models.training.fit_network`: ``epochs`` passes
+    """How the selectors train in :func:`~synthbench.models.loop.fit_network`: ``epochs`` passes
     over every row in random mini-batches (no held-out rows, no early stopping: the annealing
     schedules need a fixed number of steps), Adam with ``lr``, ``eps`` and ``weight_decay``
-    (torch's default kernel), and ``plateau``: :func:`~synthbench.models.training.plateau_2023`
+    (torch's default kernel), and ``plateau``: :func:`~synthbench.models.loop.plateau_2023`
     stepped on each epoch's summed loss. The last weights are kept."""
     if epochs < 1 or batch_size < 1:
         raise ValueError("epochs and batch_size must be positive")

@@ -67,9 +67,10 @@ from synthbench.protocol import MethodOutput
 from synthbench.methods.registry import register_method
 from synthbench.methods.selectors import seeded_generators, selector_config
 from synthbench.models import SharedModels
-from synthbench.models.mlp import GaussianNoise, SeededDropout
+from synthbench.models.layers import GaussianNoise, SeededDropout
 from synthbench.models.presets import get_preset
-from synthbench.models.training import build_seeded_mlp, fit_network, select_device, torch_threads
+from synthbench.models.mlp import build_seeded_mlp
+from synthbench.models.loop import fit_network, select_device, torch_threads
 
 __all__ = ["cae_batch_size", "cae_temperatures", "fit_cae_2023", "histogram_matrix_2023",
            "fsnet_temperature", "fit_fsnet_2023"]
@@ -89,7 +90,7 @@ def _fit_2023(build: Callable[[torch.Generator], nn.Module], X: np.ndarray, y: n
               loss: Callable[[nn.Module, torch.Tensor, torch.Tensor, int], torch.Tensor], *,
               rng: np.random.Generator, device: torch.device | str, **training: Any) -> nn.Module:
     """Build a network from a CPU generator seeded from ``rng``, train it on ``(X, y)`` with
-    :func:`~synthbench.models.training.fit_network` (``training``: the keywords of
+    :func:`~synthbench.models.loop.fit_network` (``training``: the keywords of
     :func:`~synthbench.methods.selectors.selector_config`) and return it.
 
     ``loss(net, x_batch, y_batch, step)`` gives a batch's loss (``y`` as int64 labels). The Gumbel

@@ -1,4 +1,4 @@
-"""A small CNN for ``(n, C, H, W)`` images, trained by the one loop (:func:`~synthbench.models.training.fit_network`).
+"""A small CNN for ``(n, C, H, W)`` images, trained by the one loop (:func:`~synthbench.models.loop.fit_network`).
 
 Architecture (:func:`build_cnn`): for each width in ``config.channels`` a ``Conv2d`` (``kernel``,
 same padding) and a ``ReLU``, followed by ``MaxPool2d(2)`` after every block but the last while
@@ -17,23 +17,25 @@ presets of :mod:`synthbench.models.presets` name configurations.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils import skip_init
 
-from synthbench.models.training import (
+from synthbench.models.loop import (
     EpochInputs,
+    NetworkConfig,
     TrainConfig,
-    TrainedNetwork,
-    _check_data,
+    check_training_data,
     fit_network,
     n_classes_of,
     select_device,
     torch_threads,
 )
+from synthbench.models.networks import TrainedNetwork
 
 __all__ = ["CNNConfig", "TrainedCNN", "build_cnn", "train_cnn"]
 
@@ -41,27 +43,17 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class CNNConfig:
-    """Architecture and training of the CNN (training fields as :class:`~synthbench.models.training.TrainConfig`)."""
+class CNNConfig(NetworkConfig):
+    """Architecture of the CNN and how it trains (``train``: Adam 2e-3, no weight decay, at most 60
+    epochs, patience 8 against the best epoch, the best weights restored)."""
+
+    record_omits: ClassVar[tuple[str, ...]] = ("adam_eps", "fused_adam", "l1_first_layer")
 
     channels: tuple[int, ...] = (16, 32, 32)
     kernel: int = 3
     hidden: int = 64
     global_pool: str = "max"
-    lr: float = 2e-3
-    weight_decay: float = 0.0
-    batch_size: int = 64
-    max_epochs: int = 60
-    patience: int = 8
-    stopping: str = "best"
-    validation_fraction: float = 0.2
-    monitor: str = "loss"
-    validation: str = "clean"
-    restore: str = "best"
-    lr_schedule: str = "constant"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+    train: TrainConfig = TrainConfig(lr=2e-3, weight_decay=0.0, max_epochs=60, patience=8, stopping="best")
 
 
 def _init(layer: nn.Module, generator: torch.Generator) -> nn.Module:
@@ -103,7 +95,7 @@ class TrainedCNN(TrainedNetwork):
     config : CNNConfig
     input_shape : ``(C, H, W)``
     epochs_run, best_epoch, history, validation_indices : as for
-        :class:`~synthbench.models.training.TrainedMLP`
+        :class:`~synthbench.models.mlp.TrainedMLP`
     device : torch.device
     classes_ : ``[0, 1, ..., K - 1]``
     """
@@ -151,7 +143,7 @@ def train_cnn(
     n_classes : ``K`` (None: one more than the largest label)
     num_threads : CPU threads while training (None: torch's setting; convolutions, unlike the
         small MLPs, gain from several)
-    epoch_inputs : the images drawn anew for each epoch (see :func:`~synthbench.models.training.fit_network`)
+    epoch_inputs : the images drawn anew for each epoch (see :func:`~synthbench.models.loop.fit_network`)
 
     Returns
     -------
@@ -159,7 +151,7 @@ def train_cnn(
         In eval mode, on ``device``. On the CPU the same seed gives bit-identical weights on one
         machine and torch build.
     """
-    X, y = _check_data(X_train, y_train, any_shape=True)
+    X, y = check_training_data(X_train, y_train, any_shape=True)
     if X.ndim != 4:
         raise ValueError(f"X_train must be images (n, C, H, W), got shape {X.shape}")
     k = n_classes_of(y, n_classes)
@@ -167,7 +159,7 @@ def train_cnn(
     gen = torch.Generator().manual_seed(int(seed))
     module = build_cnn(X.shape[1:], k, config, generator=gen)
     with torch_threads(num_threads if dev.type == "cpu" else None):
-        result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev,
+        result = fit_network(module, X, y, config=config.train, generator=gen, device=dev,
                              epoch_inputs=epoch_inputs)
     log.debug("trained CNN %s on %d images: %d epochs, best %d", X.shape[1:], len(y), result.epochs_run,
               result.best_epoch)

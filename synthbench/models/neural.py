@@ -1,26 +1,29 @@
 """The shared network model kinds: the MLP of tables and the CNN of images, trained once per fold and preset.
 
-Both are cached on disk (:func:`~synthbench.models.training.cached_train`) and explained by
+Both are cached on disk (:func:`~synthbench.models.cache.cached_train`) and explained by
 every attribution method that needs them.
 """
 
 from __future__ import annotations
 
+from synthbench.models.cache import Trainer, cached_train
+from synthbench.models.cnn import train_cnn
+from synthbench.models.loop import EpochInputs, select_device
+from synthbench.models.mlp import train_mlp
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
-from synthbench.models.training import EpochInputs, cached_train, select_device
 from synthbench.protocol import FoldData
 
 __all__ = ["train_fold_mlp", "train_fold_cnn", "MLP", "CNN"]
 
 
-def _train_fold(kind: str, data: FoldData, settings: TrainSettings, preset: str, replicate: int,
+def _train_fold(kind: str, trainer: Trainer, data: FoldData, settings: TrainSettings, preset: str, replicate: int,
                 epoch_inputs: EpochInputs | None):
     chosen = get_preset(preset)
     if chosen.kind != kind:
         raise ValueError(f"preset {preset!r} configures a {chosen.kind}, not a {kind}")
     return cached_train(
-        kind, data.X_train, data.y_train, config=chosen.config, n_classes=data.n_classes,
+        trainer, data.X_train, data.y_train, config=chosen.config, n_classes=data.n_classes,
         seed=data.random_state("model", kind, *((replicate,) if replicate else ())),
         device=select_device(settings.device), cache_dir=settings.cache_dir, epoch_inputs=epoch_inputs,
     )
@@ -31,12 +34,12 @@ def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAUL
     """The MLP of ``preset`` (:mod:`synthbench.models.presets`) trained on the fold's training part.
 
     Seeded from the fold (the same seed for every preset) and, for ``replicate > 0``, the
-    replicate's number. Returns a :class:`~synthbench.models.training.TrainedMLP`
+    replicate's number. Returns a :class:`~synthbench.models.mlp.TrainedMLP`
     (``predict_proba``, ``module``). Cached on disk under ``settings.cache_dir`` when one is set
     (not with ``epoch_inputs``: training rows redrawn each epoch, see
-    :func:`~synthbench.models.training.fit_network`).
+    :func:`~synthbench.models.loop.fit_network`).
     """
-    return _train_fold("mlp", data, settings, preset, replicate, epoch_inputs)
+    return _train_fold("mlp", train_mlp, data, settings, preset, replicate, epoch_inputs)
 
 
 def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESETS["cnn"], *,
@@ -45,7 +48,7 @@ def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAUL
 
     Returns a :class:`~synthbench.models.cnn.TrainedCNN` with one logit per class of the data set.
     """
-    return _train_fold("cnn", data, settings, preset, replicate, epoch_inputs)
+    return _train_fold("cnn", train_cnn, data, settings, preset, replicate, epoch_inputs)
 
 
 MLP = register_model(ModelKind("mlp", train_fold_mlp, "the shared MLP of the cell's preset (see --list)",

@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from synthbench.models.cnn import CNNConfig
+from synthbench.models.loop import TrainConfig
 from synthbench.models.mlp import MLPConfig
 from synthbench.registry import Registry
 
@@ -69,7 +70,7 @@ for _preset in (
     ModelPreset(
         "passemiers2023",
         "the 2023 paper's MLP as its code ran: noisy summed validation loss, final weights kept, LR plateau schedule",
-        MLPConfig(validation="noisy_batches", restore="last", lr_schedule="plateau2023"),
+        MLPConfig(train=TrainConfig(validation="noisy_batches", restore="last", lr_schedule="plateau2023")),
     ),
     ModelPreset(
         "passemiers2023_corrected",
@@ -80,15 +81,17 @@ for _preset in (
         "sparse_mlp",
         "competent, L1-sparse input: 1×256 LeakyReLU, no noise, Adam 3e-3 with the plateau schedule, L1 3e-4 on the "
         "first layer, stops on validation AUROC (search trial 26)",
-        MLPConfig(width=256, depth=1, noise_sigma=0.0, lr=3e-3, weight_decay=0.0, l1_first_layer=3e-4,
-                  lr_schedule="plateau2023", monitor="auroc", stopping="best", patience=30, max_epochs=400),
+        MLPConfig(width=256, depth=1, noise_sigma=0.0,
+                  train=TrainConfig(lr=3e-3, weight_decay=0.0, l1_first_layer=3e-4, lr_schedule="plateau2023",
+                                    monitor="auroc", stopping="best", patience=30, max_epochs=400)),
     ),
     ModelPreset(
         "dense_mlp",
         "the search's best dense-input MLP: 3×64 LeakyReLU, noise 0.05, Adam 1e-3, weight decay 1e-3, stops on "
         "validation AUROC (search trial 29; learns far less than sparse_mlp)",
-        MLPConfig(width=64, depth=3, noise_sigma=0.05, lr=1e-3, weight_decay=1e-3, monitor="auroc", stopping="best",
-                  patience=30, max_epochs=400),
+        MLPConfig(width=64, depth=3, noise_sigma=0.05,
+                  train=TrainConfig(lr=1e-3, weight_decay=1e-3, monitor="auroc", stopping="best", patience=30,
+                                    max_epochs=400)),
     ),
     ModelPreset(
         "cnn",

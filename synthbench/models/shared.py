@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import accuracy_score, roc_auc_score
 
-from synthbench.models.training import EpochInputs
+from synthbench.models.loop import EpochInputs
 from synthbench.protocol import FoldData
 from synthbench.registry import Registry
 
@@ -55,7 +55,7 @@ class ModelKind:
     anything runs.
     ``inputs``: the input kinds it trains on (``"tabular"``, ``"image"``).
     ``epoch_inputs``: its trainer takes ``epoch_inputs=fn`` (``fn(epoch) -> X`` of the training
-    rows, redrawn each epoch; see :func:`~synthbench.models.training.fit_network`).
+    rows, redrawn each epoch; see :func:`~synthbench.models.loop.fit_network`).
     """
 
     name: str

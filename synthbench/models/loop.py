@@ -1,4 +1,4 @@
-"""The one training loop of every benchmark network, and the shared MLP trained with it.
+"""The one training loop of every benchmark network.
 
 :func:`fit_network` trains any module mapping ``(b, *input_shape)`` to logits (tables or images;
 one logit for binary labels, one per class otherwise) with Adam, mini-batches, the classification
@@ -9,11 +9,11 @@ code) or a fixed number of epochs without one. A :class:`TrainConfig` chooses wh
 watches (validation loss or AUROC), how the validation loss is measured (clean, or as the 2023
 code did: noise on, summed over batches), which weights are kept (the best epoch's, truly
 copied, or the last), a learning-rate schedule and an L1 penalty on the first layer; the presets
-of :mod:`synthbench.models.presets` name the useful combinations for the MLP.
-:func:`train_mlp` builds the benchmark MLP and trains it with this loop; the embedded selectors
-(:mod:`synthbench.methods.embedded`) and the concrete selectors and DeepPINK
-(:mod:`synthbench.methods.selectors`, :mod:`synthbench.methods.selectors_2023`) train their own
-networks with it. There is no other training loop.
+of :mod:`synthbench.models.presets` name the useful combinations. The MLP
+(:func:`~synthbench.models.mlp.train_mlp`), the CNN (:func:`~synthbench.models.cnn.train_cnn`),
+the embedded selectors (:mod:`synthbench.methods.embedded`) and the concrete selectors and
+DeepPINK (:mod:`synthbench.methods.selectors`, :mod:`synthbench.methods.selectors_2023`) all
+train with it. There is no other training loop.
 
 Reproducibility: every random draw (initialisation, validation split, batch order, the
 ``GaussianNoise`` layer) comes from one ``torch.Generator`` seeded with ``seed``; on CPU the
@@ -23,40 +23,34 @@ global generator or its thread setting.
 Speed: the training rows live on the device as tensors; batches are contiguous slices of one
 gathered permutation per epoch; losses are accumulated on the device and read back once per
 epoch; the clean validation loss is one forward pass (in chunks of :data:`PREDICT_BATCH` rows).
-
-:func:`cached_train` adds an on-disk cache (``joblib.Memory``) keyed by the model kind, the data,
-the config, the seed, the device type and the torch version.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar
 
-import joblib
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.models.mlp import MLPConfig, build_mlp, seed_noise_layers
+from synthbench.models.layers import seed_noise_layers
 
-__all__ = ["TrainedMLP", "TrainConfig", "TrainResult", "Penalty", "BatchLoss", "classification_loss", "predict_proba",
-           "fit_network", "select_device", "train_mlp", "cached_train", "TrainedNetwork", "n_classes_of",
-           "torch_threads", "plateau_2023", "TRAINING_VERSION", "EpochInputs"]
+__all__ = ["TrainConfig", "NetworkConfig", "TrainResult", "Penalty", "BatchLoss", "EpochInputs", "classification_loss", "fit_network",
+           "select_device", "torch_threads", "plateau_2023", "check_training_data", "n_classes_of", "TRAINING_VERSION",
+           "PREDICT_BATCH"]
 
 log = logging.getLogger(__name__)
 
-#: Part of the cache key; bump it whenever a change to this module changes trained weights.
+#: Part of the model cache's key; bump it whenever a change to the loop changes trained weights.
 TRAINING_VERSION = 3
 
-#: Rows per forward pass in :meth:`TrainedMLP.predict_proba`.
+#: Rows per forward pass when predicting or validating.
 PREDICT_BATCH = 8192
 
 
@@ -97,143 +91,6 @@ def select_device(device: str | torch.device = "auto") -> torch.device:
     raise ValueError(f"unsupported device {device!r}; valid: 'auto', 'cpu', 'cuda', 'cuda:N'")
 
 
-class TrainedNetwork:
-    """A trained classifier network with a scikit-learn-style probability interface.
-
-    Subclasses are dataclasses with the fields ``module`` (the network in eval mode, on
-    ``device``), ``device`` and ``classes_`` (``[0, 1, ..., K - 1]``), and build an untrained
-    module of the same architecture in :meth:`_architecture`. Pickling sends the weights as a
-    CPU ``state_dict`` and rebuilds the module on load (on the CPU when CUDA is missing).
-    """
-
-    module: nn.Module
-    device: torch.device
-    classes_: np.ndarray
-
-    def _architecture(self) -> nn.Module:
-        raise NotImplementedError
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """Class probabilities ``(n, K)``, float64, rows summing to 1 (see :func:`predict_proba`)."""
-        return predict_proba(self.module, np.asarray(X, dtype=np.float32), self.device)
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Predicted labels, shape (n,), int64 (the most probable class; ``P(y = 1) > 0.5`` when binary)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("module", "device")}
-        state["state_dict"] = {k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}
-        state["device"] = str(self.device)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        state = dict(state)
-        weights = state.pop("state_dict")
-        device = torch.device(state.pop("device"))
-        if device.type == "cuda" and not torch.cuda.is_available():
-            log.info("%s was on %s; CUDA is unavailable here, loading it on the CPU", type(self).__name__, device)
-            device = torch.device("cpu")
-        self.__dict__.update(state)
-        module = self._architecture()  # its drawn init is overwritten by the stored weights
-        module.load_state_dict(weights)
-        self.module = module.to(device).eval()
-        self.device = device
-
-
-@dataclass(eq=False)
-class TrainedMLP(TrainedNetwork):
-    """A trained benchmark MLP with a scikit-learn-style probability interface.
-
-    Attributes
-    ----------
-    module : nn.Sequential
-        The network in eval mode, on ``device``; maps float32 ``(n, p)`` to logits: ``(n, 1)``
-        for binary labels, ``(n, K)`` for ``K > 2`` classes.
-    config : MLPConfig
-    n_features_in_ : int
-        ``p``, the number of input columns.
-    epochs_run : int
-        Epochs trained before early stopping (or ``config.max_epochs``).
-    best_epoch : int
-        0-based index into the ``history`` lists of the epoch whose weights were restored
-        (the lowest validation loss; the first one on ties).
-    history : dict
-        ``{"train_loss": [...], "val_loss": [...]}``, one float per epoch: the mean
-        training loss over the epoch's batches (noise on) and the validation loss after the
-        epoch (eval mode, noise off).
-    validation_indices : ndarray of int64, shape (n_val,)
-        Rows of ``X_train`` held out for early stopping, in ascending order.
-    device : torch.device
-    classes_ : ndarray, ``[0, 1, ..., K - 1]``
-    """
-
-    module: nn.Sequential = field(repr=False)
-    config: MLPConfig
-    n_features_in_: int
-    epochs_run: int
-    best_epoch: int
-    history: dict[str, list[float]] = field(repr=False)
-    validation_indices: np.ndarray = field(repr=False)
-    device: torch.device
-    classes_: np.ndarray = field(default_factory=lambda: np.array([0, 1]), repr=False)
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """Class probabilities.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, p)
-
-        Returns
-        -------
-        ndarray of float64, shape (n, K)
-            Column ``c`` is ``P(y = c)``; rows sum to 1. Binary models (one logit) give
-            ``[1 - sigmoid, sigmoid]``, multi-class models the softmax.
-        """
-        X = np.asarray(X, dtype=np.float32)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have shape (n, {self.n_features_in_}), got {X.shape}")
-        return super().predict_proba(X)
-
-    def _architecture(self) -> nn.Module:
-        return build_seeded_mlp(self.n_features_in_, self.config, torch.Generator().manual_seed(0),
-                                n_outputs=_n_outputs(len(self.classes_)))
-
-
-def predict_proba(module: nn.Module, X: np.ndarray, device: torch.device) -> np.ndarray:
-    """Class probabilities ``(n, K)`` float64 of a classifier ``module`` (eval mode) on ``X`` ``(n, *input_shape)``.
-
-    One logit: ``[1 - sigmoid, sigmoid]``; ``K >= 2`` logits: softmax. Batches of :data:`PREDICT_BATCH` rows.
-    """
-    parts = []
-    module.eval()
-    with torch.inference_mode():
-        for start in range(0, X.shape[0], PREDICT_BATCH):
-            xb = torch.from_numpy(np.ascontiguousarray(X[start : start + PREDICT_BATCH], dtype=np.float32))
-            parts.append(module(xb.to(device)).double().cpu())
-    logits = torch.cat(parts) if parts else torch.empty(0, 1, dtype=torch.float64)
-    if logits.dim() == 1 or logits.shape[1] == 1:
-        p1 = 1.0 / (1.0 + np.exp(-logits.reshape(-1).numpy()))
-        return np.column_stack([1.0 - p1, p1])
-    return torch.softmax(logits, dim=1).numpy()
-
-
-def _n_outputs(n_classes: int) -> int:
-    """Logits of a classifier of ``n_classes``: one for binary labels, one per class otherwise."""
-    return 1 if n_classes <= 2 else int(n_classes)
-
-
-def build_seeded_mlp(n_features: int, config: MLPConfig, generator: torch.Generator, n_outputs: int = 1) -> nn.Sequential:
-    """``build_mlp`` without side effects on torch's global generator.
-
-    ``nn.Linear``'s constructor draws a default initialisation from the global generator
-    before ``build_mlp`` overwrites it from ``generator``; ``fork_rng`` restores the global state.
-    """
-    with torch.random.fork_rng(devices=[]):
-        return build_mlp(n_features, config, generator=generator, n_outputs=n_outputs)
-
-
 def _adam(param_groups: list[dict], lr: float, eps: float = 1e-8, fused: bool = True) -> torch.optim.Adam:
     """Adam over ``param_groups``; with ``fused``, the fused kernel where torch has one for the device.
 
@@ -248,7 +105,7 @@ def _adam(param_groups: list[dict], lr: float, eps: float = 1e-8, fused: bool = 
     return torch.optim.Adam(param_groups, lr=lr, eps=eps)
 
 
-def _check_data(X_train: np.ndarray, y_train: np.ndarray, *, any_shape: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def check_training_data(X_train: np.ndarray, y_train: np.ndarray, *, any_shape: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``X`` as contiguous float32 (2-D unless ``any_shape``) and ``y`` as int64 labels, or ValueError."""
     X = np.ascontiguousarray(X_train, dtype=np.float32)
     y = np.asarray(y_train)
@@ -297,65 +154,6 @@ def torch_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def train_mlp(
-    X_train: np.ndarray,
-    y_train: np.ndarray,
-    *,
-    config: MLPConfig = MLPConfig(),
-    seed: int,
-    device: str | torch.device = "cpu",
-    num_threads: int | None = 1,
-    n_classes: int | None = None,
-    epoch_inputs: EpochInputs | None = None,
-) -> TrainedMLP:
-    """Train the benchmark MLP with early stopping on a random validation part.
-
-    Parameters
-    ----------
-    X_train : ndarray of float32, shape (n, p)
-    y_train : ndarray of int, shape (n,), class labels ``0..K-1`` (binary: one logit and binary
-        cross-entropy; ``K > 2``: ``K`` logits and softmax cross-entropy)
-    config : MLPConfig
-        Architecture and training settings.
-    seed : int
-        Seeds the one ``torch.Generator`` behind the initialisation, the validation split
-        (``ceil(validation_fraction * n)`` rows, uniformly at random, not stratified), the
-        batch order and the Gaussian input noise.
-    device : ``"cpu"``, ``"cuda"``, ``"auto"`` or a ``torch.device`` (see :func:`select_device`).
-    num_threads : int or None
-        CPU threads torch may use while training (set with :func:`torch_threads` and restored
-        afterwards); None keeps the current setting. The default, 1, is much faster for these
-        small networks (batches of 64 rows, width 16) than torch's default of one thread per
-        core, most of all on a loaded machine, and makes CPU results independent of the core
-        count.
-    n_classes : int or None
-        ``K``; None: one more than the largest label (a fold can lack the last class: pass the
-        data set's).
-    epoch_inputs : the rows' inputs drawn anew for each epoch (see :func:`fit_network`)
-
-    Returns
-    -------
-    TrainedMLP
-        In eval mode, on ``device``, with the weights ``config.restore`` names.
-
-    Notes
-    -----
-    The loop is :func:`fit_network`: the ``config`` says what early stopping watches and how
-    (``monitor``, ``stopping``, ``patience``, ``validation``), which weights are kept
-    (``restore``), the learning-rate schedule and an L1 penalty on the first layer. The default
-    config restores the weights of the epoch with the lowest clean validation loss.
-
-    On CPU the result is bit-identical for a seed on one machine and torch build (not
-    guaranteed across torch versions or CPU instruction sets). On CUDA the
-    initialisation and split still come from the CPU generator; batch order and noise come
-    from a CUDA generator seeded from it, so CUDA and CPU runs differ.
-    """
-    X, y = _check_data(X_train, y_train)
-    dev = select_device(device)
-    with torch_threads(num_threads if dev.type == "cpu" else None):
-        return _train(X, y, config, int(seed), dev, n_classes_of(y, n_classes), epoch_inputs)
-
-
 def n_classes_of(y: np.ndarray, n_classes: int | None) -> int:
     """``n_classes`` checked against the labels, or (None) one more than the largest label; at least 2."""
     found = int(y.max()) + 1 if len(y) else 2
@@ -364,28 +162,6 @@ def n_classes_of(y: np.ndarray, n_classes: int | None) -> int:
     if n_classes < max(2, found):
         raise ValueError(f"n_classes={n_classes} but the labels go up to {found - 1}")
     return int(n_classes)
-
-
-def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torch.device, n_classes: int,
-           epoch_inputs: EpochInputs | None = None) -> TrainedMLP:
-    """:func:`train_mlp` on checked data; ``X`` float32 (n, p), ``y`` int64 (n,)."""
-    n, p = X.shape
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    module = build_seeded_mlp(p, config, gen, n_outputs=_n_outputs(n_classes))
-    result = fit_network(module, X, y, config=TrainConfig.of(config), generator=gen, device=dev,
-                         epoch_inputs=epoch_inputs)
-    log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, n, result.epochs_run, result.best_epoch)
-    return TrainedMLP(
-        module=result.module,
-        config=config,
-        n_features_in_=p,
-        epochs_run=result.epochs_run,
-        best_epoch=result.best_epoch,
-        history=result.history,
-        validation_indices=result.validation_indices,
-        device=dev,
-        classes_=np.arange(n_classes),
-    )
 
 
 #: ``penalty(module, xb, loss) -> scalar tensor`` added to the batch loss. ``xb`` is the batch
@@ -443,10 +219,38 @@ class TrainConfig:
     lr_schedule: str = "constant"
     l1_first_layer: float = 0.0
 
+
+
+class NetworkConfig:
+    """Base of a network's config dataclass: its architecture fields and ``train``, its one :class:`TrainConfig`.
+
+    :meth:`to_dict` is flat, the architecture and training fields side by side: what a cell id
+    records of a preset. It leaves out the training fields of :attr:`record_omits` while they hold
+    :class:`TrainConfig`'s default: fields the config did not have when those ids were first
+    written (setting one to another value enters the id). :meth:`from_dict` reads a flat dict
+    back, training fields absent from it taking the class's own default training.
+    """
+
+    record_omits: ClassVar[tuple[str, ...]] = ("adam_eps", "fused_adam")
+    train: TrainConfig
+
+    def to_dict(self) -> dict[str, Any]:
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "train"}
+        default = TrainConfig()
+        training = {f.name: getattr(self.train, f.name) for f in fields(TrainConfig)
+                    if not (f.name in self.record_omits and getattr(self.train, f.name) == getattr(default, f.name))}
+        return {**own, **training}
+
     @classmethod
-    def of(cls, config: MLPConfig) -> TrainConfig:
-        """The training part of an MLP preset's config (same field names)."""
-        return cls(**{f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)})
+    def from_dict(cls, flat: Mapping[str, Any]) -> Any:
+        """The config of a flat dict of architecture and training fields (TypeError for an unknown field)."""
+        own = {f.name for f in fields(cls)} - {"train"}
+        training = {f.name for f in fields(TrainConfig)}
+        unknown = sorted(set(flat) - own - training)
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
+        train = replace(cls().train, **{k: v for k, v in flat.items() if k in training})
+        return cls(**{k: v for k, v in flat.items() if k in own}, train=train)
 
 
 @dataclass(eq=False)
@@ -575,7 +379,7 @@ def fit_network(
         (on the CPU or ``device``). Every random layer inside (``seed_noise_layers``) draws from
         the run's generator while training.
     X : float32 ``(n, *input_shape)``;  y : int ``(n,)`` class labels ``0..K-1``
-    config : TrainConfig (an MLP preset's via ``TrainConfig.of``)
+    config : TrainConfig (a preset's is its config's ``train``)
     generator : CPU ``torch.Generator``; draws the validation split, then (on CPU) the batch
         order, the noise and the order of noisy validation batches (on CUDA those come from a
         CUDA generator seeded from it). A replicate is another generator.
@@ -607,7 +411,7 @@ def fit_network(
     aliased). With ``validation="none"`` every row trains and the loop runs ``max_epochs``.
     """
     if not isinstance(config, TrainConfig):
-        raise TypeError(f"config must be a TrainConfig (TrainConfig.of(...) for an MLP preset), got {type(config).__name__}")
+        raise TypeError(f"config must be a TrainConfig (a preset's config.train), got {type(config).__name__}")
     _check_config(config)
     n = X.shape[0]
     validate = config.validation != "none"
@@ -722,80 +526,3 @@ def _epoch_rows(X_epoch: np.ndarray, shape: tuple[int, ...], rows: torch.Tensor 
         raise ValueError(f"epoch_inputs must return inputs of shape {tuple(shape)}, got {np.shape(X_epoch)}")
     X_all = torch.from_numpy(np.ascontiguousarray(X_epoch, dtype=np.float32))
     return X_all if rows is None else X_all[rows]
-
-
-#: The trainers :func:`cached_train` knows, by model kind: (module, function), imported when used.
-TRAINERS = {"mlp": ("synthbench.models.training", "train_mlp"), "cnn": ("synthbench.models.cnn", "train_cnn")}
-
-
-def _trainer(kind: str) -> Callable[..., Any]:
-    if kind not in TRAINERS:
-        raise ValueError(f"unknown trainer {kind!r}; valid: {', '.join(TRAINERS)}")
-    module, name = TRAINERS[kind]
-    return getattr(importlib.import_module(module), name)
-
-
-def _train_cached(
-    kind: str,
-    X_train: np.ndarray,
-    y_train: np.ndarray,
-    config: Any,
-    seed: int,
-    n_classes: int | None,
-    device_type: str,
-    torch_version: str,
-    training_version: int,
-    device: torch.device,
-) -> TrainedNetwork:
-    """The function ``joblib.Memory`` caches; ``device`` itself is not part of the key."""
-    return _trainer(kind)(X_train, y_train, config=config, seed=seed, device=device, n_classes=n_classes)
-
-
-def cached_train(
-    kind: str,
-    X_train: np.ndarray,
-    y_train: np.ndarray,
-    *,
-    config: Any,
-    seed: int,
-    n_classes: int | None = None,
-    device: str | torch.device = "cpu",
-    cache_dir: str | Path | None = None,
-    epoch_inputs: EpochInputs | None = None,
-) -> TrainedNetwork:
-    """Train a network of ``kind`` (``"mlp"``: :func:`train_mlp`; ``"cnn"``:
-    :func:`synthbench.models.cnn.train_cnn`) behind an optional on-disk cache.
-
-    Parameters
-    ----------
-    kind : a key of :data:`TRAINERS`
-    X_train, y_train, config, seed, n_classes, device
-        As for the trainer (``n_classes`` None: one more than the largest label).
-    cache_dir : folder of a ``joblib.Memory`` cache, or None to train without caching.
-    epoch_inputs : inputs redrawn each epoch (see :func:`fit_network`); such a training is never
-        cached (a function has no content to key it by).
-
-    Returns
-    -------
-    TrainedNetwork
-        Loaded from the cache when an entry with the same key exists, on ``device``.
-
-    Notes
-    -----
-    The key hashes the kind, ``X_train`` (as float32), ``y_train`` (as int64), ``config``
-    (its configuration's fields), ``seed``, ``n_classes``, the device *type* (``"cpu"`` or
-    ``"cuda"``: CUDA and CPU runs give different weights, while ``"cuda:0"`` and ``"cuda:1"`` do
-    not), ``torch.__version__`` and :data:`TRAINING_VERSION`.
-    """
-    dev = select_device(device)
-    if cache_dir is None or epoch_inputs is not None:
-        return _trainer(kind)(X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes,
-                              epoch_inputs=epoch_inputs)
-    X, y = _check_data(X_train, y_train, any_shape=True)
-    memory = joblib.Memory(str(cache_dir), verbose=0)
-    cached = memory.cache(_train_cached, ignore=["device"])
-    model = cached(kind, X, y, config, int(seed), n_classes, dev.type, torch.__version__, TRAINING_VERSION, dev)
-    if model.device != dev:
-        model.module.to(dev)
-        model.device = dev
-    return model
