@@ -1,0 +1,28 @@
+"""Cell ids are users' keys into their stores: a changed id orphans every stored result.
+
+tests/golden/cell_ids.json was written at commit 362e227 (before the issue-21 restructuring) from
+the grids below; any change that moves an id fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from synthbench.runner.grid import GridSpec
+
+GOLDEN = Path(__file__).parent / "golden" / "cell_ids.json"
+
+GRIDS = [
+    GridSpec(datasets=("xor",), methods=("saliency", "rf", "random", "smoothgrad"), decoys=(10,), n_samples=200,
+             n_folds=2, models=("passemiers2023", "sparse_mlp", "dense_mlp", "passemiers2023_corrected"),
+             scorers=("ground_truth", "roar"), scorer_options={"repeats": 2}),
+    GridSpec(datasets=("shapes", "digits"), methods=("saliency", "sobel", "random"), decoys=(4,), n_samples=100,
+             n_folds=2, models=("cnn",), scorers=("ground_truth", "road", "kar")),
+]
+
+
+def test_cell_ids_are_those_stores_were_written_with():
+    ids = {f"{c.dataset}/{c.n_decoys}/{c.fold}/{c.method}@{c.model}/{c.scorer}": c.cell_id
+           for spec in GRIDS for c in spec.cells()}
+    assert ids == json.loads(GOLDEN.read_text())
