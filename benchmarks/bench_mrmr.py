@@ -1,7 +1,7 @@
 """Time synthbench's vectorised mRMR against the reference implementation (pymrmr).
 
 Data: ``n`` samples of ``p`` features drawn U(0, 1), centred to ``[-1, 1]`` (``2u - 1``) and
-discretised with :func:`synthbench.methods.mrmr.discretise` (``round(20 x)``); the label is a
+discretised with :func:`synthbench.selection.mrmr.discretise` (``round(20 x)``); the label is a
 ring on the first two columns, ``0.25 < x0^2 + x1^2 < 0.64``. Both implementations select
 ``k`` features with the MIQ scheme; the script checks that the selections are identical and
 prints the seconds taken by each and their ratio.
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-mrmr_module = importlib.import_module("synthbench.methods.mrmr")
+mrmr_module = importlib.import_module("synthbench.selection.mrmr")
 
 
 def make_data(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-relief_module = importlib.import_module("synthbench.methods.relief")
+relief_module = importlib.import_module("synthbench.selection.relief")
 
 
 def make_data(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

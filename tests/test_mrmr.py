@@ -1,4 +1,4 @@
-"""Tests of synthbench.methods.mrmr: exact agreement with pymrmr, validation, helpers."""
+"""Tests of synthbench.selection.mrmr: exact agreement with pymrmr, validation, helpers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pymrmr")
 
 # The package re-exports the function ``mrmr``, which shadows the submodule attribute.
-M = importlib.import_module("synthbench.methods.mrmr")
+M = importlib.import_module("synthbench.selection.mrmr")
 
 
 def _ring(n: int, p: int, seed: int, scale: float = 20.0) -> tuple[np.ndarray, np.ndarray]:

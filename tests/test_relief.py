@@ -1,4 +1,4 @@
-"""Tests of synthbench.methods.relief: agreement with skrebate's ReliefF, ties, blocks, validation."""
+"""Tests of synthbench.selection.relief: agreement with skrebate's ReliefF, ties, blocks, validation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("skrebate")
 
-R = importlib.import_module("synthbench.methods.relief")
+R = importlib.import_module("synthbench.selection.relief")
 
 RTOL, ATOL = 1e-9, 1e-12
 
@@ -214,7 +214,7 @@ def _relief_by_the_definition(X, y):
 
 @pytest.mark.parametrize("block", [1024, 7])
 def test_relief_1nn_is_relief_by_its_definition(block):
-    from synthbench.methods.relief_basic import relief_1nn
+    from synthbench.selection.relief_basic import relief_1nn
 
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 1, size=(90, 6))

@@ -6,7 +6,7 @@ import torch
 
 import synthbench.methods.selectors as sel  # registers the methods
 from synthbench.methods import get_method, run_method
-from synthbench.methods.knockoffs import (
+from synthbench.selection.knockoffs import (
     equicorrelated_s,
     gaussian_knockoffs,
     looks_uniform,
@@ -206,7 +206,7 @@ def test_the_2023_deeppink_network_and_statistic_are_the_papers():
 
 
 def test_the_2023_gaussian_knockoffs_have_the_papers_swap_covariance_and_are_affine_equivariant():
-    from synthbench.methods.knockoffs import gaussian_knockoffs_2023
+    from synthbench.selection.knockoffs import gaussian_knockoffs_2023
 
     g = np.random.default_rng(0)
     A = g.normal(size=(4, 4))

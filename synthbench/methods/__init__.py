@@ -27,6 +27,6 @@ from synthbench.methods import selectors as _selectors  # noqa: E402,F401
 from synthbench.methods import deeppink_2023 as _deeppink_2023  # noqa: E402,F401
 from synthbench.methods import selectors_2023 as _selectors_2023  # noqa: E402,F401
 from synthbench.attribution import attribute  # noqa: E402
-from synthbench.methods.mrmr import mrmr  # noqa: E402
+from synthbench.selection.mrmr import mrmr  # noqa: E402
 
 __all__ = ["MethodSpec", "METHODS", "AttributionRecipe", "register_method", "get_method", "method_names", "default_methods", "run_method", "mrmr", "attribute"]

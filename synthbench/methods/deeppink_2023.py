@@ -17,7 +17,7 @@ and the score is ``W − min(W)`` (higher = more important). Knockoffs are drawn
 fold's rows (training and held-out together, as the paper drew them for the whole set before
 splitting) and the training part is used: fresh uniform draws on ``[-1, 1]`` for the uniform
 synthetic sets, as the paper's; otherwise (``knockoffs="auto_2023"``) the paper's own Gaussian
-construction (:func:`~synthbench.methods.knockoffs.gaussian_knockoffs_2023`), each knockoff column
+construction (:func:`~synthbench.selection.knockoffs.gaussian_knockoffs_2023`), each knockoff column
 then standardised over those rows, as the paper standardised its dag knockoffs.
 """
 
@@ -29,7 +29,7 @@ from torch import nn
 
 from synthbench.datasets.decoys import standardise
 from synthbench.protocol import FoldData
-from synthbench.methods.knockoffs import make_knockoffs
+from synthbench.selection.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.models.presets import get_preset

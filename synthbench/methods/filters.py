@@ -32,7 +32,7 @@ def anova(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.
 )
 def relief(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_neighbors: int) -> np.ndarray:
     """ReliefF scores on the training part, shape ``(p,)``, signed; equal to skrebate's ``feature_importances_``."""
-    from synthbench.methods.relief import relieff
+    from synthbench.selection.relief import relieff
 
     n_neighbors = min(n_neighbors, data.X_train.shape[0] - 1)
     return relieff(data.X_train, data.y_train, n_neighbors=n_neighbors)
@@ -45,8 +45,8 @@ def relief(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_
     default=False,
 )
 def relief_1nn(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
-    """Relief scores on the training part, shape ``(p,)``, signed (:func:`synthbench.methods.relief_basic.relief_1nn`)."""
-    from synthbench.methods.relief_basic import relief_1nn as scores
+    """Relief scores on the training part, shape ``(p,)``, signed (:func:`synthbench.selection.relief_basic.relief_1nn`)."""
+    from synthbench.selection.relief_basic import relief_1nn as scores
 
     return scores(data.X_train, data.y_train)
 
@@ -60,14 +60,14 @@ def relief_1nn(data: FoldData, models: SharedModels, rng: np.random.Generator) -
 )
 def relief_skrebate(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_neighbors: int) -> np.ndarray:
     """skrebate ``ReliefF.feature_importances_`` on the training part, shape ``(p,)``, signed."""
-    from synthbench.methods.relief import skrebate_relieff
+    from synthbench.selection.relief import skrebate_relieff
 
     n_neighbors = min(n_neighbors, data.X_train.shape[0] - 1)
     return skrebate_relieff(data.X_train, data.y_train, n_neighbors=n_neighbors)
 
 
 def _mrmr_output(data: FoldData, *, select, n_select: int, scheme: str, scale: float) -> np.ndarray:
-    from synthbench.methods.mrmr import discretise, selection_scores
+    from synthbench.selection.mrmr import discretise, selection_scores
 
     n_select = min(n_select, data.n_features)
     chosen = select(discretise(data.X_train, scale=scale), data.y_train, n_select, scheme=scheme)
@@ -87,7 +87,7 @@ _MRMR_SCORES = (
     params=_MRMR_PARAMS,
 )
 def mrmr_method(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_select: int, scheme: str, scale: float) -> np.ndarray:
-    from synthbench.methods.mrmr import mrmr
+    from synthbench.selection.mrmr import mrmr
 
     return _mrmr_output(data, select=mrmr, n_select=n_select, scheme=scheme, scale=scale)
 
@@ -100,7 +100,7 @@ def mrmr_method(data: FoldData, models: SharedModels, rng: np.random.Generator, 
     max_features=10_000,  # 15 s at p = 1000, about an hour at 10,000 (n = 1000)
 )
 def mrmr_pymrmr(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_select: int, scheme: str, scale: float) -> np.ndarray:
-    from synthbench.methods.mrmr import pymrmr_select
+    from synthbench.selection.mrmr import pymrmr_select
 
     return _mrmr_output(data, select=pymrmr_select, n_select=n_select, scheme=scheme, scale=scale)
 

@@ -32,7 +32,7 @@ Concrete selectors (``concrete_autoencoder``, ``fsnet``)
     squared reconstruction error of ``X`` from the selected features.
 
 ``deeppink`` (Lu et al. 2018)
-    Inputs ``[X, X_tilde]`` with knockoffs from :mod:`synthbench.methods.knockoffs`; a
+    Inputs ``[X, X_tilde]`` with knockoffs from :mod:`synthbench.selection.knockoffs`; a
     pairwise-coupling filter ``f_j = z_j x_j + zt_j xt_j``; an MLP ``p -> width -> width -> 1``
     with an L1 penalty ``l1 * sum |W0|`` on its first dense layer. With ``w = (W2 W1 W0)^T``
     (p,), ``Z_j = z_j w_j`` and ``Zt_j = zt_j w_j``, the knockoff statistic is ``W_j = Z_j^2 -
@@ -59,7 +59,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from synthbench.protocol import FoldData
-from synthbench.methods.knockoffs import make_knockoffs
+from synthbench.selection.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.models.loop import TrainConfig, fit_network, select_device, torch_threads
@@ -505,7 +505,7 @@ def fit_deeppink(
     ----------
     X : ndarray of float32, shape (n, p);  y : ndarray of int, shape (n,), in ``{0, 1}``
     X_tilde : ndarray of shape (n, p), optional; knockoffs (drawn from ``rng`` with
-        :func:`~synthbench.methods.knockoffs.make_knockoffs` of kind ``knockoffs`` when None)
+        :func:`~synthbench.selection.knockoffs.make_knockoffs` of kind ``knockoffs`` when None)
     l1 : L1 penalty on the first dense layer, or ``"auto"`` for ``0.05 * sqrt(2 log p / n)``
         (Lu et al.'s choice)
     width : hidden units of the two hidden layers

@@ -10,7 +10,7 @@ score of feature ``f`` is
 with ``range_f = max - min`` of the column. Higher = more important; scores lie in ``[-1, 1]``.
 A constant column (range 0) scores 0 (the 2023 code divided by zero there). This is the
 benchmark's hand-written Relief (``src/relief.py`` at commit 06afd2e), not ReliefF: see
-:mod:`synthbench.methods.relief` for the k-neighbour ReliefF of skrebate.
+:mod:`synthbench.selection.relief` for the k-neighbour ReliefF of skrebate.
 
 Memory: the distances are computed for blocks of rows (``block`` rows × ``n`` float64 at a time).
 """

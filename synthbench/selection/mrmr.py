@@ -249,13 +249,13 @@ def _as_integer_array(a: np.ndarray, name: str) -> np.ndarray:
         if np.any(arr != np.round(arr)):
             raise ValueError(
                 f"{name} must hold integer values; discretise continuous features first, "
-                "e.g. with synthbench.methods.mrmr.discretise(X)"
+                "e.g. with synthbench.selection.mrmr.discretise(X)"
             )
         out = arr.astype(np.int64)
     else:
         raise ValueError(
             f"{name} must be an integer array (got dtype {arr.dtype}); discretise continuous "
-            "features first, e.g. with synthbench.methods.mrmr.discretise(X)"
+            "features first, e.g. with synthbench.selection.mrmr.discretise(X)"
         )
     if out.size and (out.min() < _INT32.min or out.max() > _INT32.max):
         raise ValueError(f"{name} values must fit in 32-bit integers (the reference reads C int)")
