@@ -12,8 +12,8 @@ from scipy.sparse import csgraph
 
 from synthbench import datasets
 from synthbench.datasets import Dataset, describe, make, names
-from synthbench.datasets import dag as dagmod
-from synthbench.datasets import l2x, nonlinear
+from synthbench.datasets.tables import dag as dagmod
+from synthbench.datasets.tables import l2x, nonlinear
 
 ALL = [n for n in names() if datasets.spec(n).kind == "tabular"]  # images: tests/test_images.py
 UNIFORM = ["ring", "xor", "ring_xor", "ring_xor_sum"]

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from synthbench.datasets.decoys import standardise
+from synthbench.datasets.tables.decoys import standardise
 from synthbench.protocol import FoldData
 from synthbench.selection.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method

@@ -12,7 +12,7 @@ separately.
 
 Decoys are drawn by us (not sklearn's ``n_useless``) as ``N(0, 1)`` like sklearn's useless features,
 so that ``decoy_correlation`` can be honoured: a correlated decoy copies the standardised value of
-an informative feature (see :mod:`synthbench.datasets.decoys`).
+an informative feature (see :mod:`synthbench.datasets.tables.decoys`).
 
 sklearn draws from a legacy ``RandomState``; we seed it with an integer drawn from
 ``numpy.random.default_rng(seed)``. sklearn with ``shuffle=False`` returns rows sorted by cluster,
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from sklearn.datasets import make_classification
 
-from .base import Dataset, register
+from synthbench.datasets.base import Dataset, register
 from .decoys import assemble, check_decoy_correlation, check_float, check_int, latent_decoys, standardise
 
 __all__ = ["hypercube"]

@@ -42,7 +42,7 @@ same ``X`` and ``y``; only ``relevant`` differs.
 
 Decoys: ``n_decoys`` extra columns with the exact law of an isolated node,
 ``sigmoid(2 * standardise(z))`` with ``z ~ N(0, 1)``, centred like the others (see
-:mod:`synthbench.datasets.decoys`; correlated decoys copy a relevant node's standardised
+:mod:`synthbench.datasets.tables.decoys`; correlated decoys copy a relevant node's standardised
 pre-sigmoid score ``logit(s) / 2``).
 """
 
@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from .base import Dataset, register
+from synthbench.datasets.base import Dataset, register
 from .decoys import assemble, check_decoy_correlation, check_float, check_int, latent_decoys, standardise
 
 __all__ = ["DagGraph", "sample_dag_graph", "dag_graph", "simulate_dag", "simulate_dag_dataset", "TRUTHS", "SCALINGS"]

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .base import Dataset
+from synthbench.datasets.base import Dataset
 
 __all__ = [
     "check_int",

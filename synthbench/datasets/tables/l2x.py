@@ -42,7 +42,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
-from .base import Dataset, register
+from synthbench.datasets.base import Dataset, register
 from .decoys import assemble, check_decoy_correlation, latent_decoys
 
 __all__ = [

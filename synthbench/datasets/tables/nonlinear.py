@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .base import Dataset, register
+from synthbench.datasets.base import Dataset, register
 from .decoys import (
     assemble,
     check_decoy_correlation,
