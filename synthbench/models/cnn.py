@@ -25,16 +25,7 @@ import torch
 from torch import nn
 from torch.nn.utils import skip_init
 
-from synthbench.models.loop import (
-    EpochInputs,
-    NetworkConfig,
-    TrainConfig,
-    check_training_data,
-    fit_network,
-    n_classes_of,
-    select_device,
-    torch_threads,
-)
+from synthbench.models.loop import EpochInputs, NetworkConfig, TrainConfig, fit_classifier
 from synthbench.models.networks import TrainedNetwork
 
 __all__ = ["CNNConfig", "TrainedCNN", "build_cnn", "train_cnn"]
@@ -151,17 +142,11 @@ def train_cnn(
         In eval mode, on ``device``. On the CPU the same seed gives bit-identical weights on one
         machine and torch build.
     """
-    X, y = check_training_data(X_train, y_train, any_shape=True)
-    if X.ndim != 4:
-        raise ValueError(f"X_train must be images (n, C, H, W), got shape {X.shape}")
-    k = n_classes_of(y, n_classes)
-    dev = select_device(device)
-    gen = torch.Generator().manual_seed(int(seed))
-    module = build_cnn(X.shape[1:], k, config, generator=gen)
-    with torch_threads(num_threads if dev.type == "cpu" else None):
-        result = fit_network(module, X, y, config=config.train, generator=gen, device=dev,
-                             epoch_inputs=epoch_inputs)
-    log.debug("trained CNN %s on %d images: %d epochs, best %d", X.shape[1:], len(y), result.epochs_run,
+    shape = tuple(int(d) for d in np.shape(X_train)[1:])
+    result, dev, k = fit_classifier(lambda generator, k: build_cnn(shape, k, config, generator=generator), X_train,
+                                    y_train, config=config.train, seed=seed, device=device, n_classes=n_classes,
+                                    num_threads=num_threads, epoch_inputs=epoch_inputs, input_ndim=4)
+    log.debug("trained CNN %s on %d images: %d epochs, best %d", shape, len(y_train), result.epochs_run,
               result.best_epoch)
-    return TrainedCNN(result.module, config, tuple(int(d) for d in X.shape[1:]), result.epochs_run, result.best_epoch,
-                      result.history, result.validation_indices, dev, np.arange(k))
+    return TrainedCNN(result.module, config, shape, result.epochs_run, result.best_epoch, result.history,
+                      result.validation_indices, dev, np.arange(k))

@@ -41,7 +41,8 @@ from torch import nn
 
 from synthbench.models.layers import seed_noise_layers
 
-__all__ = ["TrainConfig", "NetworkConfig", "TrainResult", "Penalty", "BatchLoss", "EpochInputs", "classification_loss", "fit_network",
+__all__ = ["TrainConfig", "NetworkConfig", "TrainResult", "Penalty", "BatchLoss", "EpochInputs", "classification_loss",
+           "fit_network", "fit_classifier",
            "select_device", "torch_threads", "plateau_2023", "check_training_data", "n_classes_of", "TRAINING_VERSION",
            "PREDICT_BATCH"]
 
@@ -518,6 +519,39 @@ def fit_network(
     module.eval()
     return TrainResult(module, len(history["train_loss"]), best_epoch, history,
                        val_idx.numpy().astype(np.int64), step)
+
+
+def fit_classifier(
+    build: Callable[[torch.Generator, int], nn.Module],
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    *,
+    config: TrainConfig,
+    seed: int,
+    device: str | torch.device,
+    n_classes: int | None,
+    num_threads: int | None,
+    epoch_inputs: EpochInputs | None = None,
+    input_ndim: int = 2,
+) -> tuple[TrainResult, torch.device, int]:
+    """What every trainer of a classifier network does: check the data, build, fit.
+
+    ``X_train`` is checked to be ``input_ndim``-D float32 (2: tables ``(n, p)``, 4: images),
+    ``y_train`` labels ``0..K-1`` (``K`` from :func:`n_classes_of`); one CPU generator seeded with
+    ``seed`` draws the network's initialisation (``build(generator, K)``) and then everything
+    :func:`fit_network` draws; torch runs on ``num_threads`` CPU threads meanwhile (None: its
+    setting). Returns ``(result, device, K)``.
+    """
+    X, y = check_training_data(X_train, y_train, any_shape=input_ndim != 2)
+    if X.ndim != input_ndim:
+        raise ValueError(f"X_train must be images (n, C, H, W), got shape {X.shape}")
+    k = n_classes_of(y, n_classes)
+    dev = select_device(device)
+    with torch_threads(num_threads if dev.type == "cpu" else None):
+        gen = torch.Generator().manual_seed(int(seed))
+        result = fit_network(build(gen, k), X, y, config=config, generator=gen, device=dev,
+                             epoch_inputs=epoch_inputs)
+    return result, dev, k
 
 
 def _epoch_rows(X_epoch: np.ndarray, shape: tuple[int, ...], rows: torch.Tensor | None) -> torch.Tensor:

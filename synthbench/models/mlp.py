@@ -20,16 +20,7 @@ from torch import nn
 from torch.nn.utils import skip_init
 
 from synthbench.models.layers import GaussianNoise
-from synthbench.models.loop import (
-    EpochInputs,
-    NetworkConfig,
-    TrainConfig,
-    check_training_data,
-    fit_network,
-    n_classes_of,
-    select_device,
-    torch_threads,
-)
+from synthbench.models.loop import EpochInputs, NetworkConfig, TrainConfig, fit_classifier
 from synthbench.models.networks import TrainedNetwork
 
 __all__ = ["MLPConfig", "TrainedMLP", "build_mlp", "build_seeded_mlp", "train_mlp", "ACTIVATIONS"]
@@ -227,21 +218,14 @@ def train_mlp(
     initialisation and split still come from the CPU generator; batch order and noise come
     from a CUDA generator seeded from it, so CUDA and CPU runs differ.
     """
-    X, y = check_training_data(X_train, y_train)
-    dev = select_device(device)
-    with torch_threads(num_threads if dev.type == "cpu" else None):
-        return _train(X, y, config, int(seed), dev, n_classes_of(y, n_classes), epoch_inputs)
+    p = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 0
 
+    def build(generator: torch.Generator, k: int) -> nn.Sequential:
+        return build_seeded_mlp(p, config, generator, n_outputs=_n_outputs(k))
 
-def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torch.device, n_classes: int,
-           epoch_inputs: EpochInputs | None = None) -> TrainedMLP:
-    """:func:`train_mlp` on checked data; ``X`` float32 (n, p), ``y`` int64 (n,)."""
-    n, p = X.shape
-    gen = torch.Generator(device="cpu").manual_seed(int(seed))
-    module = build_seeded_mlp(p, config, gen, n_outputs=_n_outputs(n_classes))
-    result = fit_network(module, X, y, config=config.train, generator=gen, device=dev,
-                         epoch_inputs=epoch_inputs)
-    log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, n, result.epochs_run, result.best_epoch)
+    result, dev, k = fit_classifier(build, X_train, y_train, config=config.train, seed=seed, device=device,
+                                    n_classes=n_classes, num_threads=num_threads, epoch_inputs=epoch_inputs)
+    log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, len(y_train), result.epochs_run, result.best_epoch)
     return TrainedMLP(
         module=result.module,
         config=config,
@@ -251,5 +235,5 @@ def _train(X: np.ndarray, y: np.ndarray, config: MLPConfig, seed: int, dev: torc
         history=result.history,
         validation_indices=result.validation_indices,
         device=dev,
-        classes_=np.arange(n_classes),
+        classes_=np.arange(k),
     )
