@@ -193,7 +193,7 @@ def _wait_for(condition, what: str, timeout: float = 180.0) -> None:
         time.sleep(0.05)
 
 
-#: Cells finished when every worker is blocked in ``gate`` (tests/blocking_methods.py), the kill -9
+#: Cells finished when every worker is blocked in ``gate`` (tests/gated_methods.py), the kill -9
 #: grid below letting 2 gate calls through. Per fold the grid has two tasks, [random, anova, gate]
 #: then [rf] (cells grouped by the models they need, in grid order), handed to the workers in that
 #: order; a worker blocked in a gate takes no more. One worker blocks in fold 3's gate: folds 1-2
@@ -209,15 +209,17 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, jobs):
     store, gate_dir = tmp_path / "r.sqlite", tmp_path / "gate"
     gate_dir.mkdir()
     args = ["--datasets", "xor", "--decoys", "0,5", "--n-samples", "150", "--folds", "3", "--jobs", jobs,
-            "--methods", "random,rf,anova,gate", "--plugin", "blocking_methods", "--quiet", "--store", str(store)]
+            "--methods", "random,rf,anova,gate", "--plugin", "gated_methods", "--quiet", "--store", str(store)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
            "SYNTHBENCH_GATE_DIR": str(gate_dir)}
     total, expected = 2 * 3 * 4, FINISHED_WHEN_BLOCKED[jobs]
-    proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env={**env, "SYNTHBENCH_GATE_AFTER": "2"})
+    stderr = tmp_path / "stderr"
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args], stdout=subprocess.DEVNULL,
+                                stderr=err, env={**env, "SYNTHBENCH_GATE_AFTER": "2"})
     try:
         def blocked() -> list:
-            assert proc.poll() is None, f"the run ended (exit {proc.returncode}): {proc.stderr.read().decode()}"
+            assert proc.poll() is None, f"the run ended (exit {proc.returncode}): {stderr.read_text()}"
             return sorted(gate_dir.glob("blocked-*"))
 
         _wait_for(lambda: len(blocked()) == int(jobs), f"{jobs} workers blocked in the gate")
@@ -250,11 +252,18 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, jobs):
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an orphan's new parent may not reap it at once)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
-    return True
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
 
 def test_cells_on_a_model_near_chance_are_flagged_not_hidden(tmp_path):

@@ -1,6 +1,6 @@
 """Test plugin: a method that blocks from its N-th call on, so that a run can be killed at a known point.
 
-Imported with ``--plugin blocking_methods`` (``tests/`` on ``PYTHONPATH``; worker processes import it
+Imported with ``--plugin gated_methods`` (``tests/`` on ``PYTHONPATH``; worker processes import it
 too). Without the environment variable ``SYNTHBENCH_GATE_AFTER`` the method ``gate`` returns random
 scores at once. With it, each call takes the next number 0, 1, 2, ... (an exclusively created file
 ``call-<i>`` in the folder ``SYNTHBENCH_GATE_DIR``, so worker processes share the count); calls
