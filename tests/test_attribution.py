@@ -5,10 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch import nn
-
-captum_attr = pytest.importorskip("captum.attr")
-from captum.attr import (  # noqa: E402
+from captum.attr import (
     Deconvolution,
     DeepLift,
     FeatureAblation,
@@ -21,11 +18,12 @@ from captum.attr import (  # noqa: E402
     Saliency,
     ShapleyValueSampling,
 )
-from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule  # noqa: E402
+from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule
+from torch import nn
 
-from synthbench.attribution import attribute, feature_scores, names  # noqa: E402
-from synthbench.attribution.gradient import ig_quadrature  # noqa: E402
-from synthbench.models.mlp import MLPConfig, build_mlp  # noqa: E402
+from synthbench.attribution import attribute, feature_scores, names
+from synthbench.attribution.gradient import ig_quadrature
+from synthbench.models.mlp import MLPConfig, build_mlp
 
 ATOL = 1e-5
 N, P = 16, 6

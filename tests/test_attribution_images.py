@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
-
-pytest.importorskip("captum.attr")
-from captum.attr import (  # noqa: E402
+from captum.attr import (
     LRP,
     Deconvolution,
     DeepLift,
@@ -20,9 +17,10 @@ from captum.attr import (  # noqa: E402
     Saliency,
     ShapleyValueSampling,
 )
-from captum.attr._utils.lrp_rules import EpsilonRule  # noqa: E402
+from captum.attr._utils.lrp_rules import EpsilonRule
+from torch import nn
 
-from synthbench.attribution import ATTRIBUTION_METHODS, attribute, feature_scores, names  # noqa: E402
+from synthbench.attribution import ATTRIBUTION_METHODS, attribute, feature_scores, names
 
 ATOL = 1e-7
 N, C, H, W, K = 5, 2, 8, 8, 3

@@ -61,7 +61,7 @@ def test_small_run_resume_and_export(tmp_path, capsys):
     store, export = tmp_path / "r.sqlite", tmp_path / "out" / "rows.csv"
     assert cli.main([*SMALL, "--store", str(store), "--export", str(export)]) == 0
     out = capsys.readouterr().out
-    assert "mean best_k" in out and "chance" in out and "16 cells run, 0 already" not in out
+    assert "mean best_k" in out and "chance" in out and "24 cells run, 0 already" in out  # a fresh store: every cell
     rows = pd.read_csv(export)
     for col in ["dataset", "n_samples", "n_decoys", "n_features", "method", "fold", "seed", "metric", "value",
                 "seconds", "status"]:
@@ -175,33 +175,71 @@ def test_bad_stores_are_refused_untouched(tmp_path):
         assert (hashlib.sha256(store.read_bytes()).hexdigest() if store.exists() else None) == before
 
 
+def _stored(store) -> dict:
+    """cell_id -> finished_at of the cells in ``store`` ({} while it is not readable yet)."""
+    try:
+        con = sqlite3.connect(store)
+        try:
+            return dict(con.execute("SELECT cell_id, finished_at FROM cells").fetchall())
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return {}
+
+
+def _wait_for(condition, what: str, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+#: Cells finished when every worker is blocked in ``gate`` (tests/gated_methods.py), the kill -9
+#: grid below letting 2 gate calls through. Per fold the grid has two tasks, [random, anova, gate]
+#: then [rf] (cells grouped by the models they need, in grid order), handed to the workers in that
+#: order; a worker blocked in a gate takes no more. One worker blocks in fold 3's gate: folds 1-2
+#: (8 cells) + random and anova of fold 3 = 10. Two block in the 3rd and 4th [random, anova, gate]
+#: tasks, every task before the 4th done: 4 x 3 - 2 + 3 rf cells = 13.
+FINISHED_WHEN_BLOCKED = {"1": 10, "2": 13}
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, jobs):
-    store = tmp_path / "r.sqlite"
+    """kill -9 lands mid-run at a known point: while every worker is blocked in a cell of the test
+    plugin's ``gate`` method, after a known number of cells was stored."""
+    store, gate_dir = tmp_path / "r.sqlite", tmp_path / "gate"
+    gate_dir.mkdir()
     args = ["--datasets", "xor", "--decoys", "0,5", "--n-samples", "150", "--folds", "3", "--jobs", jobs,
-            "--methods", "random,rf,anova", "--quiet", "--store", str(store)]
-    proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    done = 0
-    while time.time() < deadline and done < 4:
-        time.sleep(0.2)
-        if store.exists():
-            try:
-                con = sqlite3.connect(store)
-                done = con.execute("SELECT count(*) FROM cells").fetchone()[0]
-                con.close()
-            except sqlite3.Error:
-                pass
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    con = sqlite3.connect(store)
-    before = dict(con.execute("SELECT cell_id, finished_at FROM cells").fetchall())
-    con.close()
-    total = 2 * 3 * 3
-    assert 4 <= len(before) < total, "the run was not interrupted mid-way"
+            "--methods", "random,rf,anova,gate", "--plugin", "gated_methods", "--quiet", "--store", str(store)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
+           "SYNTHBENCH_GATE_DIR": str(gate_dir)}
+    total, expected = 2 * 3 * 4, FINISHED_WHEN_BLOCKED[jobs]
+    stderr = tmp_path / "stderr"
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args], stdout=subprocess.DEVNULL,
+                                stderr=err, env={**env, "SYNTHBENCH_GATE_AFTER": "2"})
+    try:
+        def blocked() -> list:
+            assert proc.poll() is None, f"the run ended (exit {proc.returncode}): {stderr.read_text()}"
+            return sorted(gate_dir.glob("blocked-*"))
 
-    rerun = sb(*args)
+        _wait_for(lambda: len(blocked()) == int(jobs), f"{jobs} workers blocked in the gate")
+        _wait_for(lambda: len(_stored(store)) >= expected, f"{expected} cells stored", timeout=30)
+        time.sleep(0.5)  # nothing more may arrive: every worker is blocked
+        assert len(_stored(store)) == expected and len(blocked()) == int(jobs)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        (gate_dir / "release").touch()  # frees any worker still waiting in the gate
+    before = _stored(store)
+    assert len(before) == expected
+    workers = [int(p.read_text()) for p in gate_dir.glob("blocked-*") if int(p.read_text()) != proc.pid]
+
+    rerun = subprocess.run([sys.executable, "-m", "synthbench.run", *args], capture_output=True, text=True,
+                           timeout=300, env=env)  # no SYNTHBENCH_GATE_AFTER: the gate lets every call through
     assert rerun.returncode == 0, rerun.stderr
     assert f"{total - len(before)} cells run, {len(before)} already" in rerun.stdout
     con = sqlite3.connect(store)
@@ -210,6 +248,23 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, jobs):
     con.close()
     assert n_rows == len(after) == total
     assert {k: after[k] for k in before} == before  # finished cells untouched, not recomputed
+    for pid in workers:  # the killed run's orphaned workers leave the gate and exit
+        _wait_for(lambda: not _alive(pid), f"worker {pid} to exit", timeout=30)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an orphan's new parent may not reap it at once)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
 
 def test_cells_on_a_model_near_chance_are_flagged_not_hidden(tmp_path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import runpy
 import sqlite3
 import subprocess
 import sys
@@ -10,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import extra_scorers  # noqa: F401  (registers ground_truth_max here too, so the report can read its metrics)
 from synthbench.report import build_report, load_results, write_report
 from synthbench.runner.store import ResultStore
+from synthbench.scoring import base as scoring_base
+from synthbench.scoring import get_scorer, scorer_names
 
 TESTS = Path(__file__).parent
 GRID = ["--datasets", "shapes,digits", "--decoys", "0,2", "--n-samples", "60", "--folds", "2",
@@ -23,6 +26,36 @@ def sb(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-m", "synthbench.run", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+@contextlib.contextmanager
+def plugin_scorer_registered():
+    """The plugin's ``ground_truth_max`` (tests/extra_scorers.py) registered here for the duration only.
+
+    The plugin registers its scorer when imported; importing it in this process would leave it in the
+    registry for every later test (listings would depend on test order). What it registers is
+    undone on exit."""
+    with scoring_base.SCORERS.restoring():
+        runpy.run_path(str(TESTS / "extra_scorers.py"))
+        yield
+
+
+@pytest.fixture
+def plugin_scorer():
+    """For the tests that read the plugin scorer's metrics back from the store (the report)."""
+    with plugin_scorer_registered():
+        yield
+
+
+def test_the_plugin_scorer_is_registered_only_where_a_test_asks_for_it():
+    names = scorer_names()
+    assert "ground_truth_max" not in names  # nothing registered it at import
+    with plugin_scorer_registered():
+        assert scorer_names() == [*names, "ground_truth_max"]
+        assert get_scorer("ground_truth_max").channel_aggregation == "max_abs"
+    assert scorer_names() == names
+    with pytest.raises(KeyError, match="unknown scorer 'ground_truth_max'"):
+        get_scorer("ground_truth_max")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +83,7 @@ def test_the_image_grid_runs_and_stores_what_the_report_needs(image_store):
     assert {m.shape for m in maps.values()} == {(4, 32, 32), (4, 8, 8)}
 
 
-def test_two_scorers_in_one_store_are_never_averaged_together(image_store):
+def test_two_scorers_in_one_store_are_never_averaged_together(image_store, plugin_scorer):
     store, stdout = image_store
     assert "gradient@cnn [ground_truth]" in stdout and "gradient@cnn [ground_truth_max]" in stdout
     results = load_results(store)
@@ -65,7 +98,7 @@ def test_two_scorers_in_one_store_are_never_averaged_together(image_store):
     assert gt != gm
 
 
-def test_the_report_shows_the_localisation_leaderboard_and_example_maps(image_store, tmp_path):
+def test_the_report_shows_the_localisation_leaderboard_and_example_maps(image_store, plugin_scorer, tmp_path):
     store, _ = image_store
     written = write_report(build_report(load_results(store)), tmp_path / "report")
     names = {p.name for p in written}

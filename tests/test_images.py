@@ -63,19 +63,51 @@ def test_shapes_xor_label_is_the_xor_of_the_two_signal_glyphs_and_neither_alone_
         assert stats.chi2_contingency(table)[1] > 1e-3, table
 
 
+def _outside_accuracy(X: np.ndarray, y: np.ndarray, masks: np.ndarray) -> tuple[float, float, float]:
+    """Cross-validated accuracy of a linear classifier reading only the pixels outside the masks, chance
+    ``1 / k``, and the largest distance from chance the certification accepts (4 standard errors + 0.02)."""
+    outside = np.where(masks, 0.0, X).reshape(len(y), -1)
+    k = int(y.max()) + 1
+    acc = cross_val_score(LogisticRegression(C=0.1, max_iter=300), outside, y, cv=4).mean()
+    return acc, 1 / k, 4 * np.sqrt((1 / k) * (1 - 1 / k) / len(y)) + 0.02
+
+
+def _distractor_ink_pvalue(X: np.ndarray, y: np.ndarray) -> float:
+    """Kruskal-Wallis p-value of the distractor cue's ink (channel 1, strokes counted) across the classes."""
+    ink = X[:, 1].reshape(len(y), -1).clip(0).sum(axis=1)
+    return stats.kruskal(*[ink[y == c] for c in range(int(y.max()) + 1)]).pvalue
+
+
 @pytest.mark.parametrize("name,params", [("shapes", {"n_classes": 2}), ("shapes", {"n_classes": 4}),
                                          ("shapes_xor", {}), ("shapes", {"n_classes": 2, "channels": 1})])
 def test_pixels_outside_the_masks_carry_no_information_about_the_label(name, params):
     ds = datasets.make(name, n_samples=800, n_decoys=4, seed=3, size=24, **params)
-    outside = np.where(ds.relevant_local, 0.0, ds.X).reshape(len(ds.y), -1)
-    k = int(ds.y.max()) + 1
-    acc = cross_val_score(LogisticRegression(C=0.1, max_iter=300), outside, ds.y, cv=4).mean()
-    se = np.sqrt((1 / k) * (1 - 1 / k) / len(ds.y))
-    assert abs(acc - 1 / k) < 4 * se + 0.02, (acc, 1 / k)
+    acc, chance, tolerance = _outside_accuracy(ds.X, ds.y, ds.relevant_local)
+    assert abs(acc - chance) < tolerance, (acc, chance)
     # the distractors' glyphs, counted by their strokes in the distractor cue, do not depend on the label
     if params.get("channels", 3) >= 2:
-        ink = ds.X[:, 1].reshape(len(ds.y), -1).clip(0).sum(axis=1)
-        assert stats.kruskal(*[ink[ds.y == c] for c in range(k)]).pvalue > 1e-3
+        assert _distractor_ink_pvalue(ds.X, ds.y) > 1e-3
+
+
+@pytest.mark.parametrize("params", [{"n_classes": 4}, {"n_classes": 2, "channels": 1}])
+def test_the_outside_checks_detect_a_leak_planted_outside_the_masks(params):
+    """Positive control of the certification above, on a copy of its data: in images of class c, the
+    4 x 4 block at corner c of the last channel is one pixel-noise sd (0.1) brighter wherever no mask
+    covers it; the same classifier must read the label there. Separately, 3 pixels of distractor ink
+    added to class 1's images (a third of the ink's sd) must move the ink test below its threshold."""
+    ds = datasets.make("shapes", n_samples=800, n_decoys=4, seed=3, size=24, **params)
+    k = int(ds.y.max()) + 1
+    leak = np.zeros_like(ds.X)
+    for c in range(k):
+        rows, cols = [slice(0, 4), slice(-4, None)][c // 2], [slice(0, 4), slice(-4, None)][c % 2]
+        leak[ds.y == c, -1, rows, cols] = 0.1
+    acc, chance, tolerance = _outside_accuracy(ds.X + np.where(ds.relevant_local, 0.0, leak), ds.y,
+                                               ds.relevant_local)
+    assert acc - chance > tolerance, (acc, chance)
+    if params.get("channels", 3) >= 2:
+        ink = np.zeros_like(ds.X)
+        ink[ds.y == 1, 1, 12, 10:13] = 1.0
+        assert _distractor_ink_pvalue(ds.X + np.where(ds.relevant_local, 0.0, ink), ds.y) < 1e-3
 
 
 def test_classes_are_balanced_and_the_data_reproducible():

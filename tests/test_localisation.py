@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import quantus
 import torch
 
 from synthbench import datasets
@@ -14,8 +15,6 @@ from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.runner.grid import Cell
 from synthbench.scoring import get_scorer
 from synthbench.scoring import localisation as L
-
-quantus = pytest.importorskip("quantus")
 
 
 def _maps_and_masks(n=12, h=10, w=10, seed=0):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
+import pymrmr  # noqa: F401  (a declared dependency: if it is missing these tests must fail, not skip)
 import pytest
-
-pytest.importorskip("pymrmr")
 
 # The package re-exports the function ``mrmr``, which shadows the submodule attribute.
 M = importlib.import_module("synthbench.selection.mrmr")

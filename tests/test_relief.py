@@ -6,8 +6,7 @@ import importlib
 
 import numpy as np
 import pytest
-
-pytest.importorskip("skrebate")
+import skrebate  # noqa: F401  (a declared dependency: if it is missing these tests must fail, not skip)
 
 R = importlib.import_module("synthbench.selection.relief")
 
