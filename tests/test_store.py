@@ -328,7 +328,13 @@ def test_plugin_of_names_the_module_or_the_file_to_pass_to_plugin(tmp_path, monk
         sys.modules.pop("sb_where_file", None)
     from synthbench import datasets
 
-    assert plugin_of(datasets.spec("xor").fn) is None
+    assert plugin_of(datasets.spec("xor").fn) is None  # synthbench's own
+
+    def in_a_script():
+        pass
+
+    in_a_script.__module__ = "__main__"
+    assert plugin_of(in_a_script) is None  # importing a script again would run it again
 
 
 def _drop_curves(con: sqlite3.Connection) -> None:

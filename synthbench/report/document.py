@@ -474,8 +474,8 @@ def _unscored_sentence(results: Results, setting: str) -> str:
     if not recorded.empty:
         return (f"No localisation score: these images have ground truth, but none of their {len(cells)} cells "
                 "finished (see the failed and missing counts above).")
-    return ("No localisation score: the images have no masks, or no cell finished (the store, written before "
-            "synthbench recorded which data have masks, does not say which).")
+    return ("No localisation score: no cell of these images finished, or they have no masks (their cells do not "
+            "record which: no data were made, or the store was written before synthbench recorded it).")
 
 
 def _maps_alone_sentence(results: Results, setting: str) -> str:

@@ -129,7 +129,7 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     unknown = sorted(set(cells["scorer"]) - set(scorer_names()))
     if unknown:
         raise ReportError(f"store {store} holds cells of scorer(s) {', '.join(unknown)} that this process does not "
-                          "know; import the plugin that registers them (--plugin MODULE)")
+                          "know; import the plugin that registers them (--plugin MODULE|PATH.py)")
     info = _dataset_info(described, list(dict.fromkeys(cells["dataset"])), store)
     cells, scores = _entries(cells), _entries(scores)
     cells = cells.assign(kind=cells["dataset"].map(info["kind"]))

@@ -52,26 +52,24 @@ version 2 no runs, version 3 no model presets: their cells explain the default
 MLP preset of their time and carry none; version 4 no claims; version 5 no curves; version 6 no
 datasets and methods tables and no data columns on cells: a store opened for writing records there
 the datasets and methods this process has registered, so a report never needs the plugin that
-registered them); opened read-only, they are upgraded in a private in-memory copy. Upgrades add
-tables and columns only: every cell keeps its id and its results, and a resumed run recomputes
-nothing.
+registered them); opened read-only, they are upgraded in a private in-memory copy. No upgrade
+changes a cell's id or its results, so a resumed run recomputes nothing.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-import importlib.machinery
-import inspect
-import sys
 
 import numpy as np
 import pandas as pd
@@ -80,7 +78,7 @@ from synthbench import datasets
 from synthbench.methods import METHODS
 from synthbench.runner.grid import Cell
 
-__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS"]
+__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS", "plugin_of"]
 
 SCHEMA_VERSION = 7
 APPLICATION = "synthbench"
@@ -670,23 +668,21 @@ def _method_row(name: str) -> tuple:
 def plugin_of(obj: Any) -> str | None:
     """What ``--plugin`` must name to register ``obj`` (a registered function) again.
 
-    None for synthbench's own components; the module's name when Python finds it by that name on
-    its path (``mypackage.plugin``); otherwise the absolute path of the file that defines it (a
-    plugin given as ``--plugin ./mine.py``).
+    None for synthbench's own components and for those defined in a script or an interactive
+    session (``__main__``: importing it again would run it again); the module's name when Python
+    finds it by that name on its path (``mypackage.plugin``); otherwise the absolute path of the
+    file that defines it (a plugin given as ``--plugin ./mine.py``).
     """
     obj = getattr(obj, "func", obj)  # functools.partial
     name = getattr(obj, "__module__", None) or ""
-    if name == "synthbench" or name.startswith("synthbench."):
+    if name in ("", "__main__", "synthbench") or name.startswith("synthbench."):
         return None
     module = sys.modules.get(name)
-    path = getattr(module, "__file__", None) if module is not None else None
-    if path is None:
-        try:
-            path = inspect.getsourcefile(obj)
-        except TypeError:
-            path = None
+    if module is None:  # code run without a module (exec): nothing to import
+        return None
+    path = getattr(module, "__file__", None)
     if path is None or "." in name:
-        return None if name in ("", "__main__") else name
+        return name
     found = importlib.machinery.PathFinder.find_spec(name)
     if found is not None and found.origin and Path(found.origin).resolve() == Path(path).resolve():
         return name
