@@ -1,5 +1,7 @@
 """Shared fixtures: small folds built by hand or from the generators."""
 
+from contextlib import ExitStack, contextmanager
+
 import numpy as np
 import pytest
 
@@ -26,3 +28,21 @@ def tiny_dataset(p: int = 1, n: int = 90, seed: int = 0) -> Dataset:
 @pytest.fixture
 def tiny_fold():
     return fold_of(tiny_dataset(p=4))
+
+
+def registries():
+    """Every registry of synthbench: datasets, methods, model kinds, presets, attribution functions, scorers."""
+    from synthbench import attribution, datasets, methods, models, scoring
+    from synthbench.models import presets
+
+    return (datasets.DATASETS, methods.METHODS, models.MODEL_KINDS, presets.PRESETS, attribution.ATTRIBUTION_METHODS,
+            scoring.SCORERS)
+
+
+@contextmanager
+def registrations_undone():
+    """Every registration made in the ``with`` block, in any registry, undone at its end (a plugin imported by a test)."""
+    with ExitStack() as stack:
+        for registry in registries():
+            stack.enter_context(registry.restoring())
+        yield

@@ -4,7 +4,9 @@ import hashlib
 import json
 import dataclasses
 import sqlite3
+import sys
 
+import pandas as pd
 import pytest
 
 from synthbench.runner.grid import Cell, GridSpec
@@ -253,8 +255,91 @@ def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and
         GridSpec(("xor",), ("saliency",), (3,), models=("nope",)).cells()
 
 
+def _drop_descriptions(con: sqlite3.Connection) -> None:
+    """Undo schema 7: no datasets or methods tables, no data columns on cells."""
+    con.execute("DROP TABLE datasets")
+    con.execute("DROP TABLE methods")
+    for column in ("input_shape", "global_truth", "masks"):
+        con.execute(f"ALTER TABLE cells DROP COLUMN {column}")
+
+
+def test_a_version_6_store_gains_the_descriptions_keeps_its_cell_ids_and_resumes_without_recomputing(tmp_path):
+    from synthbench.runner.execute import execute
+
+    path = tmp_path / "v6.sqlite"
+    cells = GridSpec(("xor",), ("random", "anova"), (2,), n_samples=40, n_folds=2).cells()
+    with ResultStore(path) as store:
+        execute(cells, store)
+        before = store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True)
+    con = sqlite3.connect(path)
+    _drop_descriptions(con)
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    with ResultStore(path, readonly=True) as store:  # upgraded in memory: nothing described, the cells kept
+        assert store.datasets().empty and store.methods().empty and store.cells()["input_shape"].isna().all()
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
+    with ResultStore(path) as store:  # opened for writing: upgraded, and what this process has registered described
+        assert store.datasets().set_index("dataset").loc["xor", ["kind", "decoys", "plugin"]].tolist() == [
+            "tabular", True, None]
+        assert set(store.methods()["method"]) == {"random", "anova"}
+        summary = execute(cells, store)
+        after = store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True)
+    assert summary.skipped == len(cells) and summary.ok == 0  # every cell id unchanged: nothing recomputed
+    pd.testing.assert_frame_equal(after, before)
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
+
+
+def test_each_cell_records_its_data_and_the_store_describes_its_datasets_and_methods(tmp_path):
+    from synthbench.runner.execute import execute
+
+    cells = GridSpec(("xor", "shapes", "digits"), ("random",), {"tabular": (2,), "image": (1,)}, n_samples=24,
+                     n_folds=2, dataset_params={"shapes": {"size": 12}}).cells()
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        execute(cells, store)
+        data = store.cells().drop_duplicates("dataset").set_index("dataset")
+        described = store.datasets().set_index("dataset")
+        methods = store.methods().set_index("method")
+    assert data.loc["xor", ["input_shape", "global_truth", "masks"]].tolist() == ["[4]", 1, 0]
+    assert data.loc["shapes", ["input_shape", "global_truth", "masks"]].tolist() == ["[3, 12, 12]", 0, 1]
+    assert data.loc["digits", ["input_shape", "global_truth", "masks"]].tolist() == ["[1, 8, 8]", 0, 0]
+    assert described[["kind", "decoys"]].to_dict("index") == {
+        "digits": {"kind": "image", "decoys": False}, "shapes": {"kind": "image", "decoys": True},
+        "xor": {"kind": "tabular", "decoys": True}}
+    assert described["plugin"].isna().all()  # synthbench's own
+    assert methods.loc["random", ["family", "inputs"]].tolist() == ["classical", '["tabular", "image"]']
+
+
+def test_plugin_of_names_the_module_or_the_file_to_pass_to_plugin(tmp_path, monkeypatch):
+    from synthbench.runner.cells import import_plugin
+    from synthbench.runner.store import plugin_of
+
+    (tmp_path / "sb_where_mod.py").write_text("def f():\n    pass\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "sb_where_file.py").write_text("def f():\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        by_name = import_plugin("sb_where_mod")
+        by_path = import_plugin(str(tmp_path / "elsewhere" / "sb_where_file.py"))
+        assert plugin_of(by_name.f) == "sb_where_mod"  # found by its name on the path
+        assert plugin_of(by_path.f) == str(tmp_path / "elsewhere" / "sb_where_file.py")  # only by its path
+    finally:
+        sys.modules.pop("sb_where_mod", None)
+        sys.modules.pop("sb_where_file", None)
+    from synthbench import datasets
+
+    assert plugin_of(datasets.spec("xor").fn) is None  # synthbench's own
+
+    def in_a_script():
+        pass
+
+    in_a_script.__module__ = "__main__"
+    assert plugin_of(in_a_script) is None  # importing a script again would run it again
+
+
 def _drop_curves(con: sqlite3.Connection) -> None:
-    """Undo schema 6: no curves."""
+    """Undo schemas 7 and 6: no descriptions, no curves."""
+    _drop_descriptions(con)
     con.execute("DROP TABLE curves")
 
 
@@ -274,7 +359,7 @@ def test_a_version_5_store_gains_the_curves_table_and_keeps_its_cells(tmp_path):
     with ResultStore(path) as store:
         store.write(dataclasses.replace(result(cell(fold=1)), curves={"morf": Curve([0.0, 0.5], [[1.0, 0.9], [0.5, 0.4]])}))
         curves = store.curves()
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
     assert sorted(zip(curves["x"], curves["replicate"], curves["value"])) == [
         (0.0, 0, 1.0), (0.0, 1, 0.9), (0.5, 0, 0.5), (0.5, 1, 0.4)]
 

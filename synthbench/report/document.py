@@ -132,6 +132,10 @@ def _provenance(results: Results) -> list[str]:
         f"- store: `{results.path}`",
         f"- synthbench version(s) of the cells: {', '.join(sorted(cells['package_version'].unique()))}",
     ]
+    if not results.datasets.empty:
+        lines.append("- datasets: " + ", ".join(
+            f"{name} ({row.kind}" + (f", from the plugin `{row.plugin}`)" if row.plugin else ")")
+            for name, row in results.datasets.iterrows()))
     suites = cells.dropna(subset=["suite"])[["suite", "suite_hash"]].drop_duplicates()
     lines.append("- suite: " + (", ".join(f"{s} (hash `{h}`)" for s, h in suites.to_numpy()) or "none (a grid from flags)"))
     lines.append(f"- seeds: {', '.join(map(str, sorted(cells['seed'].unique())))}; folds: "
@@ -189,8 +193,7 @@ def _groups(results: Results) -> list[tuple[str, str, Results]]:
         named = f"scorer {scorer}" + (f" {setting}" if scorer in several else "")
         label = f"{kind} data, {named}, explaining the {explain} rows" if len(keys) > 1 else ""
         curves = pick(results.curves) if not results.curves.empty else results.curves
-        out.append((label, kind, Results(scores=pick(results.scores), cells=pick(results.cells), runs=results.runs,
-                                         path=results.path, curves=curves)))
+        out.append((label, kind, results.select(pick(results.scores), pick(results.cells), curves)))
     return out
 
 
@@ -248,7 +251,7 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
 def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...], level: float, alpha: float,
                       prefix: str, heading: str) -> list[str]:
     metric = metrics[0]
-    styles = figures.method_styles(results.methods)
+    styles = figures.method_styles(results.methods, results.families)
     overall = tables.summary_table(results, metrics=metrics)
     curves = tables.decoy_table(results, metric)
     points = tables.breakpoints(curves if metric == "best_k" else tables.decoy_table(results, "best_k"), level)
@@ -345,7 +348,7 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
         table = tables.summary_table(results, metrics=names, setting=setting)
         md += [f"### {setting}", "", _leaderboard_markdown(table.dropna(subset=[names[0]]), names), ""]
     curves = tables.scorer_curve_table(results)
-    styles = figures.method_styles(results.methods)
+    styles = figures.method_styles(results.methods, results.families)
     if not curves.empty:
         md += [f"## {scorer} curves{heading}", "",
                f"Mean value of each curve {scorer} measured, per share of the inputs removed (0: the clean inputs), "
@@ -428,8 +431,7 @@ def _image_sections(results: Results, report: Report, prefix: str, heading: str)
     scored = set(results.scores.dropna(subset=["metric"])["setting"])
     for setting in results.settings:
         if setting not in scored:
-            md += [f"### {setting}", "", "No masks: these images have no ground truth to localise (they serve "
-                   "scorers that need none, such as remove-and-retrain); their maps are shown below.", ""]
+            md += [f"### {setting}", "", _unscored_sentence(results, setting), ""]
             continue
         table = tables.summary_table(results, metrics=metrics, setting=setting)
         md += [f"### {setting}", "", _leaderboard_markdown(table, metrics), ""]
@@ -442,7 +444,7 @@ def _image_sections(results: Results, report: Report, prefix: str, heading: str)
                "column of panels per setting and one row per method family; bands are 95 % confidence intervals, the "
                "dashed line is chance.", "",
                *_figure(report, True, f"{prefix}distractor_curves.png", "localisation against the number of distractors",
-                        lambda: figures.decoy_curves(curves, figures.method_styles(results.methods), metric=metrics[0],
+                        lambda: figures.decoy_curves(curves, figures.method_styles(results.methods, results.families), metric=metrics[0],
                                                      settings=settings, decoys="distractor patches"))]
     models = tables.model_table(results)
     if not models.empty:
@@ -451,12 +453,41 @@ def _image_sections(results: Results, report: Report, prefix: str, heading: str)
                _image_models_markdown(models), ""]
     examples = tables.example_maps(results)
     for setting, (images, masks, maps) in examples.items():
-        md += [f"## Example maps, {setting}{heading}", "",
-               "The first explained images of fold 0 (signal outlined in cyan), then each method's map of them "
-               "(channels summed in absolute value, each panel scaled to its own maximum).", "",
+        about = ("The first explained images of fold 0 (signal outlined in cyan), then each method's map of them "
+                 "(channels summed in absolute value, each panel scaled to its own maximum).")
+        if images is None:
+            about = _maps_alone_sentence(results, setting)
+        md += [f"## Example maps, {setting}{heading}", "", about, "",
                *_figure(report, True, f"{prefix}maps_{re.sub(r'[^A-Za-z0-9]+', '_', setting)}.png",
                         f"example maps, {setting}", lambda i=images, s=masks, m=maps: figures.example_maps(i, s, m))]
     return md
+
+
+def _unscored_sentence(results: Results, setting: str) -> str:
+    """Why an image setting has no localisation score: the data have no masks (as its cells record), or
+    no cell finished."""
+    cells = results.cells[results.cells["setting"] == setting]
+    recorded = cells["masks"].dropna() if "masks" in cells else pd.Series(dtype=float)
+    if not recorded.empty and not recorded.astype(bool).any() and not cells["global_truth"].fillna(0).astype(bool).any():
+        return ("No masks: these images have no ground truth to localise (they serve scorers that need none, such as "
+                "remove-and-retrain); their maps are shown below.")
+    if not recorded.empty:
+        return (f"No localisation score: these images have ground truth, but none of their {len(cells)} cells "
+                "finished (see the failed and missing counts above).")
+    return ("No localisation score: no cell of these images finished, or they have no masks (their cells do not "
+            "record which: no data were made, or the store was written before synthbench recorded it).")
+
+
+def _maps_alone_sentence(results: Results, setting: str) -> str:
+    """The note under example maps drawn without their images: which plugin would draw them."""
+    dataset = results.cells.loc[results.cells["setting"] == setting, "dataset"].iloc[0]
+    plugin = results.datasets.at[dataset, "plugin"] if dataset in results.datasets.index else None
+    how = (f"pass `--plugin {plugin}` (the plugin that registers `{dataset}`)" if plugin
+           else f"import the plugin that registers `{dataset}` (`--plugin MODULE|PATH.py`)")
+    return (f"Each method's maps of the first explained images of fold 0 (channels summed in absolute value, each "
+            f"panel scaled to its own maximum), drawn **without the images and their masks**: those are generated "
+            f"again from dataset `{dataset}`, which this process does not have. To draw them, {how}. Every number "
+            "of this report comes from the store and is complete without it.")
 
 
 def _image_models_markdown(models: pd.DataFrame) -> str:

@@ -11,6 +11,7 @@ The decoy curves draw one row of panels per family, the other families in grey b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import matplotlib
@@ -37,20 +38,28 @@ def _axis_label(metric: str, prefix: str = "") -> str:
 
 @dataclass(frozen=True)
 class Style:
-    """How one method is drawn."""
+    """How one method is drawn; ``family`` is its row's :func:`entry_family`."""
 
     color: str
     marker: str
     linestyle: str
+    family: str = ""
 
 
-def entry_family(entry: str) -> str:
+def entry_family(entry: str, families: Mapping[str, str] | None = None) -> str:
     """The family of a report row: its method's :attr:`~synthbench.methods.MethodSpec.family`, with the MLP
-    preset for attribution rows (``"attribution · sparse_mlp"``); ``"other"`` for unregistered methods."""
+    preset for attribution rows (``"attribution · sparse_mlp"``).
+
+    ``families`` (method -> family, as a store records them: :attr:`Results.families`) comes first,
+    then the registry; ``"other"`` for a method known to neither.
+    """
     from synthbench.methods import get_method, method_names
 
     method, _, preset = entry.partition("@")
-    family = get_method(method).family if method in method_names() else "other"
+    if families is not None and method in families:
+        family = families[method]
+    else:
+        family = get_method(method).family if method in method_names() else "other"
     return f"{family} · {preset}" if preset else family
 
 
@@ -62,8 +71,9 @@ def _family_key(family: str) -> tuple[int, str]:
     return (_FAMILY_ORDER.index(base) if base in _FAMILY_ORDER else len(_FAMILY_ORDER), family)
 
 
-def method_styles(methods: list[str]) -> dict[str, Style]:
-    """A fixed style per row, grouped by family (:func:`entry_family`), then registry order within a family.
+def method_styles(methods: list[str], families: Mapping[str, str] | None = None) -> dict[str, Style]:
+    """A fixed style per row, grouped by family (:func:`entry_family`, ``families`` as a store records
+    them), then registry order within a family.
 
     Within a family the ``i``-th method takes colour ``i mod 9`` and the family's ``i // 9``-th
     marker; each family has its own markers (and line style), so (colour, marker) pairs are unique.
@@ -76,15 +86,16 @@ def method_styles(methods: list[str]) -> dict[str, Style]:
         base = entry.partition("@")[0]
         return (registered.index(base) if base in registered else len(registered), entry)
 
-    families: dict[str, list[str]] = {}
+    grouped: dict[str, list[str]] = {}
     for m in sorted(methods, key=position):
-        families.setdefault(entry_family(m), []).append(m)
+        grouped.setdefault(entry_family(m, families), []).append(m)
     n, styles = len(TOL_MUTED), {}
     used = 0  # markers taken by earlier families
-    for f, family in enumerate(sorted(families, key=_family_key)):
-        members = families[family]
+    for f, family in enumerate(sorted(grouped, key=_family_key)):
+        members = grouped[family]
         for i, m in enumerate(members):
-            styles[m] = Style(TOL_MUTED[i % n], _MARKERS[(used + i // n) % len(_MARKERS)], _LINES[f % len(_LINES)])
+            styles[m] = Style(TOL_MUTED[i % n], _MARKERS[(used + i // n) % len(_MARKERS)], _LINES[f % len(_LINES)],
+                              family)
         used += -(-len(members) // n)
     return styles
 
@@ -92,8 +103,8 @@ def method_styles(methods: list[str]) -> dict[str, Style]:
 def _families(styles: dict[str, Style]) -> dict[str, list[str]]:
     """Rows by family, in style order."""
     out: dict[str, list[str]] = {}
-    for m in styles:
-        out.setdefault(entry_family(m), []).append(m)
+    for m, style in styles.items():
+        out.setdefault(style.family or entry_family(m), []).append(m)
     return out
 
 
@@ -329,31 +340,35 @@ def cd_diagram(test: RankTest, styles: dict[str, Style]) -> Figure:
     return fig
 
 
-def example_maps(images: np.ndarray, masks: np.ndarray, maps: dict[str, np.ndarray], *, title: str = "") -> Figure:
+def example_maps(images: np.ndarray | None, masks: np.ndarray | None, maps: dict[str, np.ndarray], *,
+                 title: str = "") -> Figure:
     """Example attribution maps: the images with their masks outlined, then one row per method.
 
     Parameters
     ----------
-    images : float ``(m, C, H, W)`` (the first three channels are shown as colour, one as grey)
+    images : float ``(m, C, H, W)`` (the first three channels are shown as colour, one as grey); None
+        draws the maps alone (the images cannot be made again where the report runs)
     masks : bool ``(m, H, W)``, the signal pixels (outlined in every panel); may be None
     maps : method -> relevance maps ``(m, H, W)`` (non-negative), each panel scaled to its own maximum
     """
-    m = images.shape[0]
-    rows = 1 + len(maps)
+    m = min(len(v) for v in maps.values()) if images is None else images.shape[0]
+    top = 0 if images is None else 1
+    rows = top + len(maps)
     fig = Figure(figsize=(1.6 * m + 1.6, 1.6 * rows), constrained_layout=True)
     axes = fig.subplots(rows, m, squeeze=False)
-    shown = np.clip(images[:, :3].transpose(0, 2, 3, 1), 0, 1) if images.shape[1] >= 3 else images[:, 0]
 
     def outline(ax, j):
         if masks is not None:
             ax.contour(masks[j].astype(float), levels=[0.5], colors="cyan", linewidths=0.8)
 
-    for j in range(m):
-        ax = axes[0, j]
-        ax.imshow(shown[j], cmap=None if images.shape[1] >= 3 else "gray", vmin=0, vmax=1, interpolation="nearest")
-        outline(ax, j)
-    axes[0, 0].set_ylabel("image", rotation=0, ha="right", va="center", fontsize=8)
-    for i, (method, values) in enumerate(maps.items(), start=1):
+    if images is not None:
+        shown = np.clip(images[:, :3].transpose(0, 2, 3, 1), 0, 1) if images.shape[1] >= 3 else images[:, 0]
+        for j in range(m):
+            ax = axes[0, j]
+            ax.imshow(shown[j], cmap=None if images.shape[1] >= 3 else "gray", vmin=0, vmax=1, interpolation="nearest")
+            outline(ax, j)
+        axes[0, 0].set_ylabel("image", rotation=0, ha="right", va="center", fontsize=8)
+    for i, (method, values) in enumerate(maps.items(), start=top):
         for j in range(m):
             ax = axes[i, j]
             ax.imshow(values[j], cmap="inferno", vmin=0, vmax=max(float(values[j].max()), 1e-12),

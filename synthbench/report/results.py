@@ -4,13 +4,17 @@ A *setting* is what one curve or table block is about: a dataset at one sample s
 dataset parameters (``ring``, ``ring n=500`` when a store holds several sample sizes of that
 dataset, ``dag {"scaling": "standardised"}`` when it holds several parameter sets). Cells also
 carry their input ``kind`` (tables, images), ``scorer`` and ``explain`` mode; the report keeps
-those apart too. The *grid* a store
+those apart too. What each dataset is (its input kind, whether it takes decoys, the plugin that
+registers it) and each method's report family are read from the store, which records them with
+the cells, so a report of plugin datasets and methods needs no ``--plugin``; only stores written
+before they were recorded fall back on what this process has registered. The *grid* a store
 implies is every (setting, decoy count, seed, fold) that any of its cells ran, crossed with every
 method it holds; a combination with no stored cell is *missing*, never a zero.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +22,7 @@ import pandas as pd
 
 from synthbench import datasets
 from synthbench.runner.grid import entry_label
-from synthbench.runner.store import ResultStore, StoreError
+from synthbench.runner.store import ResultStore, StoreError, plugin_of
 
 __all__ = ["Results", "load_results", "ReportError"]
 
@@ -49,6 +53,13 @@ class Results:
     curves : the curve points of cells with status ``ok`` (:meth:`ResultStore.curves`: ``cell_id,
         curve, x, replicate, value``) with the cell's ``method``, ``base_method``, ``setting``,
         ``n_decoys``, ``fold``, ``seed``, ``scorer``, ``scorer_params``, ``explain`` and ``kind``; empty when no scorer measured curves.
+    datasets : one row per dataset of the cells, indexed by name: ``kind``, ``decoys``, ``family``,
+        ``description``, ``plugin`` (what ``--plugin`` must name to register it; None for synthbench's
+        own), ``registered`` (this process has it, as the store describes it, so its data can be made
+        again: the example-map figure needs that).
+    families : method (registered name) -> its report family (``classical``, ``neural selector``,
+        ``attribution``), as the store records it or, for older cells, as registered here; methods
+        known to neither are absent (figures call them ``other``).
     """
 
     scores: pd.DataFrame
@@ -56,6 +67,12 @@ class Results:
     runs: pd.DataFrame
     path: Path
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
+    datasets: pd.DataFrame = field(default_factory=pd.DataFrame)
+    families: dict[str, str] = field(default_factory=dict)
+
+    def select(self, scores: pd.DataFrame, cells: pd.DataFrame, curves: pd.DataFrame) -> Results:
+        """The same store restricted to these rows (a part of the report)."""
+        return dataclasses.replace(self, scores=scores, cells=cells, curves=curves)
 
     @property
     def methods(self) -> list[str]:
@@ -92,11 +109,14 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     Raises
     ------
     ReportError
-        The file is missing, not a synthbench database, or holds no cell (of ``suite``).
+        The file is missing, not a synthbench database, holds no cell (of ``suite``), holds cells of a
+        scorer this process does not know, or (a store written before synthbench recorded datasets)
+        cells of a dataset it neither describes nor this process knows.
     """
     try:
         with ResultStore(store, readonly=True) as db:
             cells, scores, runs, curves = db.cells(), db.scores(), db.runs(), db.curves()
+            described, methods = db.datasets(), db.methods()
     except StoreError as exc:
         raise ReportError(str(exc)) from None
     if suite is not None:
@@ -109,11 +129,11 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     unknown = sorted(set(cells["scorer"]) - set(scorer_names()))
     if unknown:
         raise ReportError(f"store {store} holds cells of scorer(s) {', '.join(unknown)} that this process does not "
-                          "know; import the plugin that registers them (--plugin MODULE)")
+                          "know; import the plugin that registers them (--plugin MODULE|PATH.py)")
+    info = _dataset_info(described, list(dict.fromkeys(cells["dataset"])), store)
     cells, scores = _entries(cells), _entries(scores)
-    kinds = {d: datasets.spec(d).kind if d in datasets.names() else "tabular" for d in cells["dataset"].unique()}
-    cells = cells.assign(kind=cells["dataset"].map(kinds))
-    scores = scores.assign(kind=scores["dataset"].map(kinds).fillna("tabular"))
+    cells = cells.assign(kind=cells["dataset"].map(info["kind"]))
+    scores = scores.assign(kind=scores["dataset"].map(info["kind"]))
     labels = _setting_labels(cells)
     cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
     scores = scores[scores["status"] == "ok"]
@@ -121,7 +141,50 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
     ok = cells.loc[cells["status"] == "ok", ["cell_id", "method", "base_method", "setting", "n_decoys", "fold", "seed",
                                              "scorer", "scorer_params", "explain", "kind"]]
     curves = curves.merge(ok, on="cell_id")
-    return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves)
+    return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves,
+                   datasets=info, families=_families(methods, cells["base_method"].unique()))
+
+
+_DATASET_COLUMNS = ["kind", "decoys", "family", "description", "plugin", "registered"]
+
+
+def _dataset_info(described: pd.DataFrame, names: list[str], store: str | Path) -> pd.DataFrame:
+    """What each dataset of ``names`` is: as the store describes it, else as this process has it registered.
+
+    ReportError for a dataset neither knows (its input kind would be a guess).
+    """
+    stored = described.set_index("dataset")
+    rows, unknown = {}, []
+    for name in names:
+        here = datasets.spec(name) if name in datasets.names() else None
+        if name in stored.index:
+            row = stored.loc[name]
+            same = here is not None and here.kind == row["kind"] and here.decoys == bool(row["decoys"])
+            rows[name] = [row["kind"], bool(row["decoys"]), row["family"], row["description"],
+                          None if pd.isna(row["plugin"]) else row["plugin"], same]
+        elif here is not None:
+            rows[name] = [here.kind, here.decoys, here.family, here.description, plugin_of(here.fn), True]
+        else:
+            unknown.append(name)
+    if unknown:
+        raise ReportError(f"store {store} does not record what dataset(s) {', '.join(unknown)} are (its cells were "
+                          "written before synthbench recorded it) and this process does not know them; import the "
+                          "plugin that registers them (--plugin MODULE|PATH.py)")
+    return pd.DataFrame.from_dict(rows, orient="index", columns=_DATASET_COLUMNS).rename_axis("dataset")
+
+
+def _families(described: pd.DataFrame, names: list[str]) -> dict[str, str]:
+    """Each method's report family: as the store records it, else as registered here (unknown ones left out)."""
+    from synthbench.methods import get_method, method_names
+
+    stored = dict(zip(described["method"], described["family"]))
+    out = {}
+    for name in names:
+        if isinstance(stored.get(name), str):
+            out[name] = stored[name]
+        elif name in method_names():
+            out[name] = get_method(name).family
+    return out
 
 
 def _entries(frame: pd.DataFrame) -> pd.DataFrame:

@@ -242,12 +242,14 @@ def pareto_front(summary: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     return ordered.loc[keep]
 
 
-def example_maps(results: Results) -> dict[str, tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray]]]:
+def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndarray | None, dict[str, np.ndarray]]]:
     """Per image setting: the first explained images of one fold, their pixel masks and each method's stored maps.
 
     The fold is the first (largest distractor count, smallest seed and fold) with stored maps; the images are
     generated again from the cells' configuration (the data are deterministic). Returns
-    ``{setting: (images (m, C, H, W), masks (m, H, W) or None, {method: maps (m, H, W)})}``.
+    ``{setting: (images (m, C, H, W), masks (m, H, W) or None, {method: maps (m, H, W)})}``; images and
+    masks are None for a dataset this process cannot make (a plugin's, not imported here: see
+    :attr:`Results.datasets`), whose stored maps are returned alone.
     """
     from synthbench.protocol import FoldData, dataset_folds
     from synthbench.runner.store import ResultStore
@@ -264,6 +266,9 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray, np.ndarray | N
         same = g[(g["n_decoys"].fillna(-1) == (-1 if pd.isna(first.n_decoys) else first.n_decoys))
                  & (g["seed"] == first.seed) & (g["fold"] == first.fold)]
         maps = {row.method: stored[row.cell_id] for row in same.itertuples()}
+        if not _can_make(results, first.dataset):
+            out[setting] = (None, None, maps)
+            continue
         decoys = {} if pd.isna(first.n_decoys) else {"n_decoys": int(first.n_decoys)}
         ds = datasets.make(first.dataset, n_samples=int(first.n_samples), seed=int(first.seed), **decoys,
                            **json.loads(first.dataset_params))
@@ -273,6 +278,14 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray, np.ndarray | N
         masks = None if data.relevant_local is None else pixel_masks(data.relevant_local[:m])
         out[setting] = (data.X_explain[:m], masks, {k: v[:m] for k, v in maps.items()})
     return out
+
+
+def _can_make(results: Results, dataset: str) -> bool:
+    """Whether this process can generate ``dataset`` again as the store's cells had it."""
+    info = results.datasets
+    if dataset in info.index:
+        return bool(info.at[dataset, "registered"])
+    return dataset in datasets.names()
 
 
 def setting_label(setting: str, decoys: int) -> str:

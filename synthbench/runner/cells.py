@@ -165,7 +165,8 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
               permutation: list[int] | None, outputs: dict[str, tuple[MethodOutput, float, int | None]]) -> CellResult:
     """Run the cell's method (or reuse its output for another scorer of the same task), then its scorer."""
     spec = get_method(cell.method)
-    base = dict(n_features=data.n_features, k=data.k, permutation=permutation, versions=versions)
+    base = dict(n_features=data.n_features, k=data.k, permutation=permutation, versions=versions,
+                input_shape=data.input_shape, global_truth=data.relevant is not None, masks=data.relevant_local is not None)
     if spec.max_features is not None and data.n_features > spec.max_features:
         return CellResult(cell, "skipped", f"{spec.name} declares a limit of {spec.max_features} features; "
                           f"this cell has {data.n_features}", **base)

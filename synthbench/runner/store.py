@@ -4,21 +4,32 @@ Every cell is written in a single transaction, so a run killed at any instant le
 whole cells behind; a rerun skips cells whose status is ``ok`` or ``skipped`` (the data exceed
 a limit the method declares) and retries failed ones.
 
-Schema (version 6)::
+Schema (version 7)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 6
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 7
     runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
          machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped,
          host, pid, heartbeat_at)
     cells(cell_id PRIMARY KEY, dataset, dataset_params, n_samples, n_decoys, n_features, k,
           method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
           seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at,
-          suite, suite_hash, run_id, model_preset, scorer_seconds, scorer_params)
+          suite, suite_hash, run_id, model_preset, scorer_seconds, scorer_params, input_shape,
+          global_truth, masks)
 
 ``n_decoys`` is null for datasets without decoys; ``seconds`` is the method's time (and the
 training of the models it needs), ``scorer_seconds`` the scorer's; ``scorer_params`` (JSON, null when
 the scorer has none on that input kind) what else defines its values, such as the channel
-aggregation of image maps.
+aggregation of image maps. ``input_shape`` (JSON list: ``[p]`` for tables, ``[C, H, W]`` for
+images), ``global_truth`` and ``masks`` (0 or 1: whether the data have global ground truth, and
+per-instance masks) describe the cell's data; null where no data were made (a failed generator)
+and for cells written before schema 7.
+    datasets(dataset PRIMARY KEY, kind, decoys, family, description, plugin)
+    methods(method PRIMARY KEY, family, description, inputs, plugin)
+                                                 what each dataset and method of the store is, as
+                                                 registered when its cells were written: input kind
+                                                 (``tabular``, ``image``), whether it takes decoys,
+                                                 report family, and ``plugin``, what to pass to
+                                                 ``--plugin`` to register it again (null: built in)
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
     claims(cell_id PRIMARY KEY, run_id, claimed_at)
     examples(cell_id PRIMARY KEY, shape, maps)   the first images' relevance maps of an image cell
@@ -38,15 +49,21 @@ A run is one execution of a grid (one command): where it ran, how long, and how 
 (``running`` until it ends; a run whose process was killed stays ``running`` with no end time).
 Older stores are upgraded in place when opened for writing (version 1 has no suite columns,
 version 2 no runs, version 3 no model presets: their cells explain the default
-MLP preset of their time and carry none; version 4 no claims; version 5 no curves); opened read-only, they are upgraded in a private in-memory copy.
+MLP preset of their time and carry none; version 4 no claims; version 5 no curves; version 6 no
+datasets and methods tables and no data columns on cells: a store opened for writing records there
+the datasets and methods this process has registered, so a report never needs the plugin that
+registered them); opened read-only, they are upgraded in a private in-memory copy. No upgrade
+changes a cell's id or its results, so a resumed run recomputes nothing.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -57,11 +74,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synthbench import datasets
+from synthbench.methods import METHODS
 from synthbench.runner.grid import Cell
 
-__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS"]
+__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS", "plugin_of"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 APPLICATION = "synthbench"
 
 _CELLS_V2 = """
@@ -99,9 +118,11 @@ CREATE TABLE {name} (
     run_id INTEGER REFERENCES runs(run_id),
     model_preset TEXT,
     scorer_seconds REAL,
-    scorer_params TEXT
+    scorer_params TEXT{extra}
 )"""
-_CELLS = _CELLS_V5.format(name="cells")
+#: Schema 7: what each cell's data were (see the module docstring).
+_CELLS_V7_COLUMNS = ("input_shape TEXT", "global_truth INTEGER", "masks INTEGER")
+_CELLS = _CELLS_V5.format(name="cells", extra="".join(f",\n    {c}" for c in _CELLS_V7_COLUMNS))
 _RUNS = """
 CREATE TABLE runs (
     run_id INTEGER PRIMARY KEY,
@@ -132,6 +153,16 @@ CREATE TABLE curves (
     curve TEXT NOT NULL, x REAL NOT NULL, replicate INTEGER NOT NULL, value REAL,
     PRIMARY KEY (cell_id, curve, x, replicate)
 )"""
+_DATASETS = """
+CREATE TABLE datasets (
+    dataset TEXT PRIMARY KEY,
+    kind TEXT NOT NULL, decoys INTEGER NOT NULL, family TEXT, description TEXT, plugin TEXT
+)"""
+_METHODS = """
+CREATE TABLE methods (
+    method TEXT PRIMARY KEY,
+    family TEXT, description TEXT, inputs TEXT, plugin TEXT
+)"""
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     _RUNS.format(extra="".join(f", {c}" for c in _RUN_LIVENESS)),
@@ -145,6 +176,8 @@ _SCHEMA = (
     _CLAIMS,
     _EXAMPLES,
     _CURVES,
+    _DATASETS,
+    _METHODS,
 )
 
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
@@ -153,7 +186,8 @@ _SCHEMA = (
 #: 2 -> 3: the runs table, and each cell's run. 3 -> 4: the MLP preset a cell explains. 4 -> 5:
 #: claims, the host, process and heartbeat of each run, the scorer's seconds and parameters,
 #: example maps, and a nullable ``n_decoys`` (datasets without decoys; the cells table is rebuilt
-#: again). 5 -> 6: the curves scorers measure.
+#: again). 5 -> 6: the curves scorers measure. 6 -> 7: the datasets and methods tables and the data
+#: columns of cells (tables and columns added, nothing rebuilt: every cell keeps its id and row).
 _UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -168,7 +202,7 @@ _UPGRADES = {
     ),
     "3": ("ALTER TABLE cells ADD COLUMN model_preset TEXT",),
     "4": (
-        _CELLS_V5.format(name="cells_v5"),
+        _CELLS_V5.format(name="cells_v5", extra=""),
         f"INSERT INTO cells_v5 ({_CELLS_V4_COLUMNS}) SELECT {_CELLS_V4_COLUMNS} FROM cells",
         "DROP TABLE cells",
         "ALTER TABLE cells_v5 RENAME TO cells",
@@ -178,6 +212,7 @@ _UPGRADES = {
         _EXAMPLES,
     ),
     "5": (_CURVES,),
+    "6": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V7_COLUMNS), _DATASETS, _METHODS),
 }
 
 #: Default seconds after which a silent run's claims lapse (the running process refreshes its
@@ -213,6 +248,9 @@ class CellResult:
     scorer_seconds: float | None = None
     examples: np.ndarray | None = None  # float32 (m, H, W): the first explained images' relevance maps
     curves: dict[str, Any] = field(default_factory=dict)  # name -> synthbench.scoring.Curve (x, values (m, R))
+    input_shape: tuple[int, ...] | None = None  # the data's input shape: (p,) or (C, H, W)
+    global_truth: bool | None = None  # the data have global ground truth (Dataset.relevant)
+    masks: bool | None = None  # the data have per-instance ground truth (Dataset.relevant_local)
 
 
 class ResultStore:
@@ -251,6 +289,7 @@ class ResultStore:
         self._create_or_check(may_create=create)
         try:
             self._upgrade()
+            self._describe_stored()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot upgrade store {self.path}: {exc}") from exc
 
@@ -333,6 +372,23 @@ class ResultStore:
             finally:
                 self._con.execute("PRAGMA foreign_keys = ON")
 
+    def _describe_stored(self) -> None:
+        """Record the datasets and methods of stored cells that the store does not describe yet (cells
+        written before schema 7) and that this process has registered, so reports need no plugin."""
+        missing = {
+            table: [r[0] for r in self._con.execute(
+                f"SELECT DISTINCT {column} FROM cells WHERE {column} NOT IN (SELECT {column} FROM {table})")
+                if r[0] in registry]
+            for table, column, registry in (("datasets", "dataset", datasets.DATASETS), ("methods", "method", METHODS))
+        }
+        if not any(missing.values()):
+            return
+        with self._transaction():
+            for name in missing["datasets"]:
+                self._con.execute("INSERT OR IGNORE INTO datasets VALUES (?, ?, ?, ?, ?, ?)", _dataset_row(name))
+            for name in missing["methods"]:
+                self._con.execute("INSERT OR IGNORE INTO methods VALUES (?, ?, ?, ?, ?)", _method_row(name))
+
     def _transaction(self):
         return _Transaction(self._con)
 
@@ -393,9 +449,14 @@ class ResultStore:
             result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
             config["version"], _now(), *(c.suite or (None, None)), run_id, c.model, result.scorer_seconds,
             _json(config.get("scorer_params")),
+            None if result.input_shape is None else json.dumps([int(d) for d in result.input_shape]),
+            _flag(result.global_truth), _flag(result.masks),
         )
+        described = (_dataset_row(c.dataset), _method_row(c.method))
         try:
             with self._transaction():
+                self._con.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, ?, ?, ?)", described[0])
+                self._con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?, ?, ?, ?)", described[1])
                 self._con.execute("DELETE FROM claims WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute("DELETE FROM cells WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute(f"INSERT INTO cells VALUES ({','.join('?' * len(row))})", row)
@@ -511,6 +572,19 @@ class ResultStore:
         """
         return self._query("SELECT cell_id, curve, x, replicate, value FROM curves", cell_ids)
 
+    def datasets(self) -> pd.DataFrame:
+        """One row per dataset the store describes: ``dataset, kind`` (``tabular``, ``image``), ``decoys``
+        (whether it takes decoys), ``family``, ``description``, ``plugin`` (what ``--plugin`` must name to
+        register it again; null for synthbench's own). Datasets of cells written before schema 7 that no
+        process with them registered has opened the store for writing since are absent."""
+        frame = pd.read_sql_query("SELECT * FROM datasets ORDER BY dataset", self._con)
+        return frame.assign(decoys=frame["decoys"].astype(bool))
+
+    def methods(self) -> pd.DataFrame:
+        """One row per method the store describes: ``method, family`` (what report figures group by),
+        ``description``, ``inputs`` (JSON list of input kinds), ``plugin`` (as for :meth:`datasets`)."""
+        return pd.read_sql_query("SELECT * FROM methods ORDER BY method", self._con)
+
     def examples(self, cell_ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored example maps (float32 ``(m, H, W)``) of those of ``cell_ids`` that have them."""
         ids = list(cell_ids)
@@ -573,3 +647,43 @@ def _json(obj: Any) -> str | None:
 
 def _finite_or_none(v: float) -> float | None:
     return None if v is None or v != v else float(v)
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(bool(value))
+
+
+def _dataset_row(name: str) -> tuple:
+    """The ``datasets`` row of the registered dataset ``name``."""
+    spec = datasets.spec(name)
+    return name, spec.kind, int(spec.decoys), spec.family, spec.description, plugin_of(spec.fn)
+
+
+def _method_row(name: str) -> tuple:
+    """The ``methods`` row of the registered method ``name``."""
+    spec = METHODS[name]
+    return name, spec.family, spec.description, json.dumps(list(spec.inputs)), plugin_of(spec.fn)
+
+
+def plugin_of(obj: Any) -> str | None:
+    """What ``--plugin`` must name to register ``obj`` (a registered function) again.
+
+    None for synthbench's own components and for those defined in a script or an interactive
+    session (``__main__``: importing it again would run it again); the module's name when Python
+    finds it by that name on its path (``mypackage.plugin``); otherwise the absolute path of the
+    file that defines it (a plugin given as ``--plugin ./mine.py``).
+    """
+    obj = getattr(obj, "func", obj)  # functools.partial
+    name = getattr(obj, "__module__", None) or ""
+    if name in ("", "__main__", "synthbench") or name.startswith("synthbench."):
+        return None
+    module = sys.modules.get(name)
+    if module is None:  # code run without a module (exec): nothing to import
+        return None
+    path = getattr(module, "__file__", None)
+    if path is None or "." in name:
+        return name
+    found = importlib.machinery.PathFinder.find_spec(name)
+    if found is not None and found.origin and Path(found.origin).resolve() == Path(path).resolve():
+        return name
+    return str(Path(path).resolve())
