@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from synthbench import datasets
 from synthbench.report.results import Results
 from synthbench.scoring import get_metric
 from synthbench.models import kinds, model_kind
@@ -249,7 +248,7 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray, np.ndarray | N
     generated again from the cells' configuration (the data are deterministic). Returns
     ``{setting: (images (m, C, H, W), masks (m, H, W) or None, {method: maps (m, H, W)})}``.
     """
-    from synthbench.protocol import FoldData, dataset_folds
+    from synthbench.protocol import cell_fold
     from synthbench.runner.store import ResultStore
     from synthbench.scoring.localisation import pixel_masks
 
@@ -264,11 +263,10 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray, np.ndarray | N
         same = g[(g["n_decoys"].fillna(-1) == (-1 if pd.isna(first.n_decoys) else first.n_decoys))
                  & (g["seed"] == first.seed) & (g["fold"] == first.fold)]
         maps = {row.method: stored[row.cell_id] for row in same.itertuples()}
-        decoys = {} if pd.isna(first.n_decoys) else {"n_decoys": int(first.n_decoys)}
-        ds = datasets.make(first.dataset, n_samples=int(first.n_samples), seed=int(first.seed), **decoys,
-                           **json.loads(first.dataset_params))
-        fold = dataset_folds(ds, n_folds=int(first.n_folds), seed=int(first.seed))[int(first.fold)]
-        data = FoldData.from_dataset(ds, fold, explain=first.explain)
+        data, _ = cell_fold(first.dataset, n_samples=int(first.n_samples), seed=int(first.seed),
+                            n_folds=int(first.n_folds), fold=int(first.fold),
+                            n_decoys=None if pd.isna(first.n_decoys) else int(first.n_decoys),
+                            dataset_params=json.loads(first.dataset_params), explain=first.explain)
         m = min(len(v) for v in maps.values())
         masks = None if data.relevant_local is None else pixel_masks(data.relevant_local[:m])
         out[setting] = (data.X_explain[:m], masks, {k: v[:m] for k, v in maps.items()})
