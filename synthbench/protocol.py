@@ -5,21 +5,25 @@ column permutation drawn from the run seed, so no method can profit from column 
 images are not transformed (their generators place the signal at random positions). Methods
 are fitted on the training part; attribution methods explain the held-out part unless
 ``explain="train"``. This module sits just above :mod:`synthbench.datasets`: models, methods
-and scorers all read a fold through :class:`FoldData`.
+and scorers all read a fold through :class:`FoldData`, and a cell's fold is built from its
+configuration in one place, :func:`cell_fold` (the runner and the report both call it).
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from sklearn.model_selection import KFold
 
+from synthbench import datasets
 from synthbench.datasets import Dataset
 
-__all__ = ["Fold", "FoldData", "MethodOutput", "MethodOutputError", "make_folds", "dataset_folds", "seed_stream", "PERMUTED_KINDS"]
+__all__ = ["Fold", "FoldData", "MethodOutput", "MethodOutputError", "make_folds", "dataset_folds", "cell_fold",
+           "seed_stream", "PERMUTED_KINDS"]
 
 PERMUTED_KINDS = frozenset({"tabular"})
 """Input kinds whose columns each fold permutes (tables); other kinds are passed through."""
@@ -154,6 +158,25 @@ class FoldData:
     def random_state(self, *labels: int | str) -> int:
         """A scikit-learn ``random_state`` integer for this fold and labels."""
         return int(seed_stream(self.seed, "fold", self.fold, *labels).generate_state(1)[0] % (2**31 - 1))
+
+
+def cell_fold(dataset: str, *, n_samples: int, seed: int, n_folds: int, fold: int, n_decoys: int | None = None,
+              dataset_params: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
+              explain: Literal["test", "train"] = "test") -> tuple[FoldData, Fold]:
+    """The fold one cell runs on, built from the cell's configuration: its :class:`FoldData` and its :class:`Fold`.
+
+    The registered generator ``dataset`` makes ``n_samples`` rows from ``seed`` (with ``n_decoys``
+    decoys, or the generator's own default when None, and ``dataset_params``);
+    :func:`dataset_folds` splits them into ``n_folds`` folds with the same seed, and fold ``fold``
+    (0-based) is taken, explaining its ``explain`` part. The runner builds every cell's data here,
+    and the report regenerates the data of a stored cell the same way, so both see the same
+    rows, column permutation and truth. ``dataset_params`` may be a mapping or ``(name, value)``
+    pairs (a cell's). Errors of the generator or of the fold count propagate.
+    """
+    decoys = {} if n_decoys is None else {"n_decoys": n_decoys}
+    ds = datasets.make(dataset, n_samples=n_samples, seed=seed, **decoys, **dict(dataset_params))
+    split = dataset_folds(ds, n_folds=n_folds, seed=seed)[fold]
+    return FoldData.from_dataset(ds, split, explain=explain), split
 
 
 class MethodOutputError(ValueError):

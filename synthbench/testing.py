@@ -47,7 +47,7 @@ from synthbench import datasets
 from synthbench.datasets import KINDS, Dataset
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, model_kind
-from synthbench.protocol import FoldData, MethodOutput, dataset_folds
+from synthbench.protocol import FoldData, MethodOutput, cell_fold, dataset_folds
 from synthbench.scoring import configure_scorer
 
 __all__ = ["CheckFailed", "CheckData", "check_dataset", "check_method", "check_model_kind", "check_scorer", "small_fold"]
@@ -93,7 +93,10 @@ SMALL_DATA: Mapping[str, tuple[str, dict[str, Any]]] = {
 def small_fold(kind: str, *, fold: int = 0) -> FoldData:
     """Fold ``fold`` of 3 of the small data set the checks use for ``kind`` inputs (:data:`SMALL_DATA`)."""
     name, params = SMALL_DATA[kind]
-    return _fold_of(datasets.make(name, **params), fold)
+    rest = dict(params)
+    data, _ = cell_fold(name, n_samples=rest.pop("n_samples"), seed=rest.pop("seed"), n_decoys=rest.pop("n_decoys"),
+                        n_folds=3, fold=fold, dataset_params=rest)
+    return data
 
 
 def _fold_of(ds: Dataset, fold: int = 0) -> FoldData:

@@ -95,6 +95,23 @@ def test_metrics_declare_their_metadata():
         M.get("nope")
 
 
+def test_one_metric_type_with_optional_truth_based_parts():
+    from synthbench.scoring import GroundTruthScorer, get_metric
+
+    assert all(m.truth_based for m in M.METRICS.values())
+    road = get_metric("road_gap")  # computed by its scorer: metadata only, its chance a control
+    assert isinstance(road, M.Metric) and not road.truth_based and road.control == "random"
+    assert (road.fn, road.scope, road.bounds, road.chance) == (None, None, None, None)
+    with pytest.raises(TypeError, match="computed by its scorer"):
+        road(np.ones(3), np.ones(3, bool), rng())
+    with pytest.raises(ValueError, match="together"):
+        M.Metric("half", "higher", "a metric with a function and nothing else", fn=M.best_k)
+    with pytest.raises(ValueError, match="reads_2k_ranking"):
+        M.Metric("2k", "higher", "a computed metric reading the 2k ranking", reads_2k_ranking=True)
+    with pytest.raises(ValueError, match="road_gap"):
+        GroundTruthScorer(metrics={"road_gap": road})
+
+
 def test_bad_scores_are_rejected():
     relevant = np.array([True, False])
     with pytest.raises(ValueError, match="NaN"):

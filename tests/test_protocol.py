@@ -5,7 +5,12 @@ import pytest
 from sklearn.model_selection import KFold
 
 from synthbench import datasets
-from synthbench.protocol import FoldData, make_folds, seed_stream
+from synthbench.methods import get_method, run_method
+from synthbench.models import SharedModels
+from synthbench.protocol import FoldData, cell_fold, dataset_folds, make_folds, seed_stream
+from synthbench.runner.cells import run_task
+from synthbench.runner.grid import FoldTask, GridSpec
+from synthbench.scoring import GROUND_TRUTH
 
 
 def test_folds_are_unshuffled_kfold_with_fresh_permutations():
@@ -49,3 +54,41 @@ def test_seed_streams_are_stable_and_distinct():
     assert a == np.random.default_rng(seed_stream(1, "method", "rf")).random()
     assert a != np.random.default_rng(seed_stream(1, "method", "mi")).random()
     assert a != np.random.default_rng(seed_stream(2, "method", "rf")).random()
+
+
+def _same_fold_data(a: FoldData, b: FoldData) -> None:
+    for name in ("X_train", "y_train", "X_test", "y_test", "X_explain", "y_explain", "relevant", "relevant_local"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert (a.seed, a.fold, a.n_classes) == (b.seed, b.fold, b.n_classes)
+
+
+def test_a_cells_fold_is_built_from_its_configuration_in_one_place():
+    data, fold = cell_fold("switch", n_samples=60, seed=2, n_folds=3, fold=1, n_decoys=5,
+                           dataset_params=(("decoy_correlation", 0.5),), explain="train")
+    ds = datasets.make("switch", n_samples=60, n_decoys=5, seed=2, decoy_correlation=0.5)
+    want = dataset_folds(ds, n_folds=3, seed=2)[1]
+    assert fold.index == 1
+    for name in ("train", "test", "permutation"):
+        np.testing.assert_array_equal(getattr(fold, name), getattr(want, name))
+    _same_fold_data(data, FoldData.from_dataset(ds, want, explain="train"))
+    # Without decoys the generator's own default; parameters as a mapping too.
+    plain, _ = cell_fold("switch", n_samples=60, seed=2, n_folds=3, fold=0, dataset_params={"decoy_correlation": 0.5})
+    default = datasets.make("switch", n_samples=60, seed=2, decoy_correlation=0.5)
+    _same_fold_data(plain, FoldData.from_dataset(default, dataset_folds(default, n_folds=3, seed=2)[0]))
+
+
+@pytest.mark.parametrize("dataset,methods,params", [("switch", ("anova", "random"), {"decoy_correlation": 0.5}),
+                                                    ("shapes", ("random",), {})])
+def test_the_runner_runs_a_cell_on_the_fold_cell_fold_builds(dataset, methods, params):
+    grid = GridSpec(datasets=(dataset,), methods=methods, decoys=(5,), n_samples=60, n_folds=3, seed=2,
+                    explain="train", dataset_params={dataset: params})
+    cells = tuple(c for c in grid.cells() if c.fold == 1)
+    head = cells[0]
+    data, fold = cell_fold(head.dataset, n_samples=head.n_samples, seed=head.seed, n_folds=head.n_folds, fold=head.fold,
+                           n_decoys=head.n_decoys, dataset_params=head.dataset_params, explain=head.explain)
+    results = list(run_task(FoldTask(cells)))
+    assert [r.status for r in results] == ["ok"] * len(cells)
+    for result in results:
+        spec = get_method(result.cell.method)
+        assert result.permutation == (None if fold.permutation is None else fold.permutation.tolist())
+        assert result.scores == GROUND_TRUTH.score(run_method(spec, data, SharedModels(data)), data, spec)

@@ -279,3 +279,22 @@ def test_styles_never_repeat_and_families_group_the_rows():
     assert entry_family("saliency@sparse_mlp") == "attribution · sparse_mlp"
     families = [entry_family(m) for m in styles]
     assert families == sorted(families, key=families.index)  # each family's rows are contiguous
+
+
+def test_the_example_maps_show_the_images_of_the_fold_the_cells_ran_on(tmp_path):
+    from synthbench.protocol import cell_fold
+    from synthbench.report.tables import example_maps
+    from synthbench.scoring.localisation import pixel_masks
+
+    grid = GridSpec(("shapes",), ("random",), (1, 2), n_samples=40, n_folds=2, seed=3, explain="train",
+                    dataset_params={"shapes": {"size": 12}})
+    with ResultStore(tmp_path / "s.sqlite") as db:
+        execute(grid.cells(), db)
+    ((images, masks, maps),) = example_maps(load_results(tmp_path / "s.sqlite")).values()
+    # The first fold of the most distractors, regenerated as the runner built it.
+    data, _ = cell_fold("shapes", n_samples=40, seed=3, n_folds=2, fold=0, n_decoys=2, dataset_params={"size": 12},
+                        explain="train")
+    m = len(images)
+    assert m == 4 and list(maps) == ["random"]
+    np.testing.assert_array_equal(images, data.X_explain[:m])
+    np.testing.assert_array_equal(masks, pixel_masks(data.relevant_local[:m]))

@@ -10,7 +10,7 @@ from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.scoring import get_scorer
-from synthbench.scoring.removal import ranking_order
+from synthbench.scoring.ranking import rank
 from synthbench.scoring.retrain import RetrainScorer, replace_by_mean
 
 
@@ -25,7 +25,7 @@ def test_roar_replaces_the_top_and_kar_the_bottom_units_by_the_training_mean():
     rng = np.random.default_rng(0)
     X = rng.random((5, 3, 4, 4)).astype(np.float32)
     data = FoldData(X, np.zeros(5, int), X, np.zeros(5, int), X, np.zeros(5, int), None, None, 0, 0)
-    order = ranking_order(rng.random((5, 48)), rng)
+    order = rank(rng.random((5, 48)), rng)
     mean = X.mean(axis=(0, 2, 3))[:, None, None]
     roar = RetrainScorer(repeats=1)._changed(X, order, 0.3, mean, data)
     kar = RetrainScorer(name="kar", keep=True, repeats=1)._changed(X, order, 0.3, mean, data)
@@ -35,7 +35,7 @@ def test_roar_replaces_the_top_and_kar_the_bottom_units_by_the_training_mean():
         assert (flat.sum(axis=1) == 14).all() and flat[np.arange(5)[:, None], units].all()
     channel = np.broadcast_to(np.arange(3)[None, :, None, None], X.shape)
     np.testing.assert_allclose(roar[replaced_roar], mean[channel[replaced_roar], 0, 0], rtol=1e-6)
-    pixels = RetrainScorer(repeats=1, unit="pixel")._changed(X, ranking_order(rng.random((5, 16)), rng), 0.5, mean, data)
+    pixels = RetrainScorer(repeats=1, unit="pixel")._changed(X, rank(rng.random((5, 16)), rng), 0.5, mean, data)
     assert ((pixels != X).sum(axis=1) % 3 == 0).all()  # whole pixels: all three channels or none
     np.testing.assert_array_equal(replace_by_mean(X, np.zeros(X.shape, bool), mean), X)
 

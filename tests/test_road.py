@@ -11,7 +11,8 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.scoring import get_scorer
 from synthbench.scoring.imputation import GaussianImputer, impute_images
-from synthbench.scoring.removal import ranking_order, removal_masks
+from synthbench.scoring.ranking import rank
+from synthbench.scoring.removal import removal_masks
 from synthbench.scoring.road import RoadScorer
 
 
@@ -67,11 +68,11 @@ def test_tabular_imputation_is_the_regression_of_the_removed_features_on_the_kep
 
 def test_removal_masks_take_the_floor_of_the_fraction_from_each_end_and_break_ties_at_random():
     keys = np.array([[5.0, 4.0, 3.0, 2.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
-    morf, lerf = removal_masks(ranking_order(keys, np.random.default_rng(0)), 0.35)
+    morf, lerf = removal_masks(rank(keys, np.random.default_rng(0)), 0.35)
     assert morf.tolist() == [[True, True, True] + [False] * 7]
     assert lerf.sum() == 3 and not lerf[0, :5].any()
-    assert not removal_masks(ranking_order(keys, np.random.default_rng(0)), 0.05)[1].any()  # floor(0.5) = 0
-    draws = {tuple(np.flatnonzero(removal_masks(ranking_order(keys, np.random.default_rng(s)), 0.35)[1][0]))
+    assert not removal_masks(rank(keys, np.random.default_rng(0)), 0.05)[1].any()  # floor(0.5) = 0
+    draws = {tuple(np.flatnonzero(removal_masks(rank(keys, np.random.default_rng(s)), 0.35)[1][0]))
              for s in range(20)}
     assert len(draws) > 5  # the five tied zeros are taken in a random order
 

@@ -251,7 +251,7 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndar
     masks are None for a dataset this process cannot make (a plugin's, not imported here: see
     :attr:`Results.datasets`), whose stored maps are returned alone.
     """
-    from synthbench.protocol import FoldData, dataset_folds
+    from synthbench.protocol import cell_fold
     from synthbench.runner.store import ResultStore
     from synthbench.scoring.localisation import pixel_masks
 
@@ -269,11 +269,10 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndar
         if not _can_make(results, first.dataset):
             out[setting] = (None, None, maps)
             continue
-        decoys = {} if pd.isna(first.n_decoys) else {"n_decoys": int(first.n_decoys)}
-        ds = datasets.make(first.dataset, n_samples=int(first.n_samples), seed=int(first.seed), **decoys,
-                           **json.loads(first.dataset_params))
-        fold = dataset_folds(ds, n_folds=int(first.n_folds), seed=int(first.seed))[int(first.fold)]
-        data = FoldData.from_dataset(ds, fold, explain=first.explain)
+        data, _ = cell_fold(first.dataset, n_samples=int(first.n_samples), seed=int(first.seed),
+                            n_folds=int(first.n_folds), fold=int(first.fold),
+                            n_decoys=None if pd.isna(first.n_decoys) else int(first.n_decoys),
+                            dataset_params=json.loads(first.dataset_params), explain=first.explain)
         m = min(len(v) for v in maps.values())
         masks = None if data.relevant_local is None else pixel_masks(data.relevant_local[:m])
         out[setting] = (data.X_explain[:m], masks, {k: v[:m] for k, v in maps.items()})

@@ -16,11 +16,10 @@ from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
-from synthbench import datasets
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, TrainSettings
 from synthbench.models.shared import near_chance
-from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, dataset_folds
+from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, cell_fold
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
@@ -146,10 +145,9 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     head = task.head
     versions = package_versions()
     try:
-        decoys = {} if head.n_decoys is None else {"n_decoys": head.n_decoys}
-        ds = datasets.make(head.dataset, n_samples=head.n_samples, seed=head.seed, **decoys, **dict(head.dataset_params))
-        fold = dataset_folds(ds, n_folds=head.n_folds, seed=head.seed)[head.fold]
-        data = FoldData.from_dataset(ds, fold, explain=head.explain)
+        data, fold = cell_fold(head.dataset, n_samples=head.n_samples, seed=head.seed, n_folds=head.n_folds,
+                               fold=head.fold, n_decoys=head.n_decoys, dataset_params=head.dataset_params,
+                               explain=head.explain)
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
         for cell in task.cells:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)

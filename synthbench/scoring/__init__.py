@@ -15,10 +15,10 @@ from synthbench.scoring.base import (SCORERS, Curve, Scorer, Scores, configure_s
                                      get_metric, get_scorer,
                                      register_scorer, scorer_names, scorer_options)
 from synthbench.scoring.ground_truth import GROUND_TRUTH, GroundTruthScorer
-from synthbench.scoring.metrics import Metric, MetricInfo
+from synthbench.scoring.metrics import Metric
 from synthbench.scoring.road import ROAD, RoadScorer
 from synthbench.scoring.retrain import KAR, ROAR, RetrainScorer
 
-__all__ = ["Scorer", "Scores", "Curve", "SCORERS", "Metric", "MetricInfo", "GroundTruthScorer", "GROUND_TRUTH", "RoadScorer",
+__all__ = ["Scorer", "Scores", "Curve", "SCORERS", "Metric", "GroundTruthScorer", "GROUND_TRUTH", "RoadScorer",
            "ROAD", "RetrainScorer", "ROAR", "KAR", "explained_kind", "explained_model",
            "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]

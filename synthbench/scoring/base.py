@@ -21,7 +21,7 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
-from synthbench.scoring.metrics import Metric, MetricInfo
+from synthbench.scoring.metrics import Metric
 
 __all__ = ["Scorer", "Scores", "Curve", "SCORERS", "register_scorer", "get_scorer", "scorer_names", "get_metric",
            "configure_scorer", "scorer_options",
@@ -87,7 +87,8 @@ class Scorer(Protocol):
     Attributes
     ----------
     name : the name cells and the CLI use (``--scorer``)
-    metrics : name -> :class:`Metric` (or :class:`MetricInfo`), every metric it may report
+    metrics : name -> :class:`Metric`, every metric it may report (with its truth-based parts when
+        it has them, see :class:`Metric`)
     judges_model : (optional, False when absent) its values measure the model each method
         explains (:func:`explained_kind`), so a method that explains none is judged on the input
         kind's default model, one cell per preset of the grid
@@ -97,7 +98,7 @@ class Scorer(Protocol):
     """
 
     name: str
-    metrics: Mapping[str, Metric | MetricInfo]
+    metrics: Mapping[str, Metric]
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> dict[str, float]:
         """Metric values for the method ``spec`` on one fold; random draws come from ``data.rng(...)``.
@@ -168,7 +169,7 @@ def configure_scorer(name: str, options: Mapping[str, Any] | tuple[tuple[str, An
     return dataclasses.replace(scorer, **options)
 
 
-def get_metric(name: str, scorer: str | None = None) -> Metric | MetricInfo:
+def get_metric(name: str, scorer: str | None = None) -> Metric:
     """Metric ``name`` as ``scorer`` declares it; without ``scorer``, as the scorers that declare it do.
 
     Raises
@@ -188,6 +189,6 @@ def get_metric(name: str, scorer: str | None = None) -> Metric | MetricInfo:
     return found[0].metrics[name]
 
 
-def _metadata(metric: Metric | MetricInfo) -> tuple:
+def _metadata(metric: Metric) -> tuple:
     """What a metric's readers rely on: its direction, limits, unit and description."""
     return metric.direction, metric.limits, metric.unit, metric.description

@@ -35,8 +35,8 @@ class GroundTruthScorer:
     ----------
     name : ``"ground_truth"``
     metrics : the metrics it reports (default: every one of :data:`synthbench.scoring.metrics.METRICS`
-        and :data:`synthbench.scoring.localisation.LOCALISATION_METRICS`); each applies to the
-        input kinds it declares
+        and :data:`synthbench.scoring.localisation.LOCALISATION_METRICS`), each truth-based
+        (:attr:`Metric.truth_based`); each applies to the input kinds it declares
     channel_aggregation : how image attributions ``(n, C, H, W)`` become the maps ``(n, H, W)`` the
         localisation metrics read (:data:`~synthbench.scoring.localisation.CHANNEL_AGGREGATIONS`);
         recorded with every image cell (:meth:`params_for`)
@@ -47,6 +47,10 @@ class GroundTruthScorer:
     channel_aggregation: str = "sum_abs"
 
     def __post_init__(self) -> None:
+        computed = [name for name, m in self.metrics.items() if not m.truth_based]
+        if computed:
+            raise ValueError(f"the ground truth computes its metrics from scores and truth; {', '.join(computed)} "
+                             "declare no fn, scope, bounds and chance")
         if self.channel_aggregation not in CHANNEL_AGGREGATIONS:
             raise ValueError(f"channel_aggregation must be one of {', '.join(CHANNEL_AGGREGATIONS)}, "
                              f"got {self.channel_aggregation!r}")

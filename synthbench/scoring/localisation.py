@@ -8,8 +8,9 @@ Conventions
 * ``masks`` are bool ``(n, H, W)``: the pixels of each image's signal (the channels of a pixel
   share one mask).
 * Each metric is computed per image and averaged over the images. Ties in a map are broken at
-  random with the caller's ``rng`` (rank accuracy, top-k intersection, pointing game) or counted
-  half (AUROC), never by pixel position.
+  random with the caller's ``rng`` (rank accuracy, top-k intersection, pointing game: each image's
+  pixels ordered by :func:`~synthbench.scoring.ranking.rank`) or counted half (AUROC), never by
+  pixel position.
 
 The definitions are those of Quantus 0.6 (``RelevanceMassAccuracy``, ``RelevanceRankAccuracy``,
 ``PointingGame``, ``AUC``, ``TopKIntersection``), cross-checked in the tests on tie-free maps.
@@ -26,6 +27,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from synthbench.scoring.metrics import Metric
+from synthbench.scoring.ranking import rank
 
 __all__ = ["CHANNEL_AGGREGATIONS", "aggregate_channels", "pixel_masks", "mass_accuracy", "rank_accuracy",
            "pointing_game", "map_auroc", "top_k_intersection", "top_k", "LOCALISATION_METRICS"]
@@ -68,11 +70,6 @@ def _flat(maps: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a.reshape(len(a), -1), s.reshape(len(s), -1)
 
 
-def _order(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Pixel indices of each row from most to least relevant; ties by a random key."""
-    return np.lexsort((rng.random(a.shape), -a), axis=-1)
-
-
 def mass_accuracy(maps: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> float:
     """Mean share of each map's total relevance inside its mask (an all-zero map scores 0)."""
     a, s = _flat(maps, masks)
@@ -84,7 +81,7 @@ def mass_accuracy(maps: np.ndarray, masks: np.ndarray, rng: np.random.Generator)
 def rank_accuracy(maps: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> float:
     """Mean share of each image's ``|mask|`` most relevant pixels that lie in its mask."""
     a, s = _flat(maps, masks)
-    order = _order(a, rng)
+    order = rank(a, rng)
     size = s.sum(axis=1)
     hits = np.take_along_axis(s, order, axis=1)
     first = np.arange(a.shape[1])[None, :] < size[:, None]
@@ -94,7 +91,7 @@ def rank_accuracy(maps: np.ndarray, masks: np.ndarray, rng: np.random.Generator)
 def pointing_game(maps: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> float:
     """Share of images whose most relevant pixel (one of the tied maxima, at random) lies in the mask."""
     a, s = _flat(maps, masks)
-    top = _order(a, rng)[:, 0]
+    top = rank(a, rng)[:, 0]
     return float(np.mean(s[np.arange(len(s)), top]))
 
 
@@ -114,7 +111,7 @@ def top_k_intersection(maps: np.ndarray, masks: np.ndarray, rng: np.random.Gener
     """Mean share of each map's :func:`top_k` most relevant pixels that lie in its mask."""
     a, s = _flat(maps, masks)
     k = top_k(a.shape[1])
-    order = _order(a, rng)[:, :k]
+    order = rank(a, rng)[:, :k]
     return float(np.mean(np.take_along_axis(s, order, axis=1).mean(axis=1)))
 
 
@@ -135,20 +132,22 @@ _UNIT = (0.0, 1.0)
 LOCALISATION_METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        Metric("mass_accuracy", mass_accuracy, "higher", "local", lambda s: _UNIT, _share,
-               "share of the map's relevance inside the mask (Quantus RelevanceMassAccuracy)",
-               unit="share of relevance", kinds=("image",)),
-        Metric("rank_accuracy", rank_accuracy, "higher", "local", lambda s: _UNIT, _share,
+        Metric("mass_accuracy", "higher", "share of the map's relevance inside the mask (Quantus RelevanceMassAccuracy)",
+               unit="share of relevance", kinds=("image",),
+               fn=mass_accuracy, scope="local", bounds=lambda s: _UNIT, chance=_share),
+        Metric("rank_accuracy", "higher",
                "share of the |mask| most relevant pixels inside the mask (Quantus RelevanceRankAccuracy)",
-               unit="share of top pixels", kinds=("image",)),
-        Metric("pointing_game", pointing_game, "higher", "local", lambda s: _UNIT, _share,
+               unit="share of top pixels", kinds=("image",),
+               fn=rank_accuracy, scope="local", bounds=lambda s: _UNIT, chance=_share),
+        Metric("pointing_game", "higher",
                "share of images whose most relevant pixel is in the mask (Quantus PointingGame)",
-               unit="share of images", kinds=("image",)),
-        Metric("map_auroc", map_auroc, "higher", "local", lambda s: _UNIT, lambda s: 0.5,
-               "per-image AUROC of relevance against the mask (Quantus AUC)", kinds=("image",)),
-        Metric("top_k_intersection", top_k_intersection, "higher", "local", _top_k_bounds, _share,
-               "share of the top 5 % pixels inside the mask (Quantus TopKIntersection)",
-               unit="share of top pixels", kinds=("image",)),
+               unit="share of images", kinds=("image",),
+               fn=pointing_game, scope="local", bounds=lambda s: _UNIT, chance=_share),
+        Metric("map_auroc", "higher", "per-image AUROC of relevance against the mask (Quantus AUC)", kinds=("image",),
+               fn=map_auroc, scope="local", bounds=lambda s: _UNIT, chance=lambda s: 0.5),
+        Metric("top_k_intersection", "higher", "share of the top 5 % pixels inside the mask (Quantus TopKIntersection)",
+               unit="share of top pixels", kinds=("image",),
+               fn=top_k_intersection, scope="local", bounds=_top_k_bounds, chance=_share),
     ]
 }
 """The ground-truth scorer's metrics on images; each takes maps and pixel masks ``(n, H, W)``."""

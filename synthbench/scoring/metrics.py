@@ -1,8 +1,9 @@
 """The ground-truth scorer's metrics: how well a feature ranking recovers the truly relevant features.
 
-:class:`Metric` is the declarative metadata every scorer's metrics carry (direction, bounds,
-chance, limits, unit); :data:`METRICS` are the ground-truth scorer's own (tables and any input
-whose relevant elements are known globally or per instance).
+:class:`Metric` is the declarative metadata every scorer's metrics carry (direction, limits, unit,
+description, kinds, control; for the ground truth's also the metric itself, its scope, bounds and
+chance); :data:`METRICS` are the ground-truth scorer's own (tables and any input whose relevant
+elements are known globally or per instance).
 
 Conventions
 -----------
@@ -12,7 +13,8 @@ Conventions
 * ``relevant`` is a bool vector ``(p,)`` (global truth) or, for local metrics, a bool matrix
   ``(n, p)`` (per-instance truth).
 * Ties in ``|score|`` are broken at random with the ``rng`` the caller passes (the cell's seed),
-  never by column order: two tied columns are ordered by an independent uniform key.
+  never by column order: two tied columns are ordered by an independent uniform key
+  (:func:`~synthbench.scoring.ranking.rank`, the ranking every scorer shares).
 * Every metric is a :class:`Metric` that declares, as data, its direction, its bounds and its
   expected value under a uniformly random ranking (``chance``), so leaderboards can sort,
   validate and show "x chance" without special cases.
@@ -21,19 +23,19 @@ Conventions
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Literal
 
 import numpy as np
 
+from synthbench.scoring.ranking import rank
+
 __all__ = [
     "Metric",
-    "MetricInfo",
     "METRICS",
     "get",
     "names",
     "importance",
-    "ranking",
     "best_k",
     "best_2k",
     "auroc",
@@ -56,17 +58,6 @@ def importance(scores: np.ndarray) -> np.ndarray:
     return s
 
 
-def ranking(importances: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Column indices from most to least important; ties ordered by a random key from ``rng``.
-
-    ``importances`` has shape ``(p,)`` or ``(n, p)`` (each row ranked on its own, one key per
-    entry). Returns an int array of the same shape.
-    """
-    imp = np.asarray(importances, dtype=np.float64)
-    tiebreak = rng.random(imp.shape)
-    return np.lexsort((tiebreak, -imp), axis=-1)
-
-
 def _check_global(scores: np.ndarray, relevant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     imp = importance(scores)
     truth = np.asarray(relevant, dtype=bool)
@@ -79,7 +70,7 @@ def _check_global(scores: np.ndarray, relevant: np.ndarray) -> tuple[np.ndarray,
 
 def _hits_in_top(scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator, depth: int) -> float:
     imp, truth = _check_global(scores, relevant)
-    order = ranking(imp, rng)
+    order = rank(imp, rng)
     return float(truth[order[:depth]].sum())
 
 
@@ -98,10 +89,10 @@ def best_2k(scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) 
 def _ranks_of_relevant(scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
     """1-based ranks (1 = most important) of the relevant features, and ``p``."""
     imp, truth = _check_global(scores, relevant)
-    order = ranking(imp, rng)
-    rank = np.empty(imp.size, dtype=np.int64)
-    rank[order] = np.arange(1, imp.size + 1)
-    return rank[truth], imp.size
+    order = rank(imp, rng)
+    position = np.empty(imp.size, dtype=np.int64)
+    position[order] = np.arange(1, imp.size + 1)
+    return position[truth], imp.size
 
 
 def auroc(scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> float:
@@ -142,7 +133,7 @@ def _local_top_k(attributions: np.ndarray, relevant_local: np.ndarray, rng: np.r
     if not np.all(np.isfinite(att)):
         raise ValueError("attributions contain NaN or inf")
     k = int(truth.any(axis=0).sum())  # number of globally relevant features
-    top = ranking(att, rng)[:, :k]
+    top = rank(att, rng)[:, :k]
     hits = np.take_along_axis(truth, top, axis=1).sum(axis=1)
     return hits, truth.sum(axis=1), k
 
@@ -189,68 +180,72 @@ def _kp(relevant: np.ndarray) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Metric:
-    """A metric and its declared metadata.
+    """A metric and its declared metadata: what the leaderboard, the report and the checks read.
+
+    Every scorer declares its metrics as :class:`Metric` objects. The ground truth's also carry
+    the truth-based parts (``fn``, ``scope``, ``bounds``, ``chance``): the metric is computed from
+    a method's scores and the known truth, and its chance is analytic. A metric its scorer
+    computes itself (ROAD, remove-and-retrain) leaves them None; its chance reference, if any,
+    is a ``control`` method measured in the same run.
+
+    ``name``, ``direction`` and ``description`` are positional; every other attribute is a
+    keyword.
 
     Attributes
     ----------
     name : str
-    fn : callable ``(scores, relevant, rng) -> float``
     direction : ``"higher"`` or ``"lower"`` (which way is better)
-    scope : ``"global"`` (truth ``(p,)``) or ``"local"`` (truth ``(n, p)``, needs ``(n, p)`` scores)
-    bounds : callable ``relevant -> (lowest, highest)`` attainable values
-    chance : callable ``relevant -> float``, the expected value under a uniformly random ranking
-    description : str
-    limits : ``(lowest, highest)`` the metric can take for any truth (bounds are per truth);
-        reports clip confidence intervals to it
+    description : str, one phrase (the report writes "the {description}")
+    limits : ``(lowest, highest)`` the metric can take for any input (``bounds`` are per truth);
+        reports clip confidence intervals to it, scorers and checks validate values against it
     unit : what a value counts, for axis labels ("" when the name says it all)
+    kinds : the input kinds it applies to (``"tabular"``, ``"image"``)
+    control : the control method (``"random"``) whose value in the same run is the metric's
+        chance reference, shown beside every method; None when there is none (the ground
+        truth's chance is analytic, ``chance``)
+    fn : callable ``(scores, relevant, rng) -> float``, or None (computed by its scorer)
+    scope : ``"global"`` (truth ``(p,)``) or ``"local"`` (truth ``(n, p)``, needs ``(n, p)``
+        scores), or None
+    bounds : callable ``relevant -> (lowest, highest)`` attainable values, or None
+    chance : callable ``relevant -> float``, the expected value under a uniformly random
+        ranking, or None
     reads_2k_ranking : the metric reads a method's separate 2k ranking when it returns one
         (``MethodOutput.scores_2k``: selectors whose k and 2k picks come from separate runs)
-    kinds : the input kinds it applies to (``"tabular"``, ``"image"``)
+
+    ``fn``, ``scope``, ``bounds`` and ``chance`` are given together or not at all.
     """
 
     name: str
-    fn: Callable[[np.ndarray, np.ndarray, np.random.Generator], float]
     direction: Literal["higher", "lower"]
-    scope: Literal["global", "local"]
-    bounds: Callable[[np.ndarray], tuple[float, float]]
-    chance: Callable[[np.ndarray], float]
     description: str
+    _: KW_ONLY
     limits: tuple[float, float] = (0.0, 1.0)
     unit: str = ""
-    reads_2k_ranking: bool = False
     kinds: tuple[str, ...] = ("tabular",)
-    control: str | None = None  # the ground truth's chance is analytic (``chance``), never a control's
+    control: str | None = None
+    fn: Callable[[np.ndarray, np.ndarray, np.random.Generator], float] | None = None
+    scope: Literal["global", "local"] | None = None
+    bounds: Callable[[np.ndarray], tuple[float, float]] | None = None
+    chance: Callable[[np.ndarray], float] | None = None
+    reads_2k_ranking: bool = False
+
+    def __post_init__(self) -> None:
+        given = [part for part in ("fn", "scope", "bounds", "chance") if getattr(self, part) is not None]
+        if given and len(given) < 4:
+            raise ValueError(f"metric {self.name!r}: fn, scope, bounds and chance are given together or not at all "
+                             f"(got only {', '.join(given)})")
+        if self.reads_2k_ranking and not given:
+            raise ValueError(f"metric {self.name!r}: reads_2k_ranking needs a truth-based metric (fn, scope, ...)")
+
+    @property
+    def truth_based(self) -> bool:
+        """Whether it is computed from scores and the known truth (``fn``), with an analytic ``chance``."""
+        return self.fn is not None
 
     def __call__(self, scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> float:
+        if self.fn is None:
+            raise TypeError(f"metric {self.name!r} is computed by its scorer, not from scores and truth")
         return self.fn(scores, relevant, rng)
-
-    def better(self, a: float, b: float) -> bool:
-        """True when value ``a`` is strictly better than ``b``."""
-        return a > b if self.direction == "higher" else a < b
-
-
-@dataclass(frozen=True)
-class MetricInfo:
-    """The declared metadata of a metric its scorer computes itself (ROAD, remove-and-retrain, ...).
-
-    The same attributes the leaderboard and the report read from a :class:`Metric`, without the
-    truth-based ``fn``, ``bounds`` and analytic ``chance`` of the ground truth.
-
-    Attributes
-    ----------
-    name, direction, description, limits, unit, kinds : as for :class:`Metric`; ``limits`` are
-        the values the metric can take (the scorer checks its values against them)
-    control : the control method (``"random"``) whose value in the same run is the metric's
-        chance reference, shown beside every method; None when there is none
-    """
-
-    name: str
-    direction: Literal["higher", "lower"]
-    description: str
-    limits: tuple[float, float] = (0.0, 1.0)
-    unit: str = ""
-    kinds: tuple[str, ...] = ("tabular", "image")
-    control: str | None = "random"
 
     def better(self, a: float, b: float) -> bool:
         """True when value ``a`` is strictly better than ``b``."""
@@ -265,29 +260,25 @@ def _local_fdr_chance(relevant: np.ndarray) -> float:
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        Metric("best_k", best_k, "higher", "global", lambda r: (0.0, 1.0),
-               lambda r: _kp(r)[0] / _kp(r)[1],
-               "share of true features among the top k by |score|", unit="share of true features"),
-        Metric("best_2k", best_2k, "higher", "global", lambda r: (0.0, 1.0),
-               lambda r: min(2 * _kp(r)[0], _kp(r)[1]) / _kp(r)[1],
-               "true features found within the top 2k, divided by k", unit="true features found / k",
-               reads_2k_ranking=True),
-        Metric("auroc", auroc, "higher", "global", lambda r: (0.0, 1.0), lambda r: 0.5,
-               "AUROC of |score| against the truth"),
-        Metric("average_precision", average_precision, "higher", "global",
-               lambda r: (_min_ap(*_kp(r)), 1.0),
-               lambda r: _expected_ap(*_kp(r)),
-               "average precision of |score| against the truth"),
-        Metric("mean_rank", mean_rank, "lower", "global",
-               lambda r: ((_kp(r)[0] + 1) / 2, _kp(r)[1] - (_kp(r)[0] - 1) / 2),
-               lambda r: (_kp(r)[1] + 1) / 2,
-               "mean rank of the true features (1 = most important)", limits=(1.0, np.inf), unit="rank, 1 = first"),
-        Metric("local_tpr_at_k", local_tpr_at_k, "higher", "local", lambda r: (0.0, 1.0),
-               lambda r: _kp(r)[0] / _kp(r)[1],
-               "per-instance share of the instance's true features within its top k"),
-        Metric("local_fdr_at_k", local_fdr_at_k, "lower", "local", lambda r: (0.0, 1.0),
-               _local_fdr_chance,
-               "per-instance share of the top k that is not true for the instance"),
+        Metric("best_k", "higher", "share of true features among the top k by |score|",
+               unit="share of true features", fn=best_k, scope="global", bounds=lambda r: (0.0, 1.0),
+               chance=lambda r: _kp(r)[0] / _kp(r)[1]),
+        Metric("best_2k", "higher", "true features found within the top 2k, divided by k",
+               unit="true features found / k", fn=best_2k, scope="global", bounds=lambda r: (0.0, 1.0),
+               chance=lambda r: min(2 * _kp(r)[0], _kp(r)[1]) / _kp(r)[1], reads_2k_ranking=True),
+        Metric("auroc", "higher", "AUROC of |score| against the truth",
+               fn=auroc, scope="global", bounds=lambda r: (0.0, 1.0), chance=lambda r: 0.5),
+        Metric("average_precision", "higher", "average precision of |score| against the truth",
+               fn=average_precision, scope="global", bounds=lambda r: (_min_ap(*_kp(r)), 1.0),
+               chance=lambda r: _expected_ap(*_kp(r))),
+        Metric("mean_rank", "lower", "mean rank of the true features (1 = most important)",
+               limits=(1.0, np.inf), unit="rank, 1 = first", fn=mean_rank, scope="global",
+               bounds=lambda r: ((_kp(r)[0] + 1) / 2, _kp(r)[1] - (_kp(r)[0] - 1) / 2),
+               chance=lambda r: (_kp(r)[1] + 1) / 2),
+        Metric("local_tpr_at_k", "higher", "per-instance share of the instance's true features within its top k",
+               fn=local_tpr_at_k, scope="local", bounds=lambda r: (0.0, 1.0), chance=lambda r: _kp(r)[0] / _kp(r)[1]),
+        Metric("local_fdr_at_k", "lower", "per-instance share of the top k that is not true for the instance",
+               fn=local_fdr_at_k, scope="local", bounds=lambda r: (0.0, 1.0), chance=_local_fdr_chance),
     ]
 }
 

@@ -1,9 +1,10 @@
-"""What the removal scorers (ROAD, remove-and-retrain) share: fractions, ranking keys, ranking order, masks.
+"""What the removal scorers (ROAD, remove-and-retrain) share: fractions, ranking keys, masks.
 
 A method's attributions rank the *units* of each example: its input elements (tables: features;
 images: each channel value, ``unit="element"``, or whole pixels with their channels summed,
-``unit="pixel"``), by ``|a|`` or by the signed ``a``. Ties are ordered at random from the cell's
-stream, so a constant map ranks like the random control.
+``unit="pixel"``), by ``|a|`` or by the signed ``a``. The keys of :func:`ranking_keys` are ordered
+by :func:`~synthbench.scoring.ranking.rank` (with the scorer's ``signed``): ties at random from
+the cell's stream, so a constant map ranks like the random control.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import numpy as np
 
 from synthbench.protocol import FoldData
 
-__all__ = ["UNITS", "RANKINGS", "check_fractions", "ranking_keys", "ranking_order", "removal_masks", "mask_shape",
-           "accuracy"]
+__all__ = ["UNITS", "RANKINGS", "check_fractions", "ranking_keys", "removal_masks", "mask_shape", "accuracy"]
 
 UNITS = ("element", "pixel")
 RANKINGS = ("global", "local")
@@ -32,12 +32,6 @@ def check_fractions(fractions: tuple[float, ...]) -> tuple[float, ...]:
     if len(set(values)) != len(values) or list(values) != sorted(values):
         raise ValueError(f"fractions must be distinct and increasing, got {values}")
     return values
-
-
-def ranking_order(keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Indices ``(r, m)`` of each row's keys ``(r, m)`` from highest to lowest, ties in a random order from ``rng``."""
-    tiebreak = rng.random(keys.shape)
-    return np.lexsort((tiebreak, -keys), axis=-1)
 
 
 def ranking_keys(local: np.ndarray | None, scores: np.ndarray | None, kind: str, *, unit: str, signed: bool,
@@ -71,7 +65,8 @@ def mask_shape(data: FoldData, unit: str) -> tuple[int, ...]:
 def removal_masks(order: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
     """Masks of the ``floor(fraction * m)`` first (MoRF) and last (LeRF) of each row's ``m`` ranked units.
 
-    ``order`` is :func:`ranking_order`'s ``(r, m)``. Returns two bool ``(r, m)`` arrays.
+    ``order`` is the ``(r, m)`` :func:`~synthbench.scoring.ranking.rank` of :func:`ranking_keys`'s keys.
+    Returns two bool ``(r, m)`` arrays.
     """
     r, m = order.shape
     count = int(math.floor(fraction * m + 1e-9))
@@ -81,8 +76,6 @@ def removal_masks(order: np.ndarray, fraction: float) -> tuple[np.ndarray, np.nd
     morf[rows, order[:, :count]] = True
     lerf[rows, order[:, m - count:]] = True  # count = 0 selects nothing
     return morf, lerf
-
-
 
 
 def accuracy(model, X: np.ndarray, y: np.ndarray) -> float:

@@ -42,9 +42,9 @@ from synthbench.methods.registry import MethodSpec, run_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
-from synthbench.scoring.metrics import MetricInfo
-from synthbench.scoring.removal import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys,
-                                        ranking_order, removal_masks)
+from synthbench.scoring.metrics import Metric
+from synthbench.scoring.ranking import rank
+from synthbench.scoring.removal import RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys, removal_masks
 
 __all__ = ["RetrainScorer", "ROAR", "KAR", "replace_by_mean", "RANDOM_MASKS"]
 
@@ -88,7 +88,7 @@ class RetrainScorer:
     signed: bool = False
     ranking: str = "global"
     random_masks: str = "fixed"
-    metrics: Mapping[str, MetricInfo] = field(default_factory=dict)
+    metrics: Mapping[str, Metric] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fractions", check_fractions(self.fractions))
@@ -103,9 +103,9 @@ class RetrainScorer:
         if not self.metrics:
             what = ("the bottom fraction of inputs replaced (KAR: the top kept)" if self.keep
                     else "the top fraction of inputs replaced (ROAR)")
-            metric = MetricInfo(f"{self.name}_accuracy", "higher" if self.keep else "lower",
-                                f"mean test accuracy of models retrained with {what}, over the fractions and repeats",
-                                unit="accuracy")
+            metric = Metric(f"{self.name}_accuracy", "higher" if self.keep else "lower",
+                            f"mean test accuracy of models retrained with {what}, over the fractions and repeats",
+                            unit="accuracy", kinds=("tabular", "image"), control="random")
             object.__setattr__(self, "metrics", {metric.name: metric})
 
     def params_for(self, kind: str) -> dict:
@@ -125,7 +125,7 @@ class RetrainScorer:
         if train_keys is None:
             return Scores()
         rng = data.rng(self.name, spec.name)
-        orders = ranking_order(train_keys, rng), ranking_order(test_keys, rng)
+        orders = rank(train_keys, rng, signed=self.signed), rank(test_keys, rng, signed=self.signed)
         mean = self._mean(data)
         redraw = self.random_masks == "epoch" and spec.name == self._control
         values = [[accuracy(models.get(kind, replicate=r), data.X_test, data.y_test)
@@ -153,7 +153,7 @@ class RetrainScorer:
         """``fn(epoch)``: the training rows with a random mask drawn for that epoch (seeded by fraction, replicate, epoch)."""
         def inputs(epoch: int) -> np.ndarray:
             rng = data.rng(self.name, method, "epoch", i, replicate, epoch)
-            return self._changed(data.X_train, ranking_order(rng.random(key_shape), rng), fraction, mean, data)
+            return self._changed(data.X_train, rank(rng.random(key_shape), rng), fraction, mean, data)
         return inputs
 
     def _keys(self, output: MethodOutput, data: FoldData, spec: MethodSpec,

@@ -28,22 +28,23 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
 from synthbench.scoring.imputation import GaussianImputer, impute_images
-from synthbench.scoring.metrics import MetricInfo
-from synthbench.scoring.removal import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys, ranking_order,
-                                        removal_masks)
+from synthbench.scoring.metrics import Metric
+from synthbench.scoring.ranking import rank
+from synthbench.scoring.removal import RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys, removal_masks
 
 __all__ = ["RoadScorer", "ROAD", "ROAD_METRICS"]
 
 #: The ROAD scorer's metrics, headline (the leaderboard's default) first.
-ROAD_METRICS: dict[str, MetricInfo] = {
+ROAD_METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        MetricInfo("road_gap", "higher", "ROAD LeRF minus MoRF accuracy (the two orders' consistency)",
-                   limits=(-1.0, 1.0), unit="accuracy difference"),
-        MetricInfo("road_morf", "lower", "mean accuracy of the explained model with the most relevant inputs imputed "
-                   "first (ROAD MoRF, over the fractions)", unit="accuracy"),
-        MetricInfo("road_lerf", "higher", "mean accuracy of the explained model with the least relevant inputs "
-                   "imputed first (ROAD LeRF, over the fractions)", unit="accuracy"),
+        Metric("road_gap", "higher", "ROAD LeRF minus MoRF accuracy (the two orders' consistency)",
+               limits=(-1.0, 1.0), unit="accuracy difference", kinds=("tabular", "image"), control="random"),
+        Metric("road_morf", "lower", "mean accuracy of the explained model with the most relevant inputs imputed "
+               "first (ROAD MoRF, over the fractions)", unit="accuracy", kinds=("tabular", "image"), control="random"),
+        Metric("road_lerf", "higher", "mean accuracy of the explained model with the least relevant inputs "
+               "imputed first (ROAD LeRF, over the fractions)", unit="accuracy", kinds=("tabular", "image"),
+               control="random"),
     ]
 }
 
@@ -75,7 +76,7 @@ class RoadScorer:
     unit: str = "element"
     signed: bool = False
     ranking: str = "global"
-    metrics: Mapping[str, MetricInfo] = field(default_factory=lambda: dict(ROAD_METRICS))
+    metrics: Mapping[str, Metric] = field(default_factory=lambda: dict(ROAD_METRICS))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fractions", check_fractions(self.fractions))
@@ -104,7 +105,7 @@ class RoadScorer:
         _, model = explained_model(spec, data, models)
         X, y = data.X_explain, data.y_explain
         rng = data.rng("road", spec.name)
-        order = ranking_order(keys, rng)
+        order = rank(keys, rng, signed=self.signed)
         clean = accuracy(model, X, y)
         curves = {"morf": [clean], "lerf": [clean]}
         impute = self._imputer(data)
