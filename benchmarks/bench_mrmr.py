@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import time
 
 import numpy as np
+from timing import timed
 
 mrmr_module = importlib.import_module("synthbench.selection.mrmr")
 
@@ -46,11 +46,6 @@ def make_data(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return mrmr_module.discretise(X, scale=20.0), y
 
 
-def _time(fn, *args, **kwargs) -> tuple[list[int], float]:
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - start
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 when every selection matches, 1 otherwise."""
@@ -67,12 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     all_same = True
     for p in args.p:
         X, y = make_data(args.n, p, args.seed)
-        ours, t_ours = _time(mrmr_module.mrmr, X, y, args.k, scheme=args.scheme)  # warm-up included
+        ours, t_ours = timed(mrmr_module.mrmr, X, y, args.k, scheme=args.scheme)  # warm-up included
         for _ in range(max(0, args.repeats - 1)):
-            again, t = _time(mrmr_module.mrmr, X, y, args.k, scheme=args.scheme)
+            again, t = timed(mrmr_module.mrmr, X, y, args.k, scheme=args.scheme)
             assert again == ours
             t_ours = min(t_ours, t)
-        ref, t_ref = _time(mrmr_module.pymrmr_select, X, y, args.k, scheme=args.scheme)
+        ref, t_ref = timed(mrmr_module.pymrmr_select, X, y, args.k, scheme=args.scheme)
         same = ours == ref
         all_same &= same
         rows.append((args.n, p, args.k, t_ours, t_ref, t_ref / t_ours, same))

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import time
 
 import numpy as np
+from timing import timed
 
 relief_module = importlib.import_module("synthbench.selection.relief")
 
@@ -40,11 +40,6 @@ def make_data(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _time(fn, *args, **kwargs) -> tuple[np.ndarray, float]:
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - start
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 when every score vector matches skrebate's, 1 otherwise."""
@@ -60,12 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     all_same = True
     for p in args.p:
         X, y = make_data(args.n, p, args.seed)
-        ours, t_ours = _time(relief_module.relieff, X, y, n_neighbors=args.k)  # warm-up included
+        ours, t_ours = timed(relief_module.relieff, X, y, n_neighbors=args.k)  # warm-up included
         for _ in range(max(0, args.repeats - 1)):
-            again, t = _time(relief_module.relieff, X, y, n_neighbors=args.k)
+            again, t = timed(relief_module.relieff, X, y, n_neighbors=args.k)
             assert np.array_equal(again, ours)
             t_ours = min(t_ours, t)
-        ref, t_ref = _time(relief_module.skrebate_relieff, X, y, n_neighbors=args.k)
+        ref, t_ref = timed(relief_module.skrebate_relieff, X, y, n_neighbors=args.k)
         err = float(np.max(np.abs(ours - ref)))
         same = bool(np.allclose(ours, ref, rtol=1e-9, atol=1e-9))
         all_same &= same
