@@ -162,7 +162,7 @@ class FoldData:
 
 def cell_fold(dataset: str, *, n_samples: int, seed: int, n_folds: int, fold: int, n_decoys: int | None = None,
               dataset_params: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
-              explain: Literal["test", "train"] = "test") -> tuple[FoldData, Fold]:
+              explain: Literal["test", "train"] = "test", data_dir: str | None = None) -> tuple[FoldData, Fold]:
     """The fold one cell runs on, built from the cell's configuration: its :class:`FoldData` and its :class:`Fold`.
 
     The registered generator ``dataset`` makes ``n_samples`` rows from ``seed`` (with ``n_decoys``
@@ -171,10 +171,11 @@ def cell_fold(dataset: str, *, n_samples: int, seed: int, n_folds: int, fold: in
     (0-based) is taken, explaining its ``explain`` part. The runner builds every cell's data here,
     and the report regenerates the data of a stored cell the same way, so both see the same
     rows, column permutation and truth. ``dataset_params`` may be a mapping or ``(name, value)``
-    pairs (a cell's). Errors of the generator or of the fold count propagate.
+    pairs (a cell's); ``data_dir`` the folder of a data set read from files. Errors of the generator
+    or of the fold count propagate.
     """
     decoys = {} if n_decoys is None else {"n_decoys": n_decoys}
-    ds = datasets.make(dataset, n_samples=n_samples, seed=seed, **decoys, **dict(dataset_params))
+    ds = datasets.make(dataset, n_samples=n_samples, seed=seed, **decoys, data_dir=data_dir, **dict(dataset_params))
     split = dataset_folds(ds, n_folds=n_folds, seed=seed)[fold]
     return FoldData.from_dataset(ds, split, explain=explain), split
 

@@ -104,8 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "repeats=3 or fractions=0.1,0.5,0.9 (see --list for each scorer's options)")
     p.add_argument("--metric", help="metric of the printed leaderboard (default: best_k on tables, rank_accuracy on "
                                     "images)")
-    p.add_argument("--data-dir", type=Path, help=f"folder of local image files (mnist, fashion_mnist, cifar10); "
-                                                 f"sets {DATA_DIR_ENV}")
+    p.add_argument("--data-dir", type=Path, default=os.environ.get(DATA_DIR_ENV) or None,
+                   help=f"folder of local image files (mnist, fashion_mnist, cifar10); default: ${DATA_DIR_ENV}")
     p.add_argument("--force", action="store_true", help="recompute cells already in the store")
     p.add_argument("--list", action="store_true", help="list datasets and methods, then exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -162,7 +162,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
               else {kind: _integers(counts, "--decoys") for kind, counts in DEFAULT_DECOYS.items()})
     grid = GridSpec(ds, methods, decoys, sizes, args.folds, args.seed, args.explain,
                     models=models, scorers=scorers, skip_inapplicable=not named,
-                    scorer_options=_scorer_options(args.scorer_option))
+                    scorer_options=_scorer_options(args.scorer_option),
+                    data_dir=None if args.data_dir is None else str(args.data_dir))
     try:
         cells = grid.cells()
         for cell in cells:
@@ -229,7 +230,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
     if args.data_dir is not None:
         if not args.data_dir.is_dir():
             raise UsageError(f"--data-dir {args.data_dir}: not a folder")
-        os.environ[DATA_DIR_ENV] = str(args.data_dir.resolve())  # worker processes inherit it
+        args.data_dir = args.data_dir.resolve()  # the cells carry it to every worker
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     if args.max_retries < 0:

@@ -115,14 +115,14 @@ def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
     store = tmp_path / "r.sqlite"
     cases = [
         (["--datasets", "shapes", "--methods", "rf"], "rf cannot run on shapes (image data)"),
-        (["--datasets", "mnist", "--methods", "random"], "SYNTHBENCH_DATA_DIR"),
+        (["--datasets", "mnist", "--methods", "random"], "--data-dir PATH (or set SYNTHBENCH_DATA_DIR)"),
         (["--datasets", "mnist", "--methods", "random", "--data-dir", str(tmp_path)], "train-images-idx3-ubyte"),
         (["--datasets", "shapes", "--methods", "gradient", "--metric", "best_k", "--scorer", "nope"], "unknown scorer"),
         (["--datasets", "shapes", "--methods", "gradient", "--metric", "nope"], "unknown metric 'nope'"),
         (["--datasets", "shapes", "--decoys", "40", "--methods", "gradient"], "do not fit"),
     ]
     for args, message in cases:
-        monkeypatch.delenv("SYNTHBENCH_DATA_DIR", raising=False)  # --data-dir sets it; each case starts without
+        monkeypatch.delenv("SYNTHBENCH_DATA_DIR", raising=False)  # the CLI's --data-dir default
         code = main([*args, "--store", str(store), "--quiet"])
         err = capsys.readouterr().err
         assert code == 2 and message in err, (args, err)

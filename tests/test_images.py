@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import json
 import pickle
+import shutil
 
 import numpy as np
 import pytest
@@ -181,10 +183,9 @@ def _write_mnist(folder, n_train=6, n_test=4, gz=True, seed=0):
 
 
 @pytest.mark.parametrize("gz", [True, False])
-def test_mnist_loader_reads_local_idx_files(tmp_path, monkeypatch, gz):
+def test_mnist_loader_reads_local_idx_files(tmp_path, gz):
     _write_mnist(tmp_path / "mnist", gz=gz)
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
-    ds = datasets.make("mnist", n_samples=10, seed=0)
+    ds = datasets.make("mnist", n_samples=10, seed=0, data_dir=tmp_path)
     assert ds.X.shape == (10, 1, 28, 28) and ds.X.dtype == np.float32 and 0 <= ds.X.min() and ds.X.max() <= 1
     suffix = ".gz" if gz else ""
     images = np.concatenate([read_idx(tmp_path / "mnist" / f"{s}-images-idx3-ubyte{suffix}") for s in ("train", "t10k")])
@@ -193,10 +194,10 @@ def test_mnist_loader_reads_local_idx_files(tmp_path, monkeypatch, gz):
     np.testing.assert_array_equal(ds.y, labels[rows])
     np.testing.assert_allclose(ds.X[:, 0] * 255, images[rows], atol=1e-3)
     with pytest.raises(ValueError, match="too many"):
-        datasets.make("mnist", n_samples=11, seed=0)
+        datasets.make("mnist", n_samples=11, seed=0, data_dir=tmp_path)
 
 
-def test_fashion_mnist_and_cifar10_loaders(tmp_path, monkeypatch):
+def test_fashion_mnist_and_cifar10_loaders(tmp_path):
     _write_mnist(tmp_path, gz=False)  # files directly in the folder also count
     batches = tmp_path / "cifar10" / "cifar-10-batches-py"
     batches.mkdir(parents=True)
@@ -204,32 +205,57 @@ def test_fashion_mnist_and_cifar10_loaders(tmp_path, monkeypatch):
     for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
         with open(batches / name, "wb") as f:
             pickle.dump({b"data": rng.integers(0, 256, (2, 3072), dtype=np.uint8), b"labels": [1, 2]}, f)
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
-    assert datasets.make("fashion_mnist", n_samples=10, seed=0).X.shape == (10, 1, 28, 28)
-    cifar = datasets.make("cifar10", n_samples=12, seed=0)
+    assert datasets.make("fashion_mnist", n_samples=10, seed=0, data_dir=tmp_path).X.shape == (10, 1, 28, 28)
+    cifar = datasets.make("cifar10", n_samples=12, seed=0, data_dir=str(tmp_path))
     assert cifar.X.shape == (12, 3, 32, 32) and set(cifar.y) == {1, 2}
 
 
 def test_missing_or_malformed_files_say_what_is_expected(tmp_path, monkeypatch):
-    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
-    with pytest.raises(MissingDataFiles, match=DATA_DIR_ENV):
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))  # the library never reads it: the folder is passed
+    with pytest.raises(MissingDataFiles, match="--data-dir PATH .or set SYNTHBENCH_DATA_DIR.; in Python, data_dir=PATH"):
         datasets.make("mnist", n_samples=5, seed=0)
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
     with pytest.raises(MissingDataFiles, match="train-images-idx3-ubyte.*t10k-labels-idx1-ubyte"):
-        datasets.make("mnist", n_samples=5, seed=0)
+        datasets.make("mnist", n_samples=5, seed=0, data_dir=tmp_path)
     with pytest.raises(MissingDataFiles, match="cifar-10-batches-py/data_batch_1"):
-        datasets.make("cifar10", n_samples=5, seed=0)
+        datasets.make("cifar10", n_samples=5, seed=0, data_dir=tmp_path)
     _write_mnist(tmp_path / "mnist", gz=False)
     (tmp_path / "mnist" / "t10k-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x09abc")
     with pytest.raises(ValueError, match="header says"):
-        datasets.make("mnist", n_samples=5, seed=0)
+        datasets.make("mnist", n_samples=5, seed=0, data_dir=tmp_path)
 
 
-def test_the_files_content_hash_enters_the_cell_id(tmp_path, monkeypatch):
+def test_the_files_content_hash_enters_the_cell_id_and_their_folder_does_not(tmp_path):
     _write_mnist(tmp_path / "mnist", seed=0)
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
-    cell = Cell("mnist", 10, None, 0, 2, 0, "random")
+    cell = Cell("mnist", 10, None, 0, 2, 0, "random", data_dir=str(tmp_path))
     first = cell.cell_id
     assert "data_hash" in cell.config() and cell.cell_id == first
+    assert str(tmp_path) not in json.dumps(cell.config())
+    shutil.copytree(tmp_path / "mnist", tmp_path / "copy" / "mnist")  # the same files elsewhere: the same cells
+    assert Cell("mnist", 10, None, 0, 2, 0, "random", data_dir=str(tmp_path / "copy")).cell_id == first
     _write_mnist(tmp_path / "mnist", seed=1)  # other content at the same path
     assert cell.cell_id != first
+
+
+def test_a_run_on_files_reads_the_folder_it_is_given_in_every_worker_and_the_report_draws_them(
+        tmp_path, monkeypatch, capsys):
+    """--data-dir travels with the cells (no environment variable set for the workers), and the report draws
+    the images again only when it is given the folder too."""
+    from synthbench.report.cli import main as report
+    from synthbench.run import main as run
+
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    _write_mnist(tmp_path / "data" / "mnist", n_train=12, n_test=8)
+    store = tmp_path / "r.sqlite"
+    args = ["--datasets", "shapes,mnist", "--decoys", "1", "--methods", "sobel", "--n-samples", "20", "--folds", "2",
+            "--quiet", "--store", str(store)]
+    assert run([*args, "--jobs", "2", "--data-dir", str(tmp_path / "data")]) == 0
+    assert "4 cells run, 0 already" in capsys.readouterr().out
+    shutil.copytree(tmp_path / "data", tmp_path / "moved")  # the same files elsewhere: the same cells
+    assert run([*args, "--jobs", "1", "--data-dir", str(tmp_path / "moved")]) == 0
+    assert "0 cells run, 4 already" in capsys.readouterr().out
+    assert report(["--store", str(store), "--out", str(tmp_path / "alone")]) == 0
+    alone = (tmp_path / "alone" / "report.md").read_text()
+    assert "Example maps, mnist" in alone and "pass `--data-dir`" in alone
+    assert report(["--store", str(store), "--out", str(tmp_path / "drawn"), "--data-dir", str(tmp_path / "data")]) == 0
+    assert "pass `--data-dir`" not in (tmp_path / "drawn" / "report.md").read_text()
+    assert "Example maps, mnist" in (tmp_path / "drawn" / "report.md").read_text()

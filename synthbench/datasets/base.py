@@ -120,8 +120,10 @@ class GeneratorSpec:
     """A registered generator: ``fn(*, n_samples, seed, [n_decoys,] **params) -> Dataset``.
 
     ``kind`` is the input kind of its data (:data:`KINDS`); ``decoys`` whether it takes
-    ``n_decoys`` (decoy columns, distractor patches); ``fingerprint()``, for data read from
-    files, a digest of their content that enters every cell id (None: generated data).
+    ``n_decoys`` (decoy columns, distractor patches); ``fingerprint(data_dir)``, for data read
+    from files in the folder ``data_dir``, a digest of their content that enters every cell id
+    (None: generated data). A generator with a fingerprint :attr:`reads_files`: it is called with
+    ``data_dir=`` too.
     """
 
     name: str
@@ -130,7 +132,12 @@ class GeneratorSpec:
     family: str
     kind: str = "tabular"
     decoys: bool = True
-    fingerprint: Callable[[], str] | None = None
+    fingerprint: Callable[[str | None], str] | None = None
+
+    @property
+    def reads_files(self) -> bool:
+        """Its data are read from files in a folder the caller names (``make(..., data_dir=...)``)."""
+        return self.fingerprint is not None
 
 
 #: Every registered generator, by name.
@@ -138,13 +145,14 @@ DATASETS: Registry[GeneratorSpec] = Registry("dataset")
 
 
 def register(name: str, *, description: str, family: str, kind: str = "tabular", decoys: bool = True,
-             fingerprint: Callable[[], str] | None = None) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+             fingerprint: Callable[[str | None], str] | None = None
+             ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Decorator adding a generator to the registry under ``name``.
 
     The decorated function has the signature
     ``fn(*, n_samples: int, n_decoys: int, seed: int, **params) -> Dataset`` (without
-    ``n_decoys`` when ``decoys=False``); ``kind`` is the input kind of its data; ``fingerprint``
-    see :class:`GeneratorSpec`.
+    ``n_decoys`` when ``decoys=False``, with ``data_dir`` when it has a ``fingerprint``); ``kind``
+    is the input kind of its data; ``fingerprint`` see :class:`GeneratorSpec`.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -171,7 +179,8 @@ def describe() -> dict[str, str]:
     return {n: s.description for n, s in DATASETS.items()}
 
 
-def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, **params: Any) -> Dataset:
+def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, data_dir: str | None = None,
+         **params: Any) -> Dataset:
     """Generate dataset ``name``.
 
     Parameters
@@ -182,6 +191,9 @@ def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, *
         For generators that take decoys: decoy columns appended after the relevant ones (tables)
         or distractor glyphs (images); None means the generator's default (0 for tables). Refused
         by generators without decoys.
+    data_dir
+        The folder of data sets read from files (:attr:`GeneratorSpec.reads_files`); ignored by
+        generated ones. Not a parameter of the data: the files' content is (their fingerprint).
     **params
         The generator's own parameters.
 
@@ -200,6 +212,8 @@ def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, *
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     if n_decoys is not None and not gen.decoys:
         raise ValueError(f"dataset {name!r} has no decoys; leave n_decoys out")
+    if gen.reads_files:
+        params = {**params, "data_dir": data_dir}
     if not gen.decoys:
         return gen.fn(n_samples=int(n_samples), seed=int(seed), **params)
     n_decoys = default_decoys(name) if n_decoys is None else int(n_decoys)

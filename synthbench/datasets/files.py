@@ -1,8 +1,9 @@
 """Image data sets read from local files: MNIST and Fashion-MNIST (IDX), CIFAR-10 (python pickles).
 
-Nothing is downloaded. The files are looked for in the folder named by the environment variable
-:data:`DATA_DIR_ENV` (``python -m synthbench.run --data-dir PATH`` sets it), first in a subfolder
-named after the data set, then in the folder itself:
+Nothing is downloaded. The files are looked for in the folder the caller names
+(``datasets.make(name, ..., data_dir=PATH)``; ``python -m synthbench.run --data-dir PATH``, whose
+default is the environment variable :data:`DATA_DIR_ENV`), first in a subfolder named after the
+data set, then in the folder itself:
 
 * ``mnist`` and ``fashion_mnist``: ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``,
   ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte``, each gzipped (``.gz``) or not;
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import pickle
 from functools import lru_cache
 from pathlib import Path
@@ -32,7 +32,7 @@ from synthbench.datasets.base import Dataset, register
 __all__ = ["DATA_DIR_ENV", "MissingDataFiles", "read_idx", "data_files", "fingerprint"]
 
 DATA_DIR_ENV = "SYNTHBENCH_DATA_DIR"
-"""Environment variable naming the folder that holds the image files."""
+"""Environment variable the command lines read as their ``--data-dir`` default (the library never reads it)."""
 
 _IDX = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 _CIFAR = tuple(f"cifar-10-batches-py/data_batch_{i}" for i in range(1, 6)) + ("cifar-10-batches-py/test_batch",)
@@ -43,22 +43,22 @@ class MissingDataFiles(FileNotFoundError):
     """The files of a local image data set are not where they should be; the message names them."""
 
 
-def _root() -> Path:
-    value = os.environ.get(DATA_DIR_ENV)
-    if not value:
-        raise MissingDataFiles(f"set {DATA_DIR_ENV} (or pass --data-dir) to the folder holding the image files")
-    return Path(value)
+def _root(data_dir: str | Path | None) -> Path:
+    if not data_dir:
+        raise MissingDataFiles(f"name the folder holding the image files: --data-dir PATH (or set {DATA_DIR_ENV}); "
+                               "in Python, data_dir=PATH")
+    return Path(data_dir)
 
 
-def data_files(name: str) -> list[Path]:
-    """The files of data set ``name`` (``mnist``, ``fashion_mnist``, ``cifar10``), in the order of :data:`_EXPECTED`.
+def data_files(name: str, data_dir: str | Path | None) -> list[Path]:
+    """The files of data set ``name`` (``mnist``, ``fashion_mnist``, ``cifar10``) in ``data_dir``, in the order of :data:`_EXPECTED`.
 
     Raises
     ------
     MissingDataFiles
         Naming every expected file and the folders searched.
     """
-    root = _root()
+    root = _root(data_dir)
     folders = [root / name, root]
     for folder in folders:
         found = []
@@ -123,15 +123,15 @@ def _digest(paths: tuple[str, ...], stamps: tuple[tuple[int, int], ...]) -> str:
     return h.hexdigest()[:16]
 
 
-def fingerprint(name: str) -> str:
-    """SHA-256 (16 hex digits) of the data set's files, cached by path, size and modification time."""
-    paths = data_files(name)
+def fingerprint(name: str, data_dir: str | Path | None) -> str:
+    """SHA-256 (16 hex digits) of the data set's files in ``data_dir``, cached by path, size and modification time."""
+    paths = data_files(name, data_dir)
     stamps = tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in paths)
     return _digest(tuple(str(p) for p in paths), stamps)
 
 
-def _load(name: str) -> tuple[np.ndarray, np.ndarray]:
-    paths = data_files(name)
+def _load(name: str, data_dir: str | Path | None) -> tuple[np.ndarray, np.ndarray]:
+    paths = data_files(name, data_dir)
     if name == "cifar10":
         return _read_cifar(paths)
     train_x, train_y, test_x, test_y = (read_idx(p) for p in paths)
@@ -142,8 +142,8 @@ def _load(name: str) -> tuple[np.ndarray, np.ndarray]:
     return images[:, None], labels
 
 
-def _subset(name: str, n_samples: int, seed: int) -> Dataset:
-    images, labels = _load(name)
+def _subset(name: str, n_samples: int, seed: int, data_dir: str | Path | None) -> Dataset:
+    images, labels = _load(name, data_dir)
     if n_samples > len(labels):
         raise ValueError(f"{name} has {len(labels)} images; n_samples={n_samples} is too many")
     rows = np.random.default_rng(seed).permutation(len(labels))[:n_samples]
@@ -152,13 +152,13 @@ def _subset(name: str, n_samples: int, seed: int) -> Dataset:
 
 
 def _register(name: str, description: str) -> None:
-    def generator(*, n_samples: int, seed: int) -> Dataset:
-        return _subset(name, n_samples, seed)
+    def generator(*, n_samples: int, seed: int, data_dir: str | Path | None = None) -> Dataset:
+        return _subset(name, n_samples, seed, data_dir)
 
     generator.__name__ = name
     generator.__doc__ = f"{description}; see the module docstring."
     register(name, description=description, family="image files", kind="image", decoys=False,
-             fingerprint=lambda: fingerprint(name))(generator)
+             fingerprint=lambda data_dir: fingerprint(name, data_dir))(generator)
 
 
 _register("mnist", "MNIST from local IDX files (70,000 28x28 digits, 10 classes); no ground truth")

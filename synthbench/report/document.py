@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from synthbench import datasets
 from synthbench.scoring import get_metric, get_scorer
 from synthbench.report import figures, tables
 from synthbench.report.results import Results
@@ -479,14 +480,18 @@ def _unscored_sentence(results: Results, setting: str) -> str:
 
 
 def _maps_alone_sentence(results: Results, setting: str) -> str:
-    """The note under example maps drawn without their images: which plugin would draw them."""
+    """The note under example maps drawn without their images: which plugin (or data folder) would draw them."""
     dataset = results.cells.loc[results.cells["setting"] == setting, "dataset"].iloc[0]
     plugin = results.datasets.at[dataset, "plugin"] if dataset in results.datasets.index else None
-    how = (f"pass `--plugin {plugin}` (the plugin that registers `{dataset}`)" if plugin
-           else f"import the plugin that registers `{dataset}` (`--plugin MODULE|PATH.py`)")
+    if dataset in datasets.names() and datasets.spec(dataset).reads_files:
+        how = "pass `--data-dir` (the folder of its files)"
+    elif plugin:
+        how = f"pass `--plugin {plugin}` (the plugin that registers `{dataset}`)"
+    else:
+        how = f"import the plugin that registers `{dataset}` (`--plugin MODULE|PATH.py`)"
     return (f"Each method's maps of the first explained images of fold 0 (channels summed in absolute value, each "
             f"panel scaled to its own maximum), drawn **without the images and their masks**: those are generated "
-            f"again from dataset `{dataset}`, which this process does not have. To draw them, {how}. Every number "
+            f"again from dataset `{dataset}`, which this process cannot make now. To draw them, {how}. Every number "
             "of this report comes from the store and is complete without it.")
 
 

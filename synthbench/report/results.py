@@ -60,6 +60,7 @@ class Results:
     families : method (registered name) -> its report family (``classical``, ``neural selector``,
         ``attribution``), as the store records it or, for older cells, as registered here; methods
         known to neither are absent (figures call them ``other``).
+    data_dir : the folder of data sets read from files, or None (their example maps are drawn alone).
     """
 
     scores: pd.DataFrame
@@ -69,6 +70,7 @@ class Results:
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
     datasets: pd.DataFrame = field(default_factory=pd.DataFrame)
     families: dict[str, str] = field(default_factory=dict)
+    data_dir: str | None = None
 
     def select(self, scores: pd.DataFrame, cells: pd.DataFrame, curves: pd.DataFrame) -> Results:
         """The same store restricted to these rows (a part of the report)."""
@@ -98,13 +100,15 @@ class Results:
         return merged.loc[merged["_merge"] == "left_only", ["method", *_CONFIG]].reset_index(drop=True)
 
 
-def load_results(store: str | Path, *, suite: str | None = None) -> Results:
+def load_results(store: str | Path, *, suite: str | None = None, data_dir: str | Path | None = None) -> Results:
     """Read a results database (read-only) for reporting.
 
     Parameters
     ----------
     store : path of a synthbench SQLite store
     suite : keep only the cells of this suite (by name)
+    data_dir : the folder of data sets read from files (MNIST, CIFAR-10), for the figures that
+        draw their images; None draws their maps alone
 
     Raises
     ------
@@ -142,7 +146,8 @@ def load_results(store: str | Path, *, suite: str | None = None) -> Results:
                                              "scorer", "scorer_params", "explain", "kind"]]
     curves = curves.merge(ok, on="cell_id")
     return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves,
-                   datasets=info, families=_families(methods, cells["base_method"].unique()))
+                   datasets=info, families=_families(methods, cells["base_method"].unique()),
+                   data_dir=None if data_dir is None else str(data_dir))
 
 
 _DATASET_COLUMNS = ["kind", "decoys", "family", "description", "plugin", "registered"]

@@ -272,7 +272,8 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndar
         data, _ = cell_fold(first.dataset, n_samples=int(first.n_samples), seed=int(first.seed),
                             n_folds=int(first.n_folds), fold=int(first.fold),
                             n_decoys=None if pd.isna(first.n_decoys) else int(first.n_decoys),
-                            dataset_params=json.loads(first.dataset_params), explain=first.explain)
+                            dataset_params=json.loads(first.dataset_params), explain=first.explain,
+                            data_dir=results.data_dir)
         m = min(len(v) for v in maps.values())
         masks = None if data.relevant_local is None else pixel_masks(data.relevant_local[:m])
         out[setting] = (data.X_explain[:m], masks, {k: v[:m] for k, v in maps.items()})
@@ -280,11 +281,11 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndar
 
 
 def _can_make(results: Results, dataset: str) -> bool:
-    """Whether this process can generate ``dataset`` again as the store's cells had it."""
+    """Whether this process can generate ``dataset`` again as the store's cells had it (a data set read
+    from files: only with the folder of its files, ``results.data_dir``)."""
     info = results.datasets
-    if dataset in info.index:
-        return bool(info.at[dataset, "registered"])
-    return dataset in datasets.names()
+    known = bool(info.at[dataset, "registered"]) if dataset in info.index else dataset in datasets.names()
+    return known and (results.data_dir is not None or not datasets.spec(dataset).reads_files)
 
 
 def setting_label(setting: str, decoys: int) -> str:

@@ -147,7 +147,7 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     try:
         data, fold = cell_fold(head.dataset, n_samples=head.n_samples, seed=head.seed, n_folds=head.n_folds,
                                fold=head.fold, n_decoys=head.n_decoys, dataset_params=head.dataset_params,
-                               explain=head.explain)
+                               explain=head.explain, data_dir=head.data_dir)
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
         for cell in task.cells:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)

@@ -59,6 +59,8 @@ class Cell:
     suite: tuple[str, str] | None = None  # (name, hash) of the suite the cell belongs to
     model: str | None = None  # the MLP preset the method explains; None for methods that need no MLP
     scorer_options: tuple[tuple[str, Any], ...] = ()  # changes to the registered scorer's settings
+    #: where a data set read from files lies; not part of the id (the files' content is, as ``data_hash``)
+    data_dir: str | None = field(default=None, compare=False)
 
     @property
     def scorer_object(self) -> Any:
@@ -107,7 +109,7 @@ class Cell:
             config["scorer_params"] = scorer_params
         fingerprint = datasets.spec(self.dataset).fingerprint
         if fingerprint is not None:
-            config["data_hash"] = fingerprint()  # the files' content: another copy of the data is another cell
+            config["data_hash"] = fingerprint(self.data_dir)  # the files' content: another copy is another cell
         if self.model is not None:
             config["model"] = {"preset": self.model, "config": get_preset(self.model).config.to_dict()}
         if self.suite is not None:
@@ -147,7 +149,8 @@ class GridSpec:
     ``decoys`` apply to the datasets that take decoys; the others get one configuration (their
     ``n_decoys`` is None); ``decoys`` may also map each input kind (``"tabular"``, ``"image"``)
     to its own counts (:meth:`decoys_for`). A (dataset, method) pair whose input kind the method
-    does not accept is a ``ValueError``, or is left out with ``skip_inapplicable``.
+    does not accept is a ``ValueError``, or is left out with ``skip_inapplicable``. ``data_dir``
+    is the folder of data sets read from files (it travels with each cell, outside its id).
     """
 
     datasets: tuple[str, ...]
@@ -163,6 +166,7 @@ class GridSpec:
     scorers: tuple[str, ...] = ("ground_truth",)
     skip_inapplicable: bool = False
     scorer_options: dict[str, Any] = field(default_factory=dict)
+    data_dir: str | None = None
 
     def options_for(self, scorer: str) -> tuple[tuple[str, Any], ...]:
         """The grid's :attr:`scorer_options` that ``scorer`` takes (each option goes to every scorer taking it)."""
@@ -229,7 +233,7 @@ class GridSpec:
         return [
             Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain, scorer,
                  dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset,
-                 scorer_options=self.options_for(scorer))
+                 scorer_options=self.options_for(scorer), data_dir=self.data_dir)
             for d in self.datasets
             for methods in (self.methods_for(d),)
             for n in self.sizes
