@@ -3,6 +3,7 @@
 from contextlib import ExitStack, contextmanager
 
 import numpy as np
+import torch
 import pytest
 
 from synthbench.datasets import Dataset
@@ -46,3 +47,17 @@ def registrations_undone():
         for registry in registries():
             stack.enter_context(registry.restoring())
         yield
+
+
+def captum_perm_func(perms):
+    """captum's ``perm_func`` that permutes column ``j`` of a ``(n, p)`` batch by ``perms[j]`` (``perms`` (p, n)),
+    so captum's FeaturePermutation uses the permutations given to ours."""
+    p = perms.shape[0]
+
+    def perm_func(inp, mask):
+        j = int(torch.nonzero(mask.reshape(-1, p)[0])[0])
+        out = inp.clone()
+        out[:, j] = inp[perms[j], j]
+        return out
+
+    return perm_func

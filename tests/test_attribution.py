@@ -5,22 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from captum.attr import (
-    Deconvolution,
-    DeepLift,
-    FeatureAblation,
-    FeaturePermutation,
-    GuidedBackprop,
-    InputXGradient,
-    IntegratedGradients,
-    LRP,
-    NoiseTunnel,
-    Saliency,
-    ShapleyValueSampling,
-)
+from captum.attr import (Deconvolution, DeepLift, FeatureAblation, FeaturePermutation, GuidedBackprop,
+                         InputXGradient, IntegratedGradients, LRP, NoiseTunnel, Saliency, ShapleyValueSampling)
 from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule
 from torch import nn
 
+from conftest import captum_perm_func
 from synthbench.attribution import attribute, feature_scores, names
 from synthbench.attribution.gradient import ig_quadrature
 from synthbench.models.mlp import MLPConfig, build_mlp
@@ -430,13 +420,7 @@ def test_feature_permutation_matches_captum_with_explicit_permutations():
     g = torch.Generator().manual_seed(0)
     perms = torch.stack([torch.randperm(N, generator=g) for _ in range(P)])
 
-    def perm_func(inp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        j = int(torch.nonzero(mask.reshape(-1, P)[0])[0])
-        out = inp.clone()
-        out[:, j] = inp[perms[j], j]
-        return out
-
-    ref = FeaturePermutation(model, perm_func=perm_func).attribute(x, target=0)
+    ref = FeaturePermutation(model, perm_func=captum_perm_func(perms)).attribute(x, target=0)
     for fast in (True, False):
         ours = attribute("feature_permutation", model, x, permutations=perms, fast=fast, max_batch_elements=4 * P)
         torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)

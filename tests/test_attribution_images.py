@@ -4,19 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from captum.attr import (
-    LRP,
-    Deconvolution,
-    DeepLift,
-    FeatureAblation,
-    FeaturePermutation,
-    GuidedBackprop,
-    InputXGradient,
-    IntegratedGradients,
-    NoiseTunnel,
-    Saliency,
-    ShapleyValueSampling,
-)
+from captum.attr import (LRP, Deconvolution, DeepLift, FeatureAblation, FeaturePermutation, GuidedBackprop,
+                         InputXGradient, IntegratedGradients, NoiseTunnel, Saliency, ShapleyValueSampling)
 from captum.attr._utils.lrp_rules import EpsilonRule
 from torch import nn
 

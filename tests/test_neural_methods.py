@@ -14,20 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from captum.attr import (
-    LRP,
-    Deconvolution,
-    DeepLift,
-    FeatureAblation,
-    FeaturePermutation,
-    GradientShap,
-    GuidedBackprop,
-    InputXGradient,
-    IntegratedGradients,
-    NoiseTunnel,
-    Saliency,
-    ShapleyValueSampling,
-)
+from captum.attr import (LRP, Deconvolution, DeepLift, FeatureAblation, FeaturePermutation, GradientShap,
+                         GuidedBackprop, InputXGradient, IntegratedGradients, NoiseTunnel, Saliency,
+                         ShapleyValueSampling)
 from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule, EpsilonRule
 from torch import nn
 
@@ -35,7 +24,7 @@ from synthbench import datasets
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 
-from conftest import fold_of
+from conftest import captum_perm_func, fold_of
 
 RTOL, ATOL = 1e-4, 1e-5  # float32 networks and inputs, as the benchmark runs them
 
@@ -156,13 +145,7 @@ def test_sampled_methods_on_the_folds_mlp_equal_captum_given_the_same_draws(mlp_
     g = torch.Generator().manual_seed(0)
     perms = torch.stack([torch.randperm(n, generator=g) for _ in range(p)])
 
-    def perm_func(inp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        j = int(torch.nonzero(mask.reshape(-1, p)[0])[0])
-        out = inp.clone()
-        out[:, j] = inp[perms[j], j]
-        return out
-
-    ref = FeaturePermutation(mlp, perm_func=perm_func).attribute(x, target=0)
+    ref = FeaturePermutation(mlp, perm_func=captum_perm_func(perms)).attribute(x, target=0)
     _close(_run("feature_permutation", data, models, permutations=perms), ref, "feature_permutation")
 
     n_orders = 5  # captum's sampling is slow; the orders are given, so their number is immaterial here

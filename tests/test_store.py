@@ -255,6 +255,17 @@ def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and
         GridSpec(("xor",), ("saliency",), (3,), models=("nope",)).cells()
 
 
+def _as_schema(path, version: int, undo, *statements: str) -> None:
+    """Make the store at ``path`` look as schema ``version`` wrote it: ``undo(con)``, then ``statements``."""
+    con = sqlite3.connect(path)
+    undo(con)
+    for statement in statements:
+        con.execute(statement)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+    con.commit()
+    con.close()
+
+
 def _drop_descriptions(con: sqlite3.Connection) -> None:
     """Undo schema 7: no datasets or methods tables, no data columns on cells."""
     con.execute("DROP TABLE datasets")
@@ -271,11 +282,7 @@ def test_a_version_6_store_gains_the_descriptions_keeps_its_cell_ids_and_resumes
     with ResultStore(path) as store:
         execute(cells, store)
         before = store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True)
-    con = sqlite3.connect(path)
-    _drop_descriptions(con)
-    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
-    con.commit()
-    con.close()
+    _as_schema(path, 6, _drop_descriptions)
     with ResultStore(path, readonly=True) as store:  # upgraded in memory: nothing described, the cells kept
         assert store.datasets().empty and store.methods().empty and store.cells()["input_shape"].isna().all()
     assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
@@ -347,11 +354,7 @@ def test_a_version_5_store_gains_the_curves_table_and_keeps_its_cells(tmp_path):
     path = tmp_path / "v5.sqlite"
     with ResultStore(path) as store:
         store.write(result(cell()))
-    con = sqlite3.connect(path)
-    _drop_curves(con)
-    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
-    con.commit()
-    con.close()
+    _as_schema(path, 5, _drop_curves)
     with ResultStore(path, readonly=True) as store:  # upgraded in memory: no curves, the cell kept
         assert store.curves().empty and len(store.cells()) == 1
     from synthbench.scoring import Curve
@@ -381,11 +384,7 @@ def test_a_version_4_store_gains_claims_and_keeps_its_cells(tmp_path):
         store.write(result(cell()))
         run = store.start_run(command="x", executor=None, machine=None, package_version="0", cells_total=1,
                               cells_pending=1)
-    con = sqlite3.connect(path)
-    _drop_claims(con)
-    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
-    con.commit()
-    con.close()
+    _as_schema(path, 4, _drop_claims)
     with ResultStore(path, readonly=True) as store:
         assert len(store.scores().drop_duplicates("cell_id")) == 1
     with ResultStore(path) as store:
@@ -399,12 +398,8 @@ def test_a_version_3_store_gains_the_preset_column_and_keeps_its_cells(tmp_path)
     path = tmp_path / "v3.sqlite"
     with ResultStore(path) as store:
         store.write(result(cell()))
-    con = sqlite3.connect(path)  # what synthbench wrote before presets: schema 3, no model_preset column
-    _drop_claims(con)
-    con.execute("ALTER TABLE cells DROP COLUMN model_preset")
-    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-    con.commit()
-    con.close()
+    # what synthbench wrote before presets: schema 3, no model_preset column
+    _as_schema(path, 3, _drop_claims, "ALTER TABLE cells DROP COLUMN model_preset")
     with ResultStore(path, readonly=True) as store:  # read-only: upgraded in memory, file untouched
         assert store.scores()["model_preset"].isna().all()
     assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
