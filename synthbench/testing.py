@@ -64,21 +64,21 @@ class _Checks:
         self.what = what
         self.passed: list[str] = []
 
-    def value(self, check: str, compute: Callable[[], Any]) -> Any:
-        """``compute()``'s value; any exception it raises fails ``check``."""
+    def _run(self, check: str, compute: Callable[[], Any]) -> Any:
         try:
-            value = compute()
+            return compute()
         except Exception as exc:  # noqa: BLE001 - any exception is the component's failure
             raise CheckFailed(f"{self.what}: {check}: {type(exc).__name__}: {exc}") from exc
+
+    def value(self, check: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``'s value; any exception it raises fails ``check``."""
+        value = self._run(check, compute)
         self.passed.append(check)
         return value
 
     def __call__(self, check: str, ok: bool | Callable[[], bool], detail: str = "") -> None:
-        try:
-            good = ok() if callable(ok) else ok
-        except Exception as exc:  # noqa: BLE001 - any exception is the component's failure
-            raise CheckFailed(f"{self.what}: {check}: {type(exc).__name__}: {exc}") from exc
-        if not good:
+        """Fail ``check`` unless ``ok`` (or ``ok()``) is true."""
+        if not (self._run(check, ok) if callable(ok) else ok):
             raise CheckFailed(f"{self.what}: {check}" + (f" ({detail})" if detail else ""))
         self.passed.append(check)
 
