@@ -107,6 +107,7 @@ def test_the_report_shows_the_localisation_leaderboard_and_example_maps(image_st
     md = (tmp_path / "report" / "report.md").read_text()
     assert "rank_accuracy [95 % CI]" in md and "No masks" in md and "s / cell" in md
     assert md.count("## Localisation against the number of distractors") == 2  # one per scorer part
+    assert "- datasets: shapes (image), digits (image)" in md  # synthbench's own: no plugin named
 
 
 def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, monkeypatch):

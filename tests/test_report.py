@@ -298,3 +298,18 @@ def test_the_example_maps_show_the_images_of_the_fold_the_cells_ran_on(tmp_path)
     assert m == 4 and list(maps) == ["random"]
     np.testing.assert_array_equal(images, data.X_explain[:m])
     np.testing.assert_array_equal(masks, pixel_masks(data.relevant_local[:m]))
+
+
+def test_provenance_names_a_plugin_only_for_the_datasets_a_plugin_registered():
+    """A store holding a plugin's dataset and synthbench's own: the own one is not 'from the plugin nan'
+    (pandas stores a missing plugin beside a named one as NaN)."""
+    from synthbench.report import document
+    from synthbench.report.results import _DATASET_COLUMNS
+
+    info = pd.DataFrame.from_dict({"bars": ["image", True, "f", "d", "/abs/my_plugins.py", False],
+                                   "shapes": ["image", True, "f", "d", None, True]},
+                                  orient="index", columns=_DATASET_COLUMNS)
+    results = Results(scores=pd.DataFrame(), cells=pd.DataFrame(), runs=pd.DataFrame(), path="s.sqlite", datasets=info)
+    assert document._plugin(results, "bars") == "/abs/my_plugins.py"
+    assert document._plugin(results, "shapes") is None and document._plugin(results, "nope") is None
+    assert document._datasets_line(results) == "- datasets: bars (image, from the plugin `/abs/my_plugins.py`), shapes (image)"

@@ -134,9 +134,7 @@ def _provenance(results: Results) -> list[str]:
         f"- synthbench version(s) of the cells: {', '.join(sorted(cells['package_version'].unique()))}",
     ]
     if not results.datasets.empty:
-        lines.append("- datasets: " + ", ".join(
-            f"{name} ({row.kind}" + (f", from the plugin `{row.plugin}`)" if row.plugin else ")")
-            for name, row in results.datasets.iterrows()))
+        lines.append(_datasets_line(results))
     suites = cells.dropna(subset=["suite"])[["suite", "suite_hash"]].drop_duplicates()
     lines.append("- suite: " + (", ".join(f"{s} (hash `{h}`)" for s, h in suites.to_numpy()) or "none (a grid from flags)"))
     lines.append(f"- seeds: {', '.join(map(str, sorted(cells['seed'].unique())))}; folds: "
@@ -479,10 +477,25 @@ def _unscored_sentence(results: Results, setting: str) -> str:
             "record which: no data were made, or the store was written before synthbench recorded it).")
 
 
+def _datasets_line(results: Results) -> str:
+    """The provenance line of the datasets: each with its input kind and, for a plugin's, the plugin."""
+    return "- datasets: " + ", ".join(
+        f"{name} ({row.kind}" + (f", from the plugin `{plugin}`)" if (plugin := _plugin(results, name)) else ")")
+        for name, row in results.datasets.iterrows())
+
+
+def _plugin(results: Results, dataset: str) -> str | None:
+    """The plugin that registers ``dataset``, as the store records it; None for synthbench's own (or unknown)."""
+    if dataset not in results.datasets.index:
+        return None
+    plugin = results.datasets.at[dataset, "plugin"]
+    return None if pd.isna(plugin) or not plugin else str(plugin)
+
+
 def _maps_alone_sentence(results: Results, setting: str) -> str:
     """The note under example maps drawn without their images: which plugin (or data folder) would draw them."""
     dataset = results.cells.loc[results.cells["setting"] == setting, "dataset"].iloc[0]
-    plugin = results.datasets.at[dataset, "plugin"] if dataset in results.datasets.index else None
+    plugin = _plugin(results, dataset)
     if dataset in datasets.names() and datasets.spec(dataset).reads_files:
         how = "pass `--data-dir` (the folder of its files)"
     elif plugin:
