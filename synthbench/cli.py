@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
+from synthbench.datasets.files import DATA_DIR_ENV
 from synthbench.runner.cells import PluginError, import_plugin, is_plugin_path
 
-__all__ = ["DEFAULT_STORE", "UsageError", "OneLineParser", "parse_names", "add_common_options", "setup_logging",
-           "load_plugins", "print_error"]
+__all__ = ["DEFAULT_STORE", "UsageError", "OneLineParser", "parse_names", "add_common_options", "add_data_dir_option",
+           "data_dir", "setup_logging", "load_plugins", "print_error"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,22 @@ def add_common_options(parser: argparse.ArgumentParser, plugin_help: str) -> Non
                         help=f"{plugin_help}; a module name or a path to a .py file; repeatable")
     parser.add_argument("--debug", action="store_true",
                         help="log synthbench's debug messages, with the traceback of a plugin that fails to import")
+
+
+def add_data_dir_option(parser: argparse.ArgumentParser, purpose: str) -> None:
+    """``--data-dir PATH``, the folder of data sets read from files (default: ``$SYNTHBENCH_DATA_DIR``)."""
+    parser.add_argument("--data-dir", type=Path, default=os.environ.get(DATA_DIR_ENV) or None,
+                        help=f"folder of local image files (mnist, fashion_mnist, cifar10), {purpose}; "
+                             f"default: ${DATA_DIR_ENV}")
+
+
+def data_dir(args: argparse.Namespace) -> str | None:
+    """The ``--data-dir`` given (or defaulted), as an absolute path; :class:`UsageError` when it is not a folder."""
+    if args.data_dir is None:
+        return None
+    if not args.data_dir.is_dir():
+        raise UsageError(f"--data-dir {args.data_dir}: not a folder")
+    return str(args.data_dir.resolve())
 
 
 def setup_logging(debug: bool = False) -> None:

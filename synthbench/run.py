@@ -15,11 +15,10 @@ from typing import Any
 from pathlib import Path
 
 from synthbench import __version__, datasets
-from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, load_plugins, parse_names,
-                            print_error, setup_logging)
+from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_data_dir_option, data_dir,
+                            load_plugins, parse_names, print_error, setup_logging)
 from synthbench.methods import default_methods, get_method, method_names
 from synthbench.models import TrainSettings
-from synthbench.datasets.files import DATA_DIR_ENV
 from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
 from synthbench.protocol import MethodOutputError
 from synthbench.scoring import get_scorer, scorer_names, scorer_options
@@ -104,8 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "repeats=3 or fractions=0.1,0.5,0.9 (see --list for each scorer's options)")
     p.add_argument("--metric", help="metric of the printed leaderboard (default: best_k on tables, rank_accuracy on "
                                     "images)")
-    p.add_argument("--data-dir", type=Path, default=os.environ.get(DATA_DIR_ENV) or None,
-                   help=f"folder of local image files (mnist, fashion_mnist, cifar10); default: ${DATA_DIR_ENV}")
+    add_data_dir_option(p, "carried with every cell to the workers")
     p.add_argument("--force", action="store_true", help="recompute cells already in the store")
     p.add_argument("--list", action="store_true", help="list datasets and methods, then exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -163,7 +161,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
     grid = GridSpec(ds, methods, decoys, sizes, args.folds, args.seed, args.explain,
                     models=models, scorers=scorers, skip_inapplicable=not named,
                     scorer_options=_scorer_options(args.scorer_option),
-                    data_dir=None if args.data_dir is None else str(args.data_dir))
+                    data_dir=args.data_dir)
     try:
         cells = grid.cells()
         for cell in cells:
@@ -227,10 +225,7 @@ def _fitting(cells: list[Cell]) -> list[Cell]:
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
-    if args.data_dir is not None:
-        if not args.data_dir.is_dir():
-            raise UsageError(f"--data-dir {args.data_dir}: not a folder")
-        args.data_dir = args.data_dir.resolve()  # the cells carry it to every worker
+    args.data_dir = data_dir(args)  # absolute: the cells carry it to every worker
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     if args.max_retries < 0:

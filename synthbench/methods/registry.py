@@ -135,8 +135,6 @@ def register_method(
     by_kind = {kind: tuple(ks) for kind, ks in by_kind.items()}
 
     def deco(fn: MethodFn) -> MethodFn:
-        if name in METHODS:
-            raise ValueError(f"method {name!r} is already registered")
         if not by_kind or set(by_kind) - set(KINDS):
             raise ValueError(f"method {name!r}: input kinds must be some of {KINDS}, got {sorted(by_kind)}")
         unknown = {k for ks in by_kind.values() for k in ks} - set(kinds())

@@ -8,12 +8,10 @@ nothing is left half-written in the output folder.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, load_plugins, parse_names,
-                            print_error, setup_logging)
-from synthbench.datasets.files import DATA_DIR_ENV
+from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_data_dir_option, data_dir,
+                            load_plugins, parse_names, print_error, setup_logging)
 from synthbench.scoring import metrics
 
 __all__ = ["main"]
@@ -32,9 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", type=float, default=0.9,
                    help="mean best_k a method must keep up to its breakpoint (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of the rank tests (default: %(default)s)")
-    p.add_argument("--data-dir", type=Path, default=os.environ.get(DATA_DIR_ENV) or None,
-                   help="folder of local image files (mnist, fashion_mnist, cifar10), to draw their example images; "
-                        f"default: ${DATA_DIR_ENV}")
+    add_data_dir_option(p, "to draw their example images again")
     add_common_options(p, "import a plugin first (the scorers, datasets or methods the store's cells came from)")
     return p
 
@@ -50,9 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = parse_names(args.metrics, metrics.names("global"), "metrics")
         if not 0 < args.alpha < 1:
             raise UsageError(f"--alpha must be within (0, 1), got {args.alpha}")
-        if args.data_dir is not None and not args.data_dir.is_dir():
-            raise UsageError(f"--data-dir {args.data_dir}: not a folder")
-        results = load_results(args.store, suite=args.suite, data_dir=args.data_dir)
+        results = load_results(args.store, suite=args.suite, data_dir=data_dir(args))
         report = build_report(results, metrics=chosen, level=args.level, alpha=args.alpha)
         written = write_report(report, args.out)
     except (UsageError, ReportError) as exc:
