@@ -1,0 +1,241 @@
+"""Similarity of two attribution maps per example: the measures of the model-randomisation sanity check.
+
+Adebayo et al. (2018) compare each example's map on the trained model with its map on a randomised
+model by rank correlation (of ``|a|`` and of the signed ``a``), SSIM and the rank correlation of HOG
+descriptors; a top-k intersection completes the set. Every function here works on a batch and
+returns one value per example, so the caller can average, bootstrap or plot them.
+
+Conventions
+-----------
+* ``a`` and ``b`` hold one map per example along axis 0 and are compared pair by pair (``a[i]``
+  with ``b[i]``); nothing is pooled over the batch, normalisation included (:func:`preprocess`).
+* A measure that is undefined for a pair (a rank correlation with a constant map) is NaN for that
+  pair, never a number made up for it; the caller decides how to count it.
+* Ties in a top-k ranking are broken at random with the caller's generator
+  (:func:`~synthbench.scoring.ranking.rank`), so a constant map intersects like a random one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import rankdata
+from skimage.feature import hog
+from skimage.metrics import structural_similarity
+
+from synthbench.scoring.ranking import rank
+
+__all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows",
+           "top_k_intersection", "ssim_rows", "hog_spearman_rows", "similarity"]
+
+NORMALISATIONS = ("none", "max", "second_moment")
+"""How :func:`preprocess` scales each example's map."""
+
+TABLE_MEASURES = ("spearman_abs", "spearman", "top_k")
+"""The measures of :func:`similarity` that apply to maps of any shape."""
+
+IMAGE_MEASURES = TABLE_MEASURES + ("ssim", "hog")
+"""The measures of :func:`similarity` that apply to image maps ``(n, C, H, W)``."""
+
+
+def preprocess(maps: np.ndarray, *, absolute: bool, normalise: str) -> np.ndarray:
+    """Maps made comparable, each example on its own.
+
+    Parameters
+    ----------
+    maps : float array ``(n, *shape)``, one attribution map per example.
+    absolute : take ``|a|`` first.
+    normalise : one of :data:`NORMALISATIONS`. ``"none"`` leaves the values; ``"max"`` divides each
+        example by its largest ``|a|``; ``"second_moment"`` divides each example by
+        ``sqrt(mean(a ** 2))`` over its elements (the normalisation of Binder et al. 2023, which
+        does not let one extreme element set the scale). An all-zero example stays zero.
+
+    Returns
+    -------
+    float64 array of the shape of ``maps``.
+    """
+    if normalise not in NORMALISATIONS:
+        raise ValueError(f"unknown normalise {normalise!r}; valid: {', '.join(NORMALISATIONS)}")
+    a = np.array(maps, dtype=np.float64)  # a copy: the caller's maps are left as they are
+    if a.ndim < 2:
+        raise ValueError(f"maps must be (n, *shape) with one map per example, got shape {a.shape}")
+    if absolute:
+        a = np.abs(a)
+    if normalise == "none":
+        return a
+    flat = a.reshape(len(a), -1)
+    if normalise == "max":
+        scale = np.abs(flat).max(axis=1)
+    else:
+        scale = np.sqrt(np.mean(np.square(flat), axis=1))
+    scale = scale.reshape((-1,) + (1,) * (a.ndim - 1))
+    return np.divide(a, scale, out=np.zeros_like(a), where=scale > 0)
+
+
+def _pairs(a: np.ndarray, b: np.ndarray, ndim: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != ndim:
+        raise ValueError(f"a {x.shape} and b {y.shape} must both be {what}")
+    return x, y
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation of each row of ``a`` with the same row of ``b``.
+
+    Parameters
+    ----------
+    a, b : float arrays ``(n, m)``.
+
+    Returns
+    -------
+    float64 ``(n,)``: the Pearson correlation of the rows' ranks, tied entries sharing their average
+    rank (the convention of :func:`scipy.stats.spearmanr`). NaN for a row pair where either row is
+    constant: it has no ranking to correlate.
+    """
+    x, y = _pairs(a, b, 2, "(n, m)")
+    rx = rankdata(x, method="average", axis=1)
+    ry = rankdata(y, method="average", axis=1)
+    rx -= rx.mean(axis=1, keepdims=True)
+    ry -= ry.mean(axis=1, keepdims=True)
+    denominator = np.sqrt(np.sum(rx * rx, axis=1) * np.sum(ry * ry, axis=1))
+    constant = (x == x[:, :1]).all(axis=1) | (y == y[:, :1]).all(axis=1)
+    rho = np.full(len(x), np.nan)
+    np.divide(np.sum(rx * ry, axis=1), denominator, out=rho, where=~constant)
+    return np.clip(rho, -1.0, 1.0)
+
+
+def top_k_intersection(a: np.ndarray, b: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """Share of each row's ``k`` largest entries of ``a`` that are among the ``k`` largest of ``b``.
+
+    Parameters
+    ----------
+    a, b : float arrays ``(n, m)``. Largest means largest signed value (pass ``|a|`` to rank by
+        magnitude).
+    k : how many entries count as the top, ``1 <= k <= m``.
+    rng : breaks ties; rows of ``a`` then of ``b`` are ordered by
+        :func:`~synthbench.scoring.ranking.rank` (``signed=True``), one draw each. A constant row
+        thus picks ``k`` entries at random and intersects any row by ``k / m`` in expectation.
+
+    Returns
+    -------
+    float64 ``(n,)`` in ``[0, 1]``.
+    """
+    x, y = _pairs(a, b, 2, "(n, m)")
+    n, m = x.shape
+    if not 1 <= k <= m:
+        raise ValueError(f"k must satisfy 1 <= k <= m = {m}, got {k}")
+    rows = np.arange(n)[:, None]
+    top_a = np.zeros((n, m), dtype=bool)
+    top_b = np.zeros((n, m), dtype=bool)
+    top_a[rows, rank(x, rng, signed=True)[:, :k]] = True
+    top_b[rows, rank(y, rng, signed=True)[:, :k]] = True
+    return (top_a & top_b).sum(axis=1) / k
+
+
+def _win_size(height: int, width: int) -> int:
+    side = min(7, height, width)
+    return side if side % 2 else side - 1
+
+
+def ssim_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Structural similarity (SSIM) of each map of ``a`` with the same map of ``b``.
+
+    Parameters
+    ----------
+    a, b : float arrays ``(n, H, W)``, one map per example (sum the channels first), ``H, W >= 3``.
+
+    Returns
+    -------
+    float64 ``(n,)`` in ``[-1, 1]``: :func:`skimage.metrics.structural_similarity` of each pair with
+    its defaults (uniform window, sample covariance) and
+
+    * ``data_range = max(a_i.max(), b_i.max()) - min(a_i.min(), b_i.min())``, the pair's joint range,
+      so both maps are measured on one scale;
+    * ``win_size`` the largest odd number ``<= min(7, H, W)`` (7 on 16 x 16 and 32 x 32 maps).
+
+    A pair with zero joint range is one constant map twice: identical, so 1.0.
+    """
+    x, y = _pairs(a, b, 3, "(n, H, W)")
+    height, width = x.shape[1:]
+    if min(height, width) < 3:
+        raise ValueError(f"SSIM needs maps of at least 3 x 3 pixels, got {height} x {width}")
+    win_size = _win_size(height, width)
+    values = np.ones(len(x))
+    for i, (xi, yi) in enumerate(zip(x, y)):
+        data_range = max(xi.max(), yi.max()) - min(xi.min(), yi.min())
+        if data_range > 0:
+            values[i] = structural_similarity(xi, yi, data_range=data_range, win_size=win_size)
+    return values
+
+
+def _hog(image: np.ndarray) -> np.ndarray:
+    height, width = image.shape
+    cell = (max(2, height // 8), max(2, width // 8))
+    return hog(image, orientations=9, pixels_per_cell=cell, cells_per_block=(2, 2), feature_vector=True)
+
+
+def hog_spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation of the HOG descriptors of each map of ``a`` and the same map of ``b``.
+
+    Parameters
+    ----------
+    a, b : float arrays ``(n, H, W)``, one map per example (sum the channels first), ``H, W >= 4``.
+
+    Returns
+    -------
+    float64 ``(n,)``: :func:`spearman_rows` of the descriptors of :func:`skimage.feature.hog` with
+    9 orientations, cells of ``(max(2, H // 8), max(2, W // 8))`` pixels (an 8 x 8 grid on 16 x 16
+    and larger maps, cells of 2 pixels on smaller ones) and blocks of 2 x 2 cells (L2-Hys). A map
+    without gradients (a constant map) has a constant descriptor, so its pair is NaN.
+    """
+    x, y = _pairs(a, b, 3, "(n, H, W)")
+    height, width = x.shape[1:]
+    if min(height, width) < 4:
+        raise ValueError(f"HOG needs maps of at least 4 x 4 pixels (2 x 2 cells of 2 pixels), got {height} x {width}")
+    return spearman_rows(np.stack([_hog(xi) for xi in x]), np.stack([_hog(yi) for yi in y]))
+
+
+def similarity(measure: str, a: np.ndarray, b: np.ndarray, *, rng: np.random.Generator, top_k: float,
+               input_shape: tuple[int, ...]) -> np.ndarray:
+    """One similarity ``measure`` of each pair of maps.
+
+    Parameters
+    ----------
+    measure : one of :data:`IMAGE_MEASURES` for images, of :data:`TABLE_MEASURES` otherwise.
+
+        * ``"spearman_abs"``: :func:`spearman_rows` of the flattened ``|a|`` and ``|b|``;
+        * ``"spearman"``: :func:`spearman_rows` of the flattened signed maps;
+        * ``"top_k"``: :func:`top_k_intersection` of the flattened maps as given, with
+          ``k = max(1, round(top_k * m))`` of the ``m`` elements of an example;
+        * ``"ssim"``, ``"hog"``: images only (``input_shape`` ``(C, H, W)``): the channels summed,
+          then :func:`ssim_rows` or :func:`hog_spearman_rows`.
+    a, b : float arrays ``(n, *input_shape)``, already preprocessed (:func:`preprocess`).
+    rng : breaks the ties of ``"top_k"`` (the other measures draw nothing).
+    top_k : the share of each example's elements that ``"top_k"`` compares, ``0 < top_k <= 1``.
+    input_shape : the shape of one example.
+
+    Returns
+    -------
+    float64 ``(n,)``, NaN where the measure is undefined for a pair.
+    """
+    if measure not in IMAGE_MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; valid: {', '.join(IMAGE_MEASURES)}")
+    if not 0 < top_k <= 1:
+        raise ValueError(f"top_k must satisfy 0 < top_k <= 1, got {top_k}")
+    shape = tuple(input_shape)
+    if measure not in TABLE_MEASURES and len(shape) != 3:
+        raise ValueError(f"measure {measure!r} needs image maps with input_shape (C, H, W), got {shape}; "
+                         f"valid for this shape: {', '.join(TABLE_MEASURES)}")
+    x, y = _pairs(a, b, len(shape) + 1, f"(n, *{shape})")
+    if x.shape[1:] != shape:
+        raise ValueError(f"maps of shape {x.shape} are not (n, *{shape})")
+    if measure == "ssim":
+        return ssim_rows(x.sum(axis=1), y.sum(axis=1))
+    if measure == "hog":
+        return hog_spearman_rows(x.sum(axis=1), y.sum(axis=1))
+    x, y = x.reshape(len(x), -1), y.reshape(len(y), -1)
+    if measure == "spearman_abs":
+        return spearman_rows(np.abs(x), np.abs(y))
+    if measure == "spearman":
+        return spearman_rows(x, y)
+    return top_k_intersection(x, y, max(1, round(top_k * x.shape[1])), rng)
