@@ -86,7 +86,8 @@ class AttributionRecipe:
             raise ValueError(f"unknown target rule {self.target!r}; valid: {', '.join(TARGET_RULES)}")
 
     def explain(self, model: Any, data: FoldData, rng: np.random.Generator, params: Mapping[str, Any], *,
-                inputs: np.ndarray | torch.Tensor | None = None, create_graph: bool = False) -> torch.Tensor:
+                inputs: np.ndarray | torch.Tensor | None = None, create_graph: bool = False,
+                targets: np.ndarray | None = None) -> torch.Tensor:
         """Attributions of ``model`` for ``inputs`` (default: the fold's explained rows), shape ``inputs``'.
 
         Parameters
@@ -100,6 +101,8 @@ class AttributionRecipe:
         inputs : ``(n, *input_shape)``; a tensor that requires grad stays in the graph with
             ``create_graph`` (on the model's device)
         create_graph : keep the autograd graph (functions declaring ``create_graph`` only)
+        targets : ``(n,)`` output columns to explain instead of the recipe's rule (a scorer that
+            explains another class, RandomLogit); a one-logit binary model has only one
 
         Returns
         -------
@@ -117,6 +120,7 @@ class AttributionRecipe:
         if grid is not None:
             patch = -(-max(data.input_shape[1:]) // int(grid))  # ceil: grid x grid patches cover the image
             params["feature_mask"] = torch.as_tensor(patch_mask(data.input_shape, patch), device=device)
-        targets = explained_targets(self.target, model, data, target_rows)
-        target = None if targets is None else torch.as_tensor(targets, device=device)
+        if targets is None:
+            targets = explained_targets(self.target, model, data, target_rows)
+        target = None if targets is None else torch.as_tensor(np.asarray(targets), device=device)
         return attribute(self.function, model.module, x, target, create_graph=create_graph, **params)

@@ -170,7 +170,8 @@ def get_method(name: str) -> MethodSpec:
     return METHODS[name]
 
 
-def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None) -> MethodOutput:
+def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
+               stream: tuple[int | str, ...] = ()) -> MethodOutput:
     """Run ``spec`` on one fold and return its validated output (ValueError when malformed).
 
     This is the seam a scorer uses to explain another model the same way: ``model`` replaces the
@@ -178,7 +179,10 @@ def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model:
     so a randomised or retrained copy is explained with the method's own parameters, target
     rule and random stream (the same seed as the cell: on the fold's own model the output is
     identical). For a method that needs several models, substitute through
-    ``models.with_model(kind, model)`` instead.
+    ``models.with_model(kind, model)`` instead. ``stream`` names another random stream of the
+    method's cell (``data.rng("method", name, *stream)``): a scorer that needs fresh draws for
+    each model state (the ``random`` control redrawn per randomised model) passes one per state;
+    ``()`` is the cell's own.
 
     Raises
     ------
@@ -186,7 +190,7 @@ def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model:
         For inputs the method does not accept, a ``model`` for a method that explains no single
         model, or a malformed output.
     """
-    rng = data.rng("method", spec.name)
+    rng = data.rng("method", spec.name, *stream)
     spec.needs_for(data.kind)  # ValueError for inputs it does not accept
     if model is not None:
         kind = spec.explains(data.kind)

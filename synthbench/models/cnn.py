@@ -27,8 +27,9 @@ from torch.nn.utils import skip_init
 
 from synthbench.models.loop import EpochInputs, NetworkConfig, TrainConfig, fit_classifier
 from synthbench.models.networks import TrainedNetwork
+from synthbench.models.randomise import Layer, sequential_layers
 
-__all__ = ["CNNConfig", "TrainedCNN", "build_cnn", "train_cnn"]
+__all__ = ["CNNConfig", "TrainedCNN", "build_cnn", "train_cnn", "initialise_layer", "cnn_layers"]
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +47,28 @@ class CNNConfig(NetworkConfig):
     global_pool: str = "max"
     train: TrainConfig = TrainConfig(lr=2e-3, weight_decay=0.0, max_epochs=60, patience=8, stopping="best")
 
+    @property
+    def n_layers(self) -> int:
+        """Parametrised layers, as :func:`cnn_layers` declares them: the convolutions and two ``Linear``."""
+        return len(self.channels) + 2
 
-def _init(layer: nn.Module, generator: torch.Generator) -> nn.Module:
+
+def initialise_layer(layer: nn.Module, generator: torch.Generator) -> None:
+    """The CNN's initialisation of a convolution or ``Linear`` layer, in place: Kaiming uniform for a
+    ReLU (bound ``sqrt(6 / fan_in)``), zero bias."""
     with torch.no_grad():
         nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu", generator=generator)
         nn.init.zeros_(layer.bias)
+
+
+def _init(layer: nn.Module, generator: torch.Generator) -> nn.Module:
+    initialise_layer(layer, generator)
     return layer
+
+
+def cnn_layers(model: TrainedCNN) -> tuple[Layer, ...]:
+    """The CNN's convolutions and ``Linear`` layers in forward order, each with :func:`initialise_layer`."""
+    return sequential_layers(model.module, initialise_layer)
 
 
 def build_cnn(input_shape: tuple[int, int, int], n_classes: int, config: CNNConfig = CNNConfig(), *,

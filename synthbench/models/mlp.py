@@ -22,8 +22,10 @@ from torch.nn.utils import skip_init
 from synthbench.models.layers import GaussianNoise
 from synthbench.models.loop import EpochInputs, NetworkConfig, TrainConfig, fit_classifier
 from synthbench.models.networks import TrainedNetwork
+from synthbench.models.randomise import Layer, sequential_layers
 
-__all__ = ["MLPConfig", "TrainedMLP", "build_mlp", "build_seeded_mlp", "train_mlp", "ACTIVATIONS"]
+__all__ = ["MLPConfig", "TrainedMLP", "build_mlp", "build_seeded_mlp", "train_mlp", "ACTIVATIONS", "initialise_linear",
+           "mlp_layers"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,11 @@ class MLPConfig(NetworkConfig):
     negative_slope: float = 0.2
     noise_sigma: float = 0.1
     train: TrainConfig = TrainConfig()
+
+    @property
+    def n_layers(self) -> int:
+        """Parametrised layers (``Linear``), as :func:`mlp_layers` declares them: ``depth + 1``."""
+        return self.depth + 1
 
 
 def _activation(config: MLPConfig) -> nn.Module:
@@ -82,12 +89,26 @@ def build_mlp(n_features: int, config: MLPConfig = MLPConfig(), *, generator: to
     with torch.no_grad():
         for layer in net:
             if isinstance(layer, nn.Linear):
-                if layer.in_features == 1:
-                    nn.init.xavier_uniform_(layer.weight, generator=generator)
-                else:
-                    nn.init.kaiming_uniform_(layer.weight, nonlinearity="leaky_relu", generator=generator)
-                nn.init.constant_(layer.bias, BIAS_INIT)
+                initialise_linear(layer, generator)
     return net
+
+
+def initialise_linear(layer: nn.Linear, generator: torch.Generator | None) -> None:
+    """The 2023 benchmark's initialisation of one ``Linear`` layer, in place (call under ``no_grad``).
+
+    Weights Kaiming uniform for a leaky ReLU with ``a = 0`` (bound ``sqrt(6 / fan_in)``), Xavier
+    uniform where ``fan_in == 1``; bias :data:`BIAS_INIT`.
+    """
+    if layer.in_features == 1:
+        nn.init.xavier_uniform_(layer.weight, generator=generator)
+    else:
+        nn.init.kaiming_uniform_(layer.weight, nonlinearity="leaky_relu", generator=generator)
+    nn.init.constant_(layer.bias, BIAS_INIT)
+
+
+def mlp_layers(model: TrainedMLP) -> tuple[Layer, ...]:
+    """The MLP's ``Linear`` layers in forward order, each with :func:`initialise_linear`."""
+    return sequential_layers(model.module, initialise_linear)
 
 
 def _n_outputs(n_classes: int) -> int:

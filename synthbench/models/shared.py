@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.metrics import accuracy_score, roc_auc_score
 
 from synthbench.models.loop import EpochInputs
+from synthbench.models.randomise import Layer
 from synthbench.protocol import FoldData
 from synthbench.registry import Registry
 
@@ -56,6 +57,10 @@ class ModelKind:
     ``inputs``: the input kinds it trains on (``"tabular"``, ``"image"``).
     ``epoch_inputs``: its trainer takes ``epoch_inputs=fn`` (``fn(epoch) -> X`` of the training
     rows, redrawn each epoch; see :func:`~synthbench.models.loop.fit_network`).
+    ``layers``: ``layers(model) -> tuple[Layer, ...]``, a trained model's parametrised layers in
+    forward order with their initialisers (:mod:`synthbench.models.randomise`), for the
+    model-randomisation checks; None for a kind without layers (the forest), which those checks
+    refuse before anything runs.
     """
 
     name: str
@@ -66,6 +71,7 @@ class ModelKind:
     retrainable: bool = True
     epoch_inputs: bool = False
     inputs: tuple[str, ...] = ("tabular",)
+    layers: Callable[[Any], tuple[Layer, ...]] | None = None
 
 
 #: Every registered model kind, by name.

@@ -23,7 +23,7 @@ from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, cell_
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
-from synthbench.scoring import Scorer, Scores
+from synthbench.scoring import Scorer, Scores, SkipCell
 from synthbench.scoring.localisation import aggregate_channels
 
 __all__ = ["run_task", "import_plugins", "import_plugin", "is_plugin_path", "PluginError", "package_versions",
@@ -187,6 +187,8 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
             # The scorer's own time: a shared model it asked for first is the fold's, not the scorer's.
             scorer_seconds = time.perf_counter() - t1 - sum(
                 v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+        except SkipCell as exc:  # the scorer cannot judge this method here: recorded with its reason
+            return CellResult(cell, "skipped", f"{cell.scorer}: {exc}", **base)
         except MethodOutputError as exc:  # a defect of the method: the run stops (see run_grid)
             return CellResult(cell, "invalid", f"method {spec.name!r} on {cell.dataset}: {exc}", **base)
         except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on

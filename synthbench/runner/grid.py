@@ -230,6 +230,7 @@ class GridSpec:
         for name in self.scorers:
             configure_scorer(name, self.options_for(name))  # ValueError when the scorer refuses a value
         self._check_retrainable()
+        self._check_randomisable()
         return [
             Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain, scorer,
                  dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset,
@@ -241,8 +242,37 @@ class GridSpec:
             for fold in range(self.n_folds)
             for m in methods
             for scorer in self.scorers
+            if self._randomisable(m, datasets.spec(d).kind, scorer)
             for preset in self.presets_for(m, datasets.spec(d).kind, scorer)
         ]
+
+    @staticmethod
+    def _randomisable(method: str, kind: str, scorer: str) -> bool:
+        """False when ``scorer`` randomises layers and ``method`` explains a model kind that declares none."""
+        if not getattr(get_scorer(scorer), "randomises_layers", False):
+            return True
+        return model_kind(explained_kind(get_method(method), kind)).layers is not None
+
+    def _check_randomisable(self) -> None:
+        """ValueError when a scorer that randomises layers meets a method whose model has none (left out with
+        ``skip_inapplicable``), or is asked for layers a preset's network does not have."""
+        for name in self.scorers:
+            scorer = configure_scorer(name, self.options_for(name))
+            if not getattr(scorer, "randomises_layers", False):
+                continue
+            for d in self.datasets:
+                kind = datasets.spec(d).kind
+                for m in self.methods_for(d):
+                    if not self._randomisable(m, kind, name) and not self.skip_inapplicable:
+                        model = explained_kind(get_method(m), kind)
+                        raise ValueError(f"{name} randomises the layers of the model each method explains, and {m} on "
+                                         f"{d} explains a {model!r} model, which has none; drop {m} from the methods")
+                    if not self._randomisable(m, kind, name):
+                        continue
+                    for preset in self.presets_for(m, kind, name):
+                        n_layers = None if preset is None else getattr(get_preset(preset).config, "n_layers", None)
+                        if n_layers is not None:
+                            scorer.check_layers(n_layers, f"preset {preset!r}")
 
     def _check_retrainable(self) -> None:
         """ValueError when a scorer that retrains (ROAR, KAR) meets a method whose model kind cannot be retrained."""

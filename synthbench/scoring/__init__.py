@@ -9,16 +9,19 @@ rerun a method or train models) and below the runner. Registered scorers:
   first (or last) are imputed (remove and debias).
 * ``roar``, ``kar`` (:mod:`~synthbench.scoring.retrain`): the test accuracy of models retrained
   with the inputs ranked first replaced (remove and retrain), or those ranked last (keep and retrain).
+* ``randomisation``, ``smprt``, ``emprt`` (:mod:`~synthbench.scoring.randomisation`): how much the
+  maps change as the explained model's layers are re-drawn (model-parameter randomisation).
 """
 
-from synthbench.scoring.base import (SCORERS, Curve, Scorer, Scores, configure_scorer, explained_kind, explained_model,
+from synthbench.scoring.base import (SCORERS, Curve, Scorer, Scores, SkipCell, configure_scorer, explained_kind, explained_model,
                                      get_metric, get_scorer,
                                      register_scorer, scorer_names, scorer_options)
 from synthbench.scoring.ground_truth import GROUND_TRUTH, GroundTruthScorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.road import ROAD, RoadScorer
 from synthbench.scoring.retrain import KAR, ROAR, RetrainScorer
+from synthbench.scoring.randomisation import EMPRT, RANDOMISATION, SMPRT, RandomisationScorer
 
 __all__ = ["Scorer", "Scores", "Curve", "SCORERS", "Metric", "GroundTruthScorer", "GROUND_TRUTH", "RoadScorer",
-           "ROAD", "RetrainScorer", "ROAR", "KAR", "explained_kind", "explained_model",
+           "ROAD", "RetrainScorer", "ROAR", "KAR", "RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "SkipCell", "explained_kind", "explained_model",
            "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]

@@ -23,9 +23,15 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
 from synthbench.scoring.metrics import Metric
 
-__all__ = ["Scorer", "Scores", "Curve", "SCORERS", "register_scorer", "get_scorer", "scorer_names", "get_metric",
+__all__ = ["Scorer", "Scores", "Curve", "SkipCell", "SCORERS", "register_scorer", "get_scorer", "scorer_names", "get_metric",
            "configure_scorer", "scorer_options",
            "DEFAULT_MODELS", "explained_kind", "explained_model"]
+
+
+class SkipCell(Exception):
+    """A scorer cannot judge this method on this fold (a method it cannot rerun on a substitute
+    model, a class it cannot choose): the runner records the cell as ``skipped`` with the message,
+    which says why."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,11 @@ class Scorer(Protocol):
     retrains : (optional, False when absent) it trains fresh models of the kind each method
         explains, so a grid pairing it with a kind that is not ``retrainable`` is refused before
         anything runs
+    randomises_layers : (optional, False when absent) it re-draws layers of the model each method
+        explains, so a grid pairing it with a kind that declares no ``layers`` (the forest) is
+        refused (or those methods left out of a default method list) before anything runs; such a
+        scorer also offers ``check_layers(n_layers, what)`` (ValueError for layers a network of
+        ``n_layers`` does not have)
     """
 
     name: str

@@ -1,0 +1,315 @@
+"""Model-parameter randomisation sanity checks (Adebayo et al. 2018; sMPRT and eMPRT, Hedström et al. 2024).
+
+The check asks whether a method's maps change when the explained model's weights are re-drawn
+from their initialisers. The explained model (:func:`~synthbench.scoring.base.explained_kind`;
+a method that explains none, such as a control, is judged on the input kind's default network)
+declares its parametrised layers in forward order (:mod:`synthbench.models.randomise`); each
+layer is re-drawn from its own initialiser with a seed of its own from the cell's seed, the same
+for every method of the fold, so all methods are compared on the same randomised models.
+
+Model states (``order``), over the chosen layers ``l_1 .. l_L`` in forward order:
+
+``"top_down"`` (the 2018 test, cascading)
+    state ``s`` randomises the ``s`` layers closest to the output, ``s = 1 .. L``;
+``"bottom_up"`` (cascading, sMPRT's order)
+    state ``s`` randomises the ``s`` layers closest to the input;
+``"independent"``
+    state ``s`` randomises layer ``l_s`` alone.
+
+Each state's maps are compared with the trained model's, example by example
+(:mod:`~synthbench.scoring.similarity`: Spearman of ``|a|`` and of signed ``a``, top-k
+intersection, and on images SSIM and the Spearman of HOG features), after the stated
+preprocessing (``absolute``, ``normalise``, per example). The curve of each measure
+(x = the state's number, 0 = the trained model explained again with a fresh random stream: 1 for
+a deterministic method, the noise floor of a stochastic one, about 0 for the ``random`` control)
+is stored; the values are each measure's mean over the states ``1 .. L`` and, as ``*_final``,
+its value at the fully randomised model. Lower similarity passes the check; the chance
+reference is the ``random`` control in the same run, redrawn for every model state (each state
+explains with a fresh stream of the method, ``("randomisation", s)``), so its maps share no
+covariance with the trained model's and it passes the check perfectly (Binder et al. 2023,
+claim (i)): the check cannot rank methods by itself, which is why the report sets it beside the
+ground truth.
+
+``noise_samples > 0`` (sMPRT): each map is the mean of the method's maps of ``noise_samples``
+noisy copies of the explained inputs (Gaussian noise of sd ``noise_level`` x the training
+inputs' range, drawn once per cell and shared by every state), explained in one batch.
+
+``variant="entropy"`` (eMPRT): two states only, trained and fully randomised; the value is the
+mean over examples of the relative rise of the entropy of each map's histogram
+(``n_bins`` equal bins between the map's own minimum and maximum, so the scale does not matter):
+``(H_random - H_trained) / H_trained``; higher passes.
+
+The explained class after randomisation (``target``): each example's label (default), or the
+randomised model's own prediction (what the 2018 code did); a binary MLP has one logit.
+
+Deliberate differences from Quantus 0.6 (``MPRT``, ``SmoothMPRT``, ``EfficientMPRT``), shown by
+``tests/test_randomisation.py``: layers are randomised in forward order with their own
+initialisers and a seed per layer (Quantus calls each module's ``reset_parameters`` after
+``torch.manual_seed(seed + 1)``, so layers of one shape get identical weights); normalisation is
+per example (Quantus' ``normalise`` divides a batch by one maximum); the mean over states leaves
+out the trained model (Quantus' MPRT average includes its "original" step).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from synthbench.methods.recipe import TARGET_RULES
+from synthbench.methods.registry import MethodSpec
+from synthbench.models import SharedModels, model_kind
+from synthbench.models.randomise import randomised
+from synthbench.protocol import FoldData, MethodOutput
+from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
+from synthbench.scoring.metrics import Metric
+from synthbench.scoring.reexplain import explain_again
+from synthbench.scoring.similarity import IMAGE_MEASURES, NORMALISATIONS, TABLE_MEASURES, preprocess, similarity
+
+__all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade",
+           "map_entropy"]
+
+#: The orders in which layers are randomised (see the module docstring).
+ORDERS = ("top_down", "bottom_up", "independent")
+#: ``"similarity"``: MPRT and sMPRT; ``"entropy"``: eMPRT.
+VARIANTS = ("similarity", "entropy")
+
+_LIMITS = {"spearman_abs": (-1.0, 1.0), "spearman": (-1.0, 1.0), "top_k": (0.0, 1.0), "ssim": (-1.0, 1.0),
+           "hog": (-1.0, 1.0)}
+_LABELS = {"spearman_abs": "Spearman correlation of |a|", "spearman": "Spearman correlation of signed a",
+           "top_k": "top-k intersection", "ssim": "SSIM", "hog": "Spearman correlation of HOG features"}
+
+
+def cascade(names: list[str], order: str) -> list[tuple[str, ...]]:
+    """The randomised layers of each state ``1 .. L`` of ``order`` over ``names`` (forward order)."""
+    if order == "top_down":
+        return [tuple(names[len(names) - s:]) for s in range(1, len(names) + 1)]
+    if order == "bottom_up":
+        return [tuple(names[:s]) for s in range(1, len(names) + 1)]
+    if order == "independent":
+        return [(name,) for name in names]
+    raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+
+
+def map_entropy(maps: np.ndarray, n_bins: int) -> np.ndarray:
+    """Shannon entropy (nats) of each map's histogram, ``(n, *shape) -> (n,)``.
+
+    ``n_bins`` equal bins between the map's own minimum and maximum (numpy's default range); a
+    constant map has entropy 0.
+    """
+    flat = maps.reshape(len(maps), -1)
+    out = np.empty(len(flat))
+    for i, row in enumerate(flat):
+        counts, _ = np.histogram(row, bins=n_bins)
+        p = counts[counts > 0] / counts.sum()
+        out[i] = float(-(p * np.log(p)).sum())
+    return out
+
+
+def _similarity_metrics(name: str) -> dict[str, Metric]:
+    out = {}
+    for measure in IMAGE_MEASURES:
+        kinds = ("tabular", "image") if measure in TABLE_MEASURES else ("image",)
+        for suffix, what in (("", "mean over the randomised states"), ("_final", "at the fully randomised model")):
+            m = Metric(f"{name}_{measure}{suffix}", "lower",
+                       f"{_LABELS[measure]} of the trained and randomised models' maps, {what}",
+                       limits=_LIMITS[measure], unit="similarity", kinds=kinds, control="random")
+            out[m.name] = m
+    return out
+
+
+def _entropy_metrics(name: str) -> dict[str, Metric]:
+    m = Metric(f"{name}_rise", "higher", "relative rise of the maps' histogram entropy from the trained to the fully "
+               "randomised model (eMPRT)", limits=(-1.0, np.inf), unit="relative entropy rise",
+               kinds=("tabular", "image"), control="random")
+    return {m.name: m}
+
+
+@dataclass(frozen=True)
+class RandomisationScorer:
+    """Model-parameter randomisation: how much a method's maps change as the explained model's layers are re-drawn.
+
+    Attributes
+    ----------
+    name : ``"randomisation"`` (MPRT), ``"smprt"``, ``"emprt"``
+    variant : ``"similarity"`` or ``"entropy"`` (:data:`VARIANTS`; fixed per registered scorer)
+    order : :data:`ORDERS` (similarity variant)
+    target : the explained class after randomisation, a rule of
+        :data:`~synthbench.methods.recipe.TARGET_RULES`
+    absolute : compare ``|a|`` (True) or signed ``a`` in the top-k, SSIM, HOG and entropy
+        measures (the Spearman measures come in both)
+    normalise : per-example normalisation, one of :data:`~synthbench.scoring.similarity.NORMALISATIONS`
+    top_k : the share of an example's input elements the top-k intersection compares, in (0, 1]
+    noise_samples : sMPRT's noisy copies per map (0: plain maps)
+    noise_level : sMPRT's noise sd as a share of the training inputs' range
+    n_bins : eMPRT's histogram bins
+    layers : positions of the declared layers to randomise, in forward order (0: the layer
+        nearest the input; empty: all); a position the model does not have is refused before
+        anything runs (a network config's ``n_layers``)
+    metrics : built from ``name`` and ``variant``
+    """
+
+    judges_model: ClassVar[bool] = True  # measures the model the method explains (explained_kind)
+    randomises_layers: ClassVar[bool] = True  # the grid refuses a method whose model kind declares no layers
+
+    name: str = "randomisation"
+    variant: str = field(default="similarity", metadata={"fixed": True})
+    order: str = "top_down"
+    target: str = "label"
+    absolute: bool = True
+    normalise: str = "none"
+    top_k: float = 0.1
+    noise_samples: int = 0
+    noise_level: float = 0.1
+    n_bins: int = 100
+    layers: tuple[int, ...] = ()
+    metrics: Mapping[str, Metric] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _choice("variant", self.variant, VARIANTS)
+        _choice("order", self.order, ORDERS)
+        _choice("target", self.target, TARGET_RULES)
+        _choice("normalise", self.normalise, NORMALISATIONS)
+        if not 0.0 < float(self.top_k) <= 1.0:
+            raise ValueError(f"top_k must be in (0, 1], got {self.top_k}")
+        if int(self.noise_samples) != self.noise_samples or self.noise_samples < 0:
+            raise ValueError(f"noise_samples must be a whole number >= 0, got {self.noise_samples}")
+        if not self.noise_level > 0:
+            raise ValueError(f"noise_level must be positive, got {self.noise_level}")
+        if int(self.n_bins) != self.n_bins or self.n_bins < 2:
+            raise ValueError(f"n_bins must be a whole number >= 2, got {self.n_bins}")
+        layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers)
+        if any(isinstance(i, bool) or int(i) != i or i < 0 for i in layers) or len(set(layers)) < len(layers):
+            raise ValueError(f"layers must be distinct positions >= 0 (0: the layer nearest the input), got {self.layers!r}")
+        object.__setattr__(self, "layers", tuple(sorted(int(i) for i in layers)))
+        if not self.metrics:
+            build = _entropy_metrics if self.variant == "entropy" else _similarity_metrics
+            object.__setattr__(self, "metrics", build(self.name))
+
+    def params_for(self, kind: str) -> dict:
+        """The parameters that define the values on ``kind`` inputs (recorded in the cell id)."""
+        out = {"variant": self.variant, "target": self.target, "absolute": self.absolute,
+               "normalise": self.normalise, "layers": list(self.layers), "seeds": "per layer",
+               "init": "own initialiser"}
+        if self.variant == "entropy":
+            out["n_bins"] = int(self.n_bins)
+        else:
+            out.update(order=self.order, top_k=float(self.top_k))
+        if self.noise_samples:
+            out.update(noise_samples=int(self.noise_samples), noise_level=float(self.noise_level))
+        return out
+
+    def chance(self, data: FoldData) -> dict[str, float]:
+        """None analytic: the chance reference is the ``random`` control of the same run."""
+        return {}
+
+    def check_layers(self, n_layers: int, what: str) -> None:
+        """ValueError when :attr:`layers` names a position beyond ``n_layers`` layers of ``what``."""
+        beyond = [i for i in self.layers if i >= n_layers]
+        if beyond:
+            raise ValueError(f"{self.name}: layers {', '.join(map(str, beyond))} do not exist; {what} has {n_layers} "
+                             f"parametrised layers (positions 0 to {n_layers - 1}, 0 nearest the input)")
+
+    def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
+        """The similarity (or entropy) values and curves of the method's maps over the randomised states."""
+        kind, model = explained_model(spec, data, models)
+        layers_of = model_kind(kind).layers
+        if layers_of is None:
+            raise ValueError(f"{self.name} randomises layers, and the {kind} {spec.name} explains declares none")
+        declared = layers_of(model)
+        self.check_layers(len(declared), f"the {kind}")
+        names = [layer.name for i, layer in enumerate(declared) if not self.layers or i in self.layers]
+        seeds = {n: data.random_state("randomisation", "layer", n) for n in names}
+        states = [tuple(names)] if self.variant == "entropy" else cascade(names, self.order)
+        if self.variant == "similarity" and self.order != "independent":
+            final = len(states)  # the last cascading state is the fully randomised model
+        else:
+            final = None
+        noisy = self._noisy(data)
+
+        def maps(state: tuple[str, ...], stream: tuple) -> np.ndarray:
+            substitute = randomised(model, declared, state, seeds) if state else None
+            return self._maps(spec, noisy, models, substitute, stream)
+
+        trained = maps((), ())
+        if self.variant == "entropy":
+            return self._entropy(trained, maps(states[0], ("randomisation", 1)))
+        rng = data.rng(self.name, spec.name, "top_k")
+        measures = IMAGE_MEASURES if data.kind == "image" else TABLE_MEASURES
+        reference = self._prepared(trained)
+        rows = [self._compare(reference, self._prepared(maps((), ("randomisation", 0))), measures, rng, data)]
+        rows += [self._compare(reference, self._prepared(maps(state, ("randomisation", s))), measures, rng, data)
+                 for s, state in enumerate(states, start=1)]
+        if final is None:
+            every = self._prepared(maps(tuple(names), ("randomisation", "all")))
+            last = self._compare(reference, every, measures, rng, data)
+        else:
+            last = rows[final]
+        values, curves = {}, {}
+        x = np.arange(len(rows), dtype=np.float64)
+        for measure in measures:
+            curve = np.array([row[measure] for row in rows])
+            curves[measure] = Curve(x, curve)
+            values[f"{self.name}_{measure}"] = float(np.mean(curve[1:]))
+            values[f"{self.name}_{measure}_final"] = float(last[measure])
+        return Scores({k: v for k, v in values.items() if np.isfinite(v)}, curves)
+
+    def _noisy(self, data: FoldData) -> FoldData:
+        """The fold with sMPRT's noisy copies as its explained rows (the fold itself without noise)."""
+        if not self.noise_samples:
+            return data
+        n = int(self.noise_samples)
+        sd = self.noise_level * float(data.X_train.max() - data.X_train.min())
+        rng = data.rng("randomisation", "noise")
+        X = np.concatenate([data.X_explain + rng.normal(0.0, sd, data.X_explain.shape).astype(np.float32)
+                            for _ in range(n)])
+        return dataclasses.replace(data, X_explain=X, y_explain=np.tile(data.y_explain, n), relevant_local=None)
+
+    def _maps(self, spec: MethodSpec, data: FoldData, models: SharedModels, model, stream: tuple) -> np.ndarray:
+        """One state's maps ``(n, *shape)`` (or ``(1, *shape)`` global scores), sMPRT copies averaged."""
+        out = explain_again(spec, data, models, model=model, stream=stream, target=self.target)
+        if self.noise_samples and len(out) > 1:
+            out = out.reshape(int(self.noise_samples), -1, *out.shape[1:]).mean(axis=0)
+        return out
+
+    def _prepared(self, maps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The maps normalised signed (Spearman measures) and as ``absolute`` says (the others)."""
+        signed = preprocess(maps, absolute=False, normalise=self.normalise)
+        return signed, (preprocess(maps, absolute=True, normalise=self.normalise) if self.absolute else signed)
+
+    def _compare(self, reference: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray],
+                 measures: tuple[str, ...], rng: np.random.Generator, data: FoldData) -> dict[str, float]:
+        """Each measure's mean over examples (NaN examples, constant maps, left out)."""
+        out = {}
+        for measure in measures:
+            i = 0 if measure.startswith("spearman") else 1
+            per_example = similarity(measure, reference[i], other[i], rng=rng, top_k=float(self.top_k),
+                                     input_shape=data.input_shape)
+            out[measure] = float(np.nanmean(per_example)) if np.isfinite(per_example).any() else float("nan")
+        return out
+
+    def _entropy(self, trained: np.ndarray, random: np.ndarray) -> Scores:
+        """eMPRT: mean relative entropy rise over the examples whose trained map is not constant."""
+        prepare = (lambda a: preprocess(a, absolute=self.absolute, normalise=self.normalise))
+        before, after = map_entropy(prepare(trained), self.n_bins), map_entropy(prepare(random), self.n_bins)
+        ok = before > 0
+        if not ok.any():
+            return Scores()
+        rise = float(np.mean((after[ok] - before[ok]) / before[ok]))
+        curve = Curve(np.array([0.0, 1.0]), np.array([before.mean(), after.mean()]))
+        return Scores({f"{self.name}_rise": rise}, {"entropy": curve})
+
+
+def _choice(what: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ValueError(f"{what} must be one of {', '.join(valid)}, got {value!r}")
+
+
+#: The registered instances: ``--scorer randomisation`` (MPRT, top-down cascading, the 2018 test),
+#: ``--scorer smprt`` (bottom-up, maps averaged over 20 noisy copies) and ``--scorer emprt``.
+RANDOMISATION = register_scorer(RandomisationScorer())
+SMPRT = register_scorer(RandomisationScorer(name="smprt", order="bottom_up", noise_samples=20))
+EMPRT = register_scorer(RandomisationScorer(name="emprt", variant="entropy", order="bottom_up"))

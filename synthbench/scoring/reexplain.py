@@ -1,0 +1,63 @@
+"""Explain again: a method's maps on a model, inputs, stream or class a scorer chooses.
+
+The sanity checks compare a method's explanation of the fold's trained model with its
+explanation of something else: a randomised copy of the model, the same model for another
+class, the same inputs with noise. :func:`explain_again` is the one place that reruns a method
+for them, through the seam of :mod:`synthbench.methods` (a method's
+:class:`~synthbench.methods.recipe.AttributionRecipe`, or :func:`~synthbench.methods.run_method`
+with a substitute model).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from synthbench.methods.registry import MethodSpec, run_method
+from synthbench.models import SharedModels
+from synthbench.protocol import FoldData
+from synthbench.scoring.base import SkipCell
+
+__all__ = ["explain_again"]
+
+
+def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
+                  stream: tuple[int | str, ...] = (), target: str | None = None,
+                  targets: np.ndarray | None = None) -> np.ndarray:
+    """The method's maps of ``data.X_explain``, float64 ``(n, *input_shape)``, or ``(1, *input_shape)``
+    holding its global scores when it draws no maps (tables: filters, the ``random`` control).
+
+    Parameters
+    ----------
+    spec : the method
+    data : the fold, or the fold with other explained rows (``X_explain``, ``y_explain``)
+    models : the fold's models
+    model : replaces the model the method explains (None: the fold's own); ignored for a method
+        that explains no model, whose output cannot depend on it
+    stream : the method's random stream (:func:`~synthbench.methods.run_method`); ``()`` is its
+        cell's, so the fold's own model and rows give the cell's output
+    target : a target rule (``"label"``, ``"prediction"``) replacing the method's own
+    targets : ``(n,)`` explained output columns replacing any rule
+
+    Raises
+    ------
+    SkipCell
+        When a target or class is asked of a method that explains a model without an attribution
+        recipe (it chooses its explained output itself).
+    """
+    explains = spec.explains(data.kind)
+    recipe = spec.recipe
+    if recipe is not None:
+        if target is not None:
+            recipe = dataclasses.replace(recipe, target=target)
+        rng = data.rng("method", spec.name, *stream)
+        network = models.get(explains) if model is None else model
+        maps = recipe.explain(network, data, rng, spec.params_for(data.kind), targets=targets)
+        return maps.detach().cpu().numpy().astype(np.float64)
+    if explains is not None and (targets is not None or target not in (None, "label")):
+        raise SkipCell(f"{spec.name} explains the {explains} without an attribution recipe, so the explained class "
+                       "cannot be chosen for it")
+    out = run_method(spec, data, models, model=model if explains is not None else None, stream=stream)
+    return out.local if out.local is not None else out.scores[None]
