@@ -1,0 +1,201 @@
+"""Model-parameter randomisation (MPRT, sMPRT, eMPRT): layer states, controls, options and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from synthbench import datasets
+from synthbench.methods import get_method, run_method
+from synthbench.models import SharedModels
+from synthbench.models.mlp import initialise_linear, mlp_layers
+from synthbench.models.randomise import randomised, sequential_layers
+from synthbench.protocol import FoldData, dataset_folds
+from synthbench.runner.grid import GridSpec
+from synthbench.scoring import configure_scorer, get_scorer
+from synthbench.scoring import randomisation as randomisation_module
+from synthbench.scoring.randomisation import RandomisationScorer, cascade, map_entropy
+
+
+@pytest.fixture(scope="module")
+def xor_fold():
+    ds = datasets.make("xor", n_samples=500, n_decoys=6, seed=0)
+    data = FoldData.from_dataset(ds, dataset_folds(ds, n_folds=3, seed=0)[0])
+    return data, SharedModels(data)
+
+
+def _weights(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def test_randomised_redraws_the_named_layers_from_their_own_initialiser_and_nothing_else(xor_fold):
+    data, models = xor_fold
+    model = models.get("mlp")
+    before = _weights(model.module)
+    layers = mlp_layers(model)
+    assert [type(model.module.get_submodule(layer.name)) for layer in layers] == [nn.Linear] * len(layers)
+    assert [layer.name for layer in layers] == sorted((layer.name for layer in layers), key=int)  # Sequential order
+    seeds = {layer.name: 10 + i for i, layer in enumerate(layers)}
+    last = layers[-1].name
+    copy = randomised(model, layers, [last], seeds)
+    expected = nn.Linear(*model.module.get_submodule(last).weight.shape[::-1])
+    with torch.no_grad():
+        initialise_linear(expected, torch.Generator().manual_seed(seeds[last]))
+    torch.testing.assert_close(copy.module.get_submodule(last).weight, expected.weight, rtol=0, atol=0)
+    torch.testing.assert_close(copy.module.get_submodule(last).bias, expected.bias, rtol=0, atol=0)
+    for layer in layers[:-1]:  # the others keep their trained weights
+        torch.testing.assert_close(copy.module.get_submodule(layer.name).weight,
+                                   model.module.get_submodule(layer.name).weight, rtol=0, atol=0)
+    for key, value in _weights(model.module).items():  # the trained model is untouched
+        torch.testing.assert_close(value, before[key], rtol=0, atol=0)
+    both = randomised(model, layers, [layers[0].name, last], seeds)  # a layer's draw does not depend on the others
+    torch.testing.assert_close(both.module.get_submodule(last).weight, expected.weight, rtol=0, atol=0)
+    assert not torch.equal(both.module.get_submodule(layers[0].name).weight,
+                           model.module.get_submodule(layers[0].name).weight)
+    with pytest.raises(ValueError, match="no layer '9'.*the model's layers"):
+        randomised(model, layers, ["9"], seeds)
+
+
+def test_normalisation_layers_are_not_declared():
+    net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.LayerNorm(4), nn.Linear(4, 1))
+    assert [layer.name for layer in sequential_layers(net, lambda m, g: None)] == ["0", "4"]
+
+
+def test_cascading_and_independent_states_follow_forward_order():
+    names = ["in", "mid", "out"]
+    assert cascade(names, "top_down") == [("out",), ("mid", "out"), ("in", "mid", "out")]
+    assert cascade(names, "bottom_up") == [("in",), ("in", "mid"), ("in", "mid", "out")]
+    assert cascade(names, "independent") == [("in",), ("mid",), ("out",)]
+    with pytest.raises(ValueError, match="top_down, bottom_up, independent"):
+        cascade(names, "sideways")
+
+
+@pytest.mark.parametrize("order", ["top_down", "independent"])
+def test_the_scorer_randomises_the_declared_layers_state_by_state(xor_fold, monkeypatch, order):
+    data, models = xor_fold
+    states = []
+    real = randomisation_module.randomised
+    monkeypatch.setattr(randomisation_module, "randomised", lambda m, d, names, s: states.append(tuple(names)) or real(m, d, names, s))
+    spec = get_method("gradient")
+    values = RandomisationScorer(order=order).score(run_method(spec, data, models), data, spec, models)
+    names = [layer.name for layer in mlp_layers(models.get("mlp"))]
+    assert states[: len(names)] == cascade(names, order)
+    if order == "independent":  # the fully randomised model, for *_final, comes last
+        assert states[len(names):] == [tuple(names)]
+    curve = values.curves["spearman_abs"]
+    assert curve.x.tolist() == list(range(len(names) + 1))
+    assert curve.values[0, 0] == 1.0  # a deterministic method explained again: the same maps
+
+
+def test_controls_and_a_gradient_method_on_the_check(xor_fold):
+    data, models = xor_fold
+    scorer = get_scorer("randomisation")
+    values = {}
+    for name in ("saliency", "random", "mrmr"):
+        spec = get_method(name)
+        values[name] = scorer.score(run_method(spec, data, models), data, spec, models)
+    # The gradient of a randomised network is another function: far from the trained model's map.
+    assert values["saliency"]["randomisation_spearman_abs_final"] < 0.5
+    # A method that explains no model cannot change with it (it "fails" the check) ...
+    assert values["mrmr"]["randomisation_spearman_abs"] == 1.0
+    # ... and the random control, redrawn for every state, passes it as well as any method can.
+    curve = values["random"].curves["spearman_abs"].values[:, 0]
+    assert abs(curve).max() < 0.6 and abs(values["random"]["randomisation_spearman_abs"]) < 0.5
+
+
+def test_the_random_control_is_redrawn_for_every_model_state(xor_fold):
+    data, models = xor_fold
+    spec = get_method("random")
+    scorer = RandomisationScorer()
+    maps = [scorer._maps(spec, data, models, None, stream) for stream in ((), ("randomisation", 1), ("randomisation", 2))]
+    assert not np.array_equal(maps[0], maps[1]) and not np.array_equal(maps[1], maps[2])
+    np.testing.assert_array_equal(maps[0][0], run_method(spec, data, models).scores)  # state 0: the cell's own draw
+
+
+def test_smprt_averages_the_maps_of_noisy_copies_explained_in_one_batch(xor_fold):
+    data, models = xor_fold
+    spec = get_method("gradient")
+    scorer = RandomisationScorer(noise_samples=3, noise_level=0.1)
+    noisy = scorer._noisy(data)
+    assert noisy.X_explain.shape == (3 * len(data.X_explain), data.n_features)
+    sd = 0.1 * float(data.X_train.max() - data.X_train.min())
+    assert 0.8 * sd < float((noisy.X_explain - np.tile(data.X_explain, (3, 1))).std()) < 1.2 * sd
+    got = scorer._maps(spec, noisy, models, None, ())
+    model = models.get("mlp")
+    copies = noisy.X_explain.reshape(3, len(data.X_explain), -1)
+    explained = [spec.recipe.explain(model, data, data.rng("unused"), {}, inputs=c).numpy() for c in copies]
+    np.testing.assert_allclose(got, np.mean(explained, axis=0), rtol=1e-6, atol=1e-7)
+
+
+def test_map_entropy_and_the_entropy_variant(xor_fold):
+    assert map_entropy(np.arange(10.0)[None], n_bins=10)[0] == pytest.approx(np.log(10))
+    assert map_entropy(np.ones((1, 10)), n_bins=10)[0] == 0.0
+    data, models = xor_fold
+    spec = get_method("saliency")
+    values = get_scorer("emprt").score(run_method(spec, data, models), data, spec, models)
+    trained, random = values.curves["entropy"].values[:, 0]
+    assert values["emprt_rise"] > 0 and random > trained  # a trained gradient map is simpler than a random net's
+
+
+def test_target_prediction_explains_each_randomised_models_own_class(monkeypatch):
+    from synthbench.methods import recipe as recipe_module
+    from synthbench.testing import small_fold
+
+    data = small_fold("image")
+    models = SharedModels(data)
+    seen = []
+    real = recipe_module.explained_targets
+    monkeypatch.setattr(recipe_module, "explained_targets",
+                        lambda rule, model, d, rows: seen.append((rule, model, real(rule, model, d, rows))) or seen[-1][2])
+    spec = get_method("gradient")
+    output = run_method(spec, data, models)
+    seen.clear()
+    values = RandomisationScorer(target="prediction").score(output, data, spec, models)
+    assert {"randomisation_ssim", "randomisation_hog_final"} <= set(values)
+    assert [rule for rule, _, _ in seen] == ["prediction"] * len(seen) and len(seen) == 1 + 1 + 5  # trained, again, 5 layers
+    for _, model, targets in seen:
+        np.testing.assert_array_equal(targets, model.predict(data.X_explain))
+    assert any(not np.array_equal(t, seen[0][2]) for _, _, t in seen[2:])  # randomised nets predict other classes
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"order": "sideways"}, "order must be one of top_down, bottom_up, independent"),
+    ({"target": "other"}, "target must be one of label, prediction"),
+    ({"normalise": "l2"}, "normalise must be one of none, max, second_moment"),
+    ({"top_k": 0}, r"top_k must be in \(0, 1\]"),
+    ({"layers": (0, 0)}, "distinct positions"),
+])
+def test_bad_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        configure_scorer("randomisation", options)
+
+
+def _grid(methods, **kwargs):
+    return GridSpec(("xor",), methods, (2,), 120, 2, 0, scorers=("randomisation",), **kwargs)
+
+
+def test_the_grid_refuses_methods_whose_model_has_no_layers_and_missing_layers():
+    with pytest.raises(ValueError, match="rf on xor explains a 'forest' model, which has none; drop rf"):
+        _grid(("rf", "saliency")).cells()
+    cells = _grid(("rf", "treeshap", "saliency", "random"), skip_inapplicable=True).cells()  # a default list
+    assert sorted({c.method for c in cells}) == ["random", "saliency"]
+    with pytest.raises(ValueError, match=r"layers 7 do not exist; preset 'sparse_mlp' has 2 parametrised layers"):
+        _grid(("saliency",), models=("sparse_mlp",), scorer_options={"layers": (0, 7)}).cells()
+    assert _grid(("saliency",), scorer_options={"layers": (0, 2)}).cells()
+
+
+def test_the_command_line_refuses_bad_randomisation_input_in_one_line(tmp_path, capsys):
+    from synthbench.run import main
+
+    store = tmp_path / "r.sqlite"
+    grid = ["--datasets", "xor", "--decoys", "2", "--n-samples", "120", "--folds", "2", "--jobs", "1",
+            "--store", str(store), "--quiet", "--scorer", "randomisation"]
+    for extra, message in ((["--methods", "treeshap"], "which has none"),
+                           (["--methods", "saliency", "--scorer-option", "order=sideways"], "order must be one of"),
+                           (["--methods", "saliency", "--scorer-option", "layers=0,9"], "layers 9 do not exist")):
+        assert main([*grid, *extra]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+        assert not store.exists()
