@@ -26,6 +26,14 @@ def xor_fold():
     return data, SharedModels(data)
 
 
+@pytest.fixture(scope="module")
+def image_fold():
+    from synthbench.testing import small_fold
+
+    data = small_fold("image")
+    return data, SharedModels(data)
+
+
 def _weights(module: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
@@ -139,12 +147,10 @@ def test_map_entropy_and_the_entropy_variant(xor_fold):
     assert values["emprt_rise"] > 0 and random > trained  # a trained gradient map is simpler than a random net's
 
 
-def test_target_prediction_explains_each_randomised_models_own_class(monkeypatch):
+def test_target_prediction_explains_each_randomised_models_own_class(monkeypatch, image_fold):
     from synthbench.methods import recipe as recipe_module
-    from synthbench.testing import small_fold
 
-    data = small_fold("image")
-    models = SharedModels(data)
+    data, models = image_fold
     seen = []
     real = recipe_module.explained_targets
     monkeypatch.setattr(recipe_module, "explained_targets",
@@ -199,3 +205,40 @@ def test_the_command_line_refuses_bad_randomisation_input_in_one_line(tmp_path, 
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
         assert not store.exists()
+
+
+def test_other_classes_are_uniform_over_the_other_classes():
+    from synthbench.scoring.random_logit import other_classes
+
+    labels = np.repeat(np.arange(4), 3000)
+    others = other_classes(labels, 4, np.random.default_rng(0))
+    assert not (others == labels).any()
+    for c in range(4):
+        counts = np.bincount(others[labels == c], minlength=4) / 3000
+        np.testing.assert_allclose(np.delete(counts, c), 1 / 3, atol=0.03)
+    assert (other_classes(np.zeros(50, int), 2, np.random.default_rng(1)) == 1).all()
+
+
+def test_random_logit_compares_the_maps_of_the_label_and_another_class(image_fold):
+    data, models = image_fold
+    scorer = get_scorer("random_logit")
+    values = {}
+    for name in ("gradient", "random"):
+        spec = get_method(name)
+        values[name] = scorer.score(run_method(spec, data, models), data, spec, models)
+    assert set(values["gradient"]) == {f"random_logit_{m}" for m in ("spearman_abs", "spearman", "top_k", "ssim", "hog")}
+    assert values["gradient"]["random_logit_spearman"] < 0.99  # another class, another map
+    assert abs(values["random"]["random_logit_spearman_abs"]) < 0.1  # the control redrawn: no covariance
+
+
+def test_random_logit_skips_one_logit_models_with_the_reason(tmp_path):
+    from synthbench.run import main
+    from synthbench.runner.store import ResultStore
+
+    store = tmp_path / "r.sqlite"
+    assert main(["--datasets", "xor", "--decoys", "2", "--n-samples", "120", "--folds", "2", "--jobs", "1",
+                 "--store", str(store), "--quiet", "--scorer", "random_logit", "--methods", "saliency,mrmr"]) == 0
+    cells = ResultStore(str(store)).cells().set_index("method")
+    assert (cells.loc["saliency", "status"] == "skipped").all()
+    assert cells.loc["saliency", "message"].str.contains("one logit").all()
+    assert (cells.loc["mrmr", "status"] == "ok").all()  # explains no model: compared with itself rerun

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from functools import partial
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -67,7 +68,7 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import IMAGE_MEASURES, NORMALISATIONS, TABLE_MEASURES, preprocess, similarity
+from synthbench.scoring.similarity import NORMALISATIONS, mean_similarities, preprocess, similarity_metrics
 
 __all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade",
            "map_entropy"]
@@ -76,12 +77,6 @@ __all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "
 ORDERS = ("top_down", "bottom_up", "independent")
 #: ``"similarity"``: MPRT and sMPRT; ``"entropy"``: eMPRT.
 VARIANTS = ("similarity", "entropy")
-
-_LIMITS = {"spearman_abs": (-1.0, 1.0), "spearman": (-1.0, 1.0), "top_k": (0.0, 1.0), "ssim": (-1.0, 1.0),
-           "hog": (-1.0, 1.0)}
-_LABELS = {"spearman_abs": "Spearman correlation of |a|", "spearman": "Spearman correlation of signed a",
-           "top_k": "top-k intersection", "ssim": "SSIM", "hog": "Spearman correlation of HOG features"}
-
 
 def cascade(names: list[str], order: str) -> list[tuple[str, ...]]:
     """The randomised layers of each state ``1 .. L`` of ``order`` over ``names`` (forward order)."""
@@ -110,15 +105,8 @@ def map_entropy(maps: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def _similarity_metrics(name: str) -> dict[str, Metric]:
-    out = {}
-    for measure in IMAGE_MEASURES:
-        kinds = ("tabular", "image") if measure in TABLE_MEASURES else ("image",)
-        for suffix, what in (("", "mean over the randomised states"), ("_final", "at the fully randomised model")):
-            m = Metric(f"{name}_{measure}{suffix}", "lower",
-                       f"{_LABELS[measure]} of the trained and randomised models' maps, {what}",
-                       limits=_LIMITS[measure], unit="similarity", kinds=kinds, control="random")
-            out[m.name] = m
-    return out
+    return similarity_metrics(name, "the trained and randomised models' maps",
+                              {"": "mean over the randomised states", "_final": "at the fully randomised model"})
 
 
 def _entropy_metrics(name: str) -> dict[str, Metric]:
@@ -224,10 +212,7 @@ class RandomisationScorer:
         names = [layer.name for i, layer in enumerate(declared) if not self.layers or i in self.layers]
         seeds = {n: data.random_state("randomisation", "layer", n) for n in names}
         states = [tuple(names)] if self.variant == "entropy" else cascade(names, self.order)
-        if self.variant == "similarity" and self.order != "independent":
-            final = len(states)  # the last cascading state is the fully randomised model
-        else:
-            final = None
+        final = self.order != "independent"  # the last cascading state is the fully randomised model
         noisy = self._noisy(data)
 
         def maps(state: tuple[str, ...], stream: tuple) -> np.ndarray:
@@ -238,19 +223,14 @@ class RandomisationScorer:
         if self.variant == "entropy":
             return self._entropy(trained, maps(states[0], ("randomisation", 1)))
         rng = data.rng(self.name, spec.name, "top_k")
-        measures = IMAGE_MEASURES if data.kind == "image" else TABLE_MEASURES
-        reference = self._prepared(trained)
-        rows = [self._compare(reference, self._prepared(maps((), ("randomisation", 0))), measures, rng, data)]
-        rows += [self._compare(reference, self._prepared(maps(state, ("randomisation", s))), measures, rng, data)
-                 for s, state in enumerate(states, start=1)]
-        if final is None:
-            every = self._prepared(maps(tuple(names), ("randomisation", "all")))
-            last = self._compare(reference, every, measures, rng, data)
-        else:
-            last = rows[final]
+        compare = partial(mean_similarities, trained, absolute=self.absolute, normalise=self.normalise,
+                          top_k=float(self.top_k), input_shape=data.input_shape, rng=rng)
+        rows = [compare(maps((), ("randomisation", 0)))]
+        rows += [compare(maps(state, ("randomisation", s))) for s, state in enumerate(states, start=1)]
+        last = rows[-1] if final else compare(maps(tuple(names), ("randomisation", "all")))
         values, curves = {}, {}
         x = np.arange(len(rows), dtype=np.float64)
-        for measure in measures:
+        for measure in rows[0]:
             curve = np.array([row[measure] for row in rows])
             curves[measure] = Curve(x, curve)
             values[f"{self.name}_{measure}"] = float(np.mean(curve[1:]))
@@ -273,22 +253,6 @@ class RandomisationScorer:
         out = explain_again(spec, data, models, model=model, stream=stream, target=self.target)
         if self.noise_samples and len(out) > 1:
             out = out.reshape(int(self.noise_samples), -1, *out.shape[1:]).mean(axis=0)
-        return out
-
-    def _prepared(self, maps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The maps normalised signed (Spearman measures) and as ``absolute`` says (the others)."""
-        signed = preprocess(maps, absolute=False, normalise=self.normalise)
-        return signed, (preprocess(maps, absolute=True, normalise=self.normalise) if self.absolute else signed)
-
-    def _compare(self, reference: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray],
-                 measures: tuple[str, ...], rng: np.random.Generator, data: FoldData) -> dict[str, float]:
-        """Each measure's mean over examples (NaN examples, constant maps, left out)."""
-        out = {}
-        for measure in measures:
-            i = 0 if measure.startswith("spearman") else 1
-            per_example = similarity(measure, reference[i], other[i], rng=rng, top_k=float(self.top_k),
-                                     input_shape=data.input_shape)
-            out[measure] = float(np.nanmean(per_example)) if np.isfinite(per_example).any() else float("nan")
         return out
 
     def _entropy(self, trained: np.ndarray, random: np.ndarray) -> Scores:

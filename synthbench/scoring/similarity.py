@@ -22,10 +22,12 @@ from scipy.stats import rankdata
 from skimage.feature import hog
 from skimage.metrics import structural_similarity
 
+from synthbench.scoring.metrics import Metric
 from synthbench.scoring.ranking import rank
 
 __all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows",
-           "top_k_intersection", "ssim_rows", "hog_spearman_rows", "similarity"]
+           "top_k_intersection", "ssim_rows", "hog_spearman_rows", "similarity", "mean_similarities", "LIMITS",
+           "LABELS", "similarity_metrics"]
 
 NORMALISATIONS = ("none", "max", "second_moment")
 """How :func:`preprocess` scales each example's map."""
@@ -34,6 +36,13 @@ TABLE_MEASURES = ("spearman_abs", "spearman", "top_k")
 """The measures of :func:`similarity` that apply to maps of any shape."""
 
 IMAGE_MEASURES = TABLE_MEASURES + ("ssim", "hog")
+
+#: Each measure's range.
+LIMITS = {"spearman_abs": (-1.0, 1.0), "spearman": (-1.0, 1.0), "top_k": (0.0, 1.0), "ssim": (-1.0, 1.0),
+          "hog": (-1.0, 1.0)}
+#: Each measure in words.
+LABELS = {"spearman_abs": "Spearman correlation of |a|", "spearman": "Spearman correlation of signed a",
+          "top_k": "top-k intersection", "ssim": "SSIM", "hog": "Spearman correlation of HOG features"}
 """The measures of :func:`similarity` that apply to image maps ``(n, C, H, W)``."""
 
 
@@ -239,3 +248,41 @@ def similarity(measure: str, a: np.ndarray, b: np.ndarray, *, rng: np.random.Gen
     if measure == "spearman":
         return spearman_rows(x, y)
     return top_k_intersection(x, y, max(1, round(top_k * x.shape[1])), rng)
+
+
+def mean_similarities(reference: np.ndarray, other: np.ndarray, *, absolute: bool, normalise: str, top_k: float,
+                      input_shape: tuple[int, ...], rng: np.random.Generator) -> dict[str, float]:
+    """Every measure of the input kind (:data:`IMAGE_MEASURES` for ``(C, H, W)`` inputs, else
+    :data:`TABLE_MEASURES`), each averaged over the pairs where it is defined (NaN when none is).
+
+    ``reference`` and ``other`` are raw maps ``(n, *input_shape)``; both are normalised per example
+    (:func:`preprocess`); the Spearman measures read the signed maps (``spearman_abs`` takes their
+    magnitude itself), the others ``|a|`` when ``absolute``.
+    """
+    measures = IMAGE_MEASURES if len(tuple(input_shape)) == 3 else TABLE_MEASURES
+    signed = [preprocess(m, absolute=False, normalise=normalise) for m in (reference, other)]
+    chosen = [preprocess(m, absolute=True, normalise=normalise) for m in (reference, other)] if absolute else signed
+    out = {}
+    for measure in measures:
+        a, b = signed if measure.startswith("spearman") else chosen
+        values = similarity(measure, a, b, rng=rng, top_k=top_k, input_shape=input_shape)
+        out[measure] = float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+    return out
+
+
+def similarity_metrics(prefix: str, between: str, summaries: dict[str, str]) -> dict[str, Metric]:
+    """The metrics of a check that compares two maps per example by every measure, lower passing.
+
+    One :class:`~synthbench.scoring.metrics.Metric` ``{prefix}_{measure}{suffix}`` per measure and
+    per ``summaries`` entry ``suffix -> phrase`` ("mean over the randomised states"); ``between``
+    names the two maps ("the trained and randomised models' maps"). SSIM and HOG apply to images
+    only; the chance reference is the ``random`` control.
+    """
+    out = {}
+    for measure in IMAGE_MEASURES:
+        kinds = ("tabular", "image") if measure in TABLE_MEASURES else ("image",)
+        for suffix, phrase in summaries.items():
+            m = Metric(f"{prefix}_{measure}{suffix}", "lower", f"{LABELS[measure]} of {between}, {phrase}",
+                       limits=LIMITS[measure], unit="similarity", kinds=kinds, control="random")
+            out[m.name] = m
+    return out
