@@ -14,9 +14,10 @@ from synthbench.testing import CheckData, CheckFailed, check_dataset, check_meth
 
 #: Datasets read from files need the files: their loaders are certified on tiny files in test_images.
 GENERATED = [n for n in datasets.names() if datasets.spec(n).fingerprint is None]
-#: Scorer options that keep a retraining scorer's check quick (one replicate, one fraction).
+#: Scorer options that keep a retraining scorer's check quick (one replicate, one fraction, few epochs).
 QUICK = {"roar": {"repeats": 1, "fractions": (0.5,)}, "kar": {"repeats": 1, "fractions": (0.5,)},
-         "road": {"fractions": (0.5,)}}
+         "road": {"fractions": (0.5,)}, "data_randomisation": {"epochs": 20, "max_epochs": 20},
+         "smprt": {"noise_samples": 2}}
 
 
 @pytest.fixture(scope="module")

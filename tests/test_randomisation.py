@@ -242,3 +242,43 @@ def test_random_logit_skips_one_logit_models_with_the_reason(tmp_path):
     assert (cells.loc["saliency", "status"] == "skipped").all()
     assert cells.loc["saliency", "message"].str.contains("one logit").all()
     assert (cells.loc["mrmr", "status"] == "ok").all()  # explains no model: compared with itself rerun
+
+
+def test_permuted_labels_permute_the_training_labels_only(xor_fold):
+    from synthbench.scoring.data_randomisation import permuted_labels
+
+    data, _ = xor_fold
+    permuted = permuted_labels(data)
+    assert sorted(permuted.y_train) == sorted(data.y_train) and (permuted.y_train != data.y_train).mean() > 0.3
+    np.testing.assert_array_equal(permuted_labels(data).y_train, permuted.y_train)  # seeded by the fold
+    assert permuted.y_test is data.y_test and permuted.y_explain is data.y_explain and permuted.X_train is data.X_train
+
+
+def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_reruns_the_method(monkeypatch):
+    from synthbench.scoring.data_randomisation import DataRandomisationScorer, permuted_labels
+
+    ds = datasets.make("xor", n_samples=300, n_decoys=30, seed=0)
+    data = FoldData.from_dataset(ds, dataset_folds(ds, n_folds=3, seed=0)[0])
+    models = SharedModels(data)
+    trainings = []
+    real = models.train_on
+    monkeypatch.setattr(models, "train_on", lambda kind, d, **kw: trainings.append(
+        (kind, np.array_equal(d.y_train, permuted_labels(data).y_train), kw.get("training"))) or real(kind, d, **kw))
+    scorer = DataRandomisationScorer(epochs=50, fit=0.9, max_epochs=400)
+    values = {}
+    for name in ("saliency", "rf", "mrmr", "random", "gradient"):
+        spec = get_method(name)
+        values[name] = scorer.score(run_method(spec, data, models), data, spec, models)
+    tries = [t for t in trainings if t[0] == "mlp"]
+    assert [t[2]["max_epochs"] for t in tries] == [50, 100, 200, 400][: len(tries)] and len(tries) > 1  # doubled
+    assert all(t[1] and t[2]["validation"] == "none" for t in tries)
+    assert trainings[len(tries):] == [("forest", True, None)]  # once per fold each, the forest as it trains
+    mlp = models.shared(("data_randomisation", "mlp", 50, 0.9, 400), lambda: None)
+    fit = np.mean(mlp.predict(data.X_train) == permuted_labels(data).y_train)
+    assert values["saliency"]["data_randomisation_fit"] == fit
+    assert fit >= 0.9 or tries[-1][2]["max_epochs"] == 400  # it fits, or ran out of epochs
+    assert values["saliency"]["data_randomisation_held_out"] < 0.65  # and learnt nothing real
+    assert values["rf"]["data_randomisation_fit"] > 0.95
+    for name in ("saliency", "rf", "mrmr"):  # every method changes once the labels are noise
+        assert values[name]["data_randomisation_spearman_abs"] < 0.6, name
+    assert abs(values["random"]["data_randomisation_spearman_abs"]) < 0.6

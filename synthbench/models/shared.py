@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +57,9 @@ class ModelKind:
     ``inputs``: the input kinds it trains on (``"tabular"``, ``"image"``).
     ``epoch_inputs``: its trainer takes ``epoch_inputs=fn`` (``fn(epoch) -> X`` of the training
     rows, redrawn each epoch; see :func:`~synthbench.models.loop.fit_network`).
+    ``training``: its trainer takes ``training={field: value}``, fields of
+    :class:`~synthbench.models.loop.TrainConfig` replacing its preset's for one training (data
+    randomisation trains without early stopping, to fit permuted labels).
     ``layers``: ``layers(model) -> tuple[Layer, ...]``, a trained model's parametrised layers in
     forward order with their initialisers (:mod:`synthbench.models.randomise`), for the
     model-randomisation checks; None for a kind without layers (the forest), which those checks
@@ -71,6 +74,7 @@ class ModelKind:
     retrainable: bool = True
     epoch_inputs: bool = False
     inputs: tuple[str, ...] = ("tabular",)
+    training: bool = False
     layers: Callable[[Any], tuple[Layer, ...]] | None = None
 
 
@@ -164,7 +168,7 @@ class SharedModels:
         return _ModelView(self, {name: model})
 
     def train_on(self, name: str, data: FoldData, replicate: int = 0,
-                 epoch_inputs: EpochInputs | None = None) -> Any:
+                 epoch_inputs: EpochInputs | None = None, training: Mapping[str, Any] | None = None) -> Any:
         """A fresh model of kind ``name`` trained on ``data`` with this fold's settings and preset; not kept.
 
         ``data`` is this fold changed (remove-and-retrain: inputs replaced); the replicate's seed
@@ -172,12 +176,14 @@ class SharedModels:
         from the same initialisation as the fold's own replicate ``r``. With a disk cache in the
         settings, the training is cached by its data like any other. ``epoch_inputs``
         (``fn(epoch) -> X_train``, kinds that declare ``epoch_inputs`` only) gives the training
-        rows anew each epoch; such a training is not cached.
+        rows anew each epoch; such a training is not cached. ``training`` (kinds that declare
+        ``training`` only) replaces fields of the preset's training configuration.
 
         Raises
         ------
         ValueError
-            For a kind that is not ``retrainable``, or ``epoch_inputs`` to a kind that takes none.
+            For a kind that is not ``retrainable``, or ``epoch_inputs`` or ``training`` to a kind
+            that takes none.
         """
         if replicate < 0:
             raise ValueError(f"replicate must be non-negative, got {replicate}")
@@ -189,6 +195,10 @@ class SharedModels:
             if not kind.epoch_inputs:
                 raise ValueError(f"model kind {name!r} trains without epochs; it cannot take inputs redrawn per epoch")
             extra["epoch_inputs"] = epoch_inputs
+        if training:
+            if not kind.training:
+                raise ValueError(f"model kind {name!r} declares no training configuration to change")
+            extra["training"] = dict(training)
         preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
         return kind.train(data, self._settings, *preset, replicate=int(replicate), **extra)
 

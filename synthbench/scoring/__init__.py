@@ -11,6 +11,8 @@ rerun a method or train models) and below the runner. Registered scorers:
   with the inputs ranked first replaced (remove and retrain), or those ranked last (keep and retrain).
 * ``randomisation``, ``smprt``, ``emprt`` (:mod:`~synthbench.scoring.randomisation`): how much the
   maps change as the explained model's layers are re-drawn (model-parameter randomisation).
+* ``data_randomisation`` (:mod:`~synthbench.scoring.data_randomisation`): how much the maps
+  change when every model is retrained on permuted labels.
 * ``random_logit`` (:mod:`~synthbench.scoring.random_logit`): how much a map changes when another
   class is explained.
 """
@@ -24,8 +26,9 @@ from synthbench.scoring.road import ROAD, RoadScorer
 from synthbench.scoring.retrain import KAR, ROAR, RetrainScorer
 from synthbench.scoring.randomisation import EMPRT, RANDOMISATION, SMPRT, RandomisationScorer
 from synthbench.scoring.random_logit import RANDOM_LOGIT, RandomLogitScorer
+from synthbench.scoring.data_randomisation import DATA_RANDOMISATION, DataRandomisationScorer
 
 __all__ = ["Scorer", "Scores", "Curve", "SCORERS", "Metric", "GroundTruthScorer", "GROUND_TRUTH", "RoadScorer",
            "ROAD", "RetrainScorer", "ROAR", "KAR", "RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "SkipCell",
-           "RandomLogitScorer", "RANDOM_LOGIT", "explained_kind", "explained_model",
+           "RandomLogitScorer", "RANDOM_LOGIT", "DataRandomisationScorer", "DATA_RANDOMISATION", "explained_kind", "explained_model",
            "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]

@@ -1,0 +1,158 @@
+"""The data-randomisation sanity check (Adebayo et al. 2018): do a method's maps change when the
+labels it learnt from are permuted?
+
+The fold's training labels are permuted (seeded by the fold, the same permutation for every
+method), every model the method needs is retrained on them (a method that needs none is judged
+on the input kind's default network, which is retrained too so its fit is on record), and the
+method is rerun on the permuted fold with the retrained models: the neural methods explain the
+network trained on noise, the forest's importances and TreeSHAP read the forest grown on it,
+mRMR and the embedded selectors select against the permuted labels. Each explained example's map
+is compared with its map on the real labels by every similarity measure of
+:mod:`~synthbench.scoring.similarity`; lower passes. A method that gives only global scores is
+compared on them (one row). The explained rows and their labels are the real ones; the explained
+class follows ``target`` as in :mod:`~synthbench.scoring.randomisation`.
+
+Networks are retrained "until they fit" the permuted labels: their preset's architecture and
+optimiser, with no held-out rows and no early stopping, the last weights kept, for ``epochs``
+epochs, then from scratch for twice as many, and so on until their training accuracy on the
+permuted labels reaches ``fit`` or ``max_epochs`` were run (a small network on few features
+memorises slowly). Whether they fit is measured, not assumed: ``data_randomisation_fit`` is the lowest
+training accuracy on the permuted labels among the retrained models, and
+``data_randomisation_held_out`` the highest accuracy on the real held-out labels (near chance
+when the permutation destroyed the signal). The forest grows full trees and fits as it is.
+Every retrained model is trained once per fold and shared by the fold's methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from synthbench.methods.recipe import TARGET_RULES
+from synthbench.methods.registry import MethodSpec
+from synthbench.models import SharedModels, model_kind
+from synthbench.protocol import FoldData, MethodOutput
+from synthbench.scoring.base import Scores, explained_kind, register_scorer
+from synthbench.scoring.metrics import Metric
+from synthbench.scoring.reexplain import explain_again
+from synthbench.scoring.similarity import NORMALISATIONS, mean_similarities, similarity_metrics
+
+__all__ = ["DataRandomisationScorer", "DATA_RANDOMISATION", "permuted_labels"]
+
+
+def permuted_labels(data: FoldData) -> FoldData:
+    """The fold with its training labels permuted (the fold's own stream ``("data_randomisation", "labels")``).
+
+    The held-out and explained rows keep their real labels.
+    """
+    rng = data.rng("data_randomisation", "labels")
+    return dataclasses.replace(data, y_train=rng.permutation(data.y_train))
+
+
+def _diagnostics(name: str) -> dict[str, Metric]:
+    return {m.name: m for m in [
+        Metric(f"{name}_fit", "higher", "lowest training accuracy on the permuted labels among the retrained models "
+               "(the check is valid when they fit)", unit="accuracy", kinds=("tabular", "image")),
+        Metric(f"{name}_held_out", "lower", "highest held-out accuracy (real labels) among the models retrained on "
+               "permuted labels (near chance when the signal is gone)", unit="accuracy", kinds=("tabular", "image")),
+    ]}
+
+
+@dataclass(frozen=True)
+class DataRandomisationScorer:
+    """Similarity of each example's map before and after every model is retrained on permuted labels.
+
+    Attributes
+    ----------
+    name : ``"data_randomisation"``
+    epochs : epochs of a network's first training on the permuted labels (no early stopping,
+        last weights); doubled, from scratch, until it fits
+    fit : the training accuracy on the permuted labels at which a network fits
+    max_epochs : the most epochs of one training (the last try runs exactly these)
+    target : the explained class, a rule of :data:`~synthbench.methods.recipe.TARGET_RULES`
+    absolute, normalise, top_k : as for :class:`~synthbench.scoring.randomisation.RandomisationScorer`
+    metrics : one per similarity measure, and the two fit diagnostics
+    """
+
+    judges_model: ClassVar[bool] = True  # measures the model the method explains
+    retrains: ClassVar[bool] = True  # the grid refuses a method whose model kind cannot be retrained
+
+    name: str = "data_randomisation"
+    epochs: int = 300
+    fit: float = 0.95
+    max_epochs: int = 2400
+    target: str = "label"
+    absolute: bool = True
+    normalise: str = "none"
+    top_k: float = 0.1
+    metrics: Mapping[str, Metric] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if int(self.epochs) != self.epochs or self.epochs < 1 or int(self.max_epochs) != self.max_epochs:
+            raise ValueError(f"epochs and max_epochs must be whole numbers >= 1, got {self.epochs}, {self.max_epochs}")
+        if self.max_epochs < self.epochs:
+            raise ValueError(f"max_epochs ({self.max_epochs}) must be at least epochs ({self.epochs})")
+        if not 0.0 < float(self.fit) <= 1.0:
+            raise ValueError(f"fit must be in (0, 1], got {self.fit}")
+        if self.target not in TARGET_RULES:
+            raise ValueError(f"target must be one of {', '.join(TARGET_RULES)}, got {self.target!r}")
+        if self.normalise not in NORMALISATIONS:
+            raise ValueError(f"normalise must be one of {', '.join(NORMALISATIONS)}, got {self.normalise!r}")
+        if not 0.0 < float(self.top_k) <= 1.0:
+            raise ValueError(f"top_k must be in (0, 1], got {self.top_k}")
+        if not self.metrics:
+            metrics = similarity_metrics(self.name, "the maps before and after the labels were permuted",
+                                         {"": "mean over the examples"})
+            object.__setattr__(self, "metrics", {**metrics, **_diagnostics(self.name)})
+
+    def params_for(self, kind: str) -> dict:
+        """The parameters that define the values (recorded in the cell id)."""
+        return {"epochs": int(self.epochs), "fit": float(self.fit), "max_epochs": int(self.max_epochs), "target": self.target, "absolute": self.absolute,
+                "normalise": self.normalise, "top_k": float(self.top_k), "labels": "permuted per fold",
+                "training": "no early stopping, last weights"}
+
+    def chance(self, data: FoldData) -> dict[str, float]:
+        """None analytic: the chance reference is the ``random`` control of the same run."""
+        return {}
+
+    def retrained(self, data: FoldData, models: SharedModels, kind: str) -> Any:
+        """The fold's model of ``kind`` retrained on :func:`permuted_labels` until it fits, once per fold (shared)."""
+        return models.shared((self.name, kind, int(self.epochs), float(self.fit), int(self.max_epochs)),
+                             lambda: self._fitted(permuted_labels(data), models, kind))
+
+    def _fitted(self, permuted: FoldData, models: SharedModels, kind: str) -> Any:
+        if not model_kind(kind).training:  # trains as it does (the forest grows full trees)
+            return models.train_on(kind, permuted)
+        epochs = int(self.epochs)
+        while True:
+            training = {"validation": "none", "restore": "last", "max_epochs": epochs}
+            model = models.train_on(kind, permuted, training=training)
+            if epochs >= self.max_epochs or np.mean(model.predict(permuted.X_train) == permuted.y_train) >= self.fit:
+                return model
+            epochs = min(2 * epochs, int(self.max_epochs))
+
+    def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
+        """Each measure's mean over the explained examples, with the retrained models' fit."""
+        permuted = permuted_labels(data)
+        kinds = spec.needs_for(data.kind) or (explained_kind(spec, data.kind),)
+        view, fit, held_out = models, [], []
+        for kind in dict.fromkeys(kinds):
+            model = self.retrained(data, models, kind)
+            view = view.with_model(kind, model)
+            fit.append(float(np.mean(model.predict(data.X_train) == permuted.y_train)))
+            held_out.append(float(np.mean(model.predict(data.X_test) == data.y_test)))
+        before = explain_again(spec, data, models, target=self.target)
+        after = explain_again(spec, permuted, view, target=self.target, stream=(self.name,))
+        values = mean_similarities(before, after, absolute=self.absolute, normalise=self.normalise,
+                                   top_k=float(self.top_k), input_shape=data.input_shape,
+                                   rng=data.rng(self.name, spec.name, "top_k"))
+        out = {f"{self.name}_{k}": v for k, v in values.items() if np.isfinite(v)}
+        return Scores({**out, f"{self.name}_fit": min(fit), f"{self.name}_held_out": max(held_out)})
+
+
+#: The registered instance: ``--scorer data_randomisation``.
+DATA_RANDOMISATION = register_scorer(DataRandomisationScorer())
