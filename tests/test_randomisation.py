@@ -282,3 +282,40 @@ def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_rer
     for name in ("saliency", "rf", "mrmr"):  # every method changes once the labels are noise
         assert values[name]["data_randomisation_spearman_abs"] < 0.6, name
     assert abs(values["random"]["data_randomisation_spearman_abs"]) < 0.6
+
+
+def test_scale_and_contribution_of_a_layers_input_by_hand():
+    from types import SimpleNamespace
+
+    from synthbench.scoring.activation_scale import scale_and_contribution
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).eval()
+    X = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    y = np.array([0, 1, 1, 0, 1])
+    data = SimpleNamespace(X_explain=X, y_explain=y)
+    scale, contribution = scale_and_contribution(SimpleNamespace(module=net), "2", data)
+    with torch.no_grad():
+        h = torch.relu(net[0](torch.as_tensor(X))).numpy()
+    w = net[2].weight.detach().numpy()  # d logit_y / d h = W[y]
+    np.testing.assert_allclose(scale, np.abs(h).mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(contribution, np.abs(h * w[y]).mean(axis=0), rtol=1e-6)
+    first, contribution0 = scale_and_contribution(SimpleNamespace(module=net), "0", data)  # the model's input
+    np.testing.assert_allclose(first, np.abs(X).mean(axis=0), rtol=1e-6)
+
+
+def test_top_down_cells_store_the_activation_scale_curve_once_per_fold(xor_fold):
+    from synthbench.scoring.activation_scale import activation_scale_curve
+
+    data, models = xor_fold
+    scorer = get_scorer("randomisation")
+    curves = [scorer.score(run_method(get_method(m), data, models), data, get_method(m), models).curves["activation_scale"]
+              for m in ("saliency", "random")]
+    assert curves[0] is curves[1]  # measured once per fold and model, the same for every method
+    layers = mlp_layers(models.get("mlp"))
+    seeds = {layer.name: data.random_state("randomisation", "layer", layer.name) for layer in layers}
+    expected = activation_scale_curve(models.get("mlp"), layers, seeds, data)
+    np.testing.assert_array_equal(curves[0].values, expected.values)
+    assert curves[0].x.tolist() == list(range(1, len(layers) + 1))
+    assert "activation_scale" not in RandomisationScorer(order="bottom_up").score(
+        run_method(get_method("saliency"), data, models), data, get_method("saliency"), models).curves

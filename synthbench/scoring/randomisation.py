@@ -30,6 +30,11 @@ covariance with the trained model's and it passes the check perfectly (Binder et
 claim (i)): the check cannot rank methods by itself, which is why the report sets it beside the
 ground truth.
 
+With the top-down order over every layer, the cell also stores the curve ``activation_scale``
+(:mod:`~synthbench.scoring.activation_scale`, Binder et al.'s claim (ii): how far the randomised
+output is carried by the units with large trained activations), the same for every method of
+the fold.
+
 ``noise_samples > 0`` (sMPRT): each map is the mean of the method's maps of ``noise_samples``
 noisy copies of the explained inputs (Gaussian noise of sd ``noise_level`` x the training
 inputs' range, drawn once per cell and shared by every state), explained in one batch.
@@ -65,6 +70,7 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels, model_kind
 from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput
+from synthbench.scoring.activation_scale import activation_scale_curve
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
@@ -235,6 +241,9 @@ class RandomisationScorer:
             curves[measure] = Curve(x, curve)
             values[f"{self.name}_{measure}"] = float(np.mean(curve[1:]))
             values[f"{self.name}_{measure}_final"] = float(last[measure])
+        if self.order == "top_down" and not self.layers:  # Binder's claim (ii), the same for every method of the fold
+            curves["activation_scale"] = models.shared(
+                ("activation_scale", kind), lambda: activation_scale_curve(model, declared, seeds, data))
         return Scores({k: v for k, v in values.items() if np.isfinite(v)}, curves)
 
     def _noisy(self, data: FoldData) -> FoldData:
