@@ -200,6 +200,8 @@ def select_target(output: torch.Tensor, target: Target) -> torch.Tensor:
         return output[:, target]
     if target.shape[0] != output.shape[0]:
         raise ValueError(f"{target.shape[0]} targets for {output.shape[0]} output rows")
+    if target.numel() and int(target.max()) >= output.shape[1]:
+        raise ValueError(f"target {int(target.max())} out of range for {output.shape[1]} output columns")
     return output.gather(1, target.view(-1, 1)).view(-1)
 
 

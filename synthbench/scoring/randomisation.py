@@ -48,7 +48,7 @@ The explained class after randomisation (``target``): each example's label (defa
 randomised model's own prediction (what the 2018 code did); a binary MLP has one logit.
 
 Deliberate differences from Quantus 0.6 (``MPRT``, ``SmoothMPRT``, ``EfficientMPRT``), shown by
-``tests/test_randomisation.py``: layers are randomised in forward order with their own
+``tests/test_randomisation_quantus.py``: layers are randomised in forward order with their own
 initialisers and a seed per layer (Quantus calls each module's ``reset_parameters`` after
 ``torch.manual_seed(seed + 1)``, so layers of one shape get identical weights); normalisation is
 per example (Quantus' ``normalise`` divides a batch by one maximum); the mean over states leaves
