@@ -156,11 +156,12 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[np.ndarray]]:
     """The scorer's per-example values as it computes them: ``similarity`` per measure (one array per
     comparison, in order: x = 0, then the states) and ``entropy`` (one array per :func:`map_entropy` call)."""
     out: dict[str, list[np.ndarray]] = {}
-    real_similarity, real_entropy = S.similarity, R.map_entropy
+    real_per_example, real_entropy = S.Comparison.per_example, R.map_entropy
 
-    def similarity(measure: str, a: np.ndarray, b: np.ndarray, **kwargs: Any) -> np.ndarray:
-        values = real_similarity(measure, a, b, **kwargs)
-        out.setdefault(measure, []).append(np.array(values))
+    def per_example(self: S.Comparison, other: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        values = real_per_example(self, other, rng)
+        for measure, v in values.items():
+            out.setdefault(measure, []).append(np.array(v))
         return values
 
     def map_entropy(maps: np.ndarray, n_bins: int) -> np.ndarray:
@@ -168,7 +169,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[np.ndarray]]:
         out.setdefault("entropy", []).append(np.array(values))
         return values
 
-    monkeypatch.setattr(S, "similarity", similarity)
+    monkeypatch.setattr(S.Comparison, "per_example", per_example)
     monkeypatch.setattr(R, "map_entropy", map_entropy)
     return out
 

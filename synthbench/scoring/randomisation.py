@@ -74,7 +74,7 @@ from synthbench.scoring.activation_scale import activation_scale_curve
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import NORMALISATIONS, mean_similarities, preprocess, similarity_metrics
+from synthbench.scoring.similarity import NORMALISATIONS, Comparison, preprocess, similarity_metrics
 
 __all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade",
            "map_entropy"]
@@ -229,8 +229,9 @@ class RandomisationScorer:
         if self.variant == "entropy":
             return self._entropy(trained, maps(states[0], ("randomisation", 1)))
         rng = data.rng(self.name, spec.name, "top_k")
-        compare = partial(mean_similarities, trained, absolute=self.absolute, normalise=self.normalise,
-                          top_k=float(self.top_k), input_shape=data.input_shape, rng=rng)
+        comparison = Comparison(trained, absolute=self.absolute, normalise=self.normalise, top_k=float(self.top_k),
+                                input_shape=data.input_shape)
+        compare = partial(comparison.against, rng=rng)
         rows = [compare(maps((), ("randomisation", 0)))]
         rows += [compare(maps(state, ("randomisation", s))) for s, state in enumerate(states, start=1)]
         last = rows[-1] if final else compare(maps(tuple(names), ("randomisation", "all")))

@@ -26,7 +26,7 @@ from synthbench.scoring.metrics import Metric
 from synthbench.scoring.ranking import rank
 
 __all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows",
-           "top_k_intersection", "ssim_rows", "hog_spearman_rows", "similarity", "mean_similarities", "LIMITS",
+           "top_k_intersection", "ssim_rows", "hog_spearman_rows", "similarity", "mean_similarities", "Comparison", "LIMITS",
            "LABELS", "similarity_metrics"]
 
 NORMALISATIONS = ("none", "max", "second_moment")
@@ -102,14 +102,21 @@ def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     constant: it has no ranking to correlate.
     """
     x, y = _pairs(a, b, 2, "(n, m)")
-    rx = rankdata(x, method="average", axis=1)
-    ry = rankdata(y, method="average", axis=1)
-    rx -= rx.mean(axis=1, keepdims=True)
-    ry -= ry.mean(axis=1, keepdims=True)
-    denominator = np.sqrt(np.sum(rx * rx, axis=1) * np.sum(ry * ry, axis=1))
-    constant = (x == x[:, :1]).all(axis=1) | (y == y[:, :1]).all(axis=1)
-    rho = np.full(len(x), np.nan)
-    np.divide(np.sum(rx * ry, axis=1), denominator, out=rho, where=~constant)
+    return _correlate(_ranked(x), _ranked(y))
+
+
+def _ranked(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows' average ranks centred, their norms, and which rows are constant: one side of :func:`spearman_rows`."""
+    r = rankdata(x, method="average", axis=1)
+    r -= r.mean(axis=1, keepdims=True)
+    return r, np.sqrt(np.sum(r * r, axis=1)), (x == x[:, :1]).all(axis=1)
+
+
+def _correlate(a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """Pearson correlation of two :func:`_ranked` sides, row by row; NaN where either row is constant."""
+    (rx, nx, cx), (ry, ny, cy) = a, b
+    rho = np.full(len(rx), np.nan)
+    np.divide(np.sum(rx * ry, axis=1), nx * ny, out=rho, where=~(cx | cy))
     return np.clip(rho, -1.0, 1.0)
 
 
@@ -141,6 +148,14 @@ def top_k_intersection(a: np.ndarray, b: np.ndarray, k: int, rng: np.random.Gene
     return (top_a & top_b).sum(axis=1) / k
 
 
+def _check_map_size(measure: str, height: int, width: int) -> None:
+    """ValueError for maps too small for SSIM (3 x 3) or HOG (4 x 4: 2 x 2 cells of 2 pixels)."""
+    if measure == "ssim" and min(height, width) < 3:
+        raise ValueError(f"SSIM needs maps of at least 3 x 3 pixels, got {height} x {width}")
+    if measure == "hog" and min(height, width) < 4:
+        raise ValueError(f"HOG needs maps of at least 4 x 4 pixels (2 x 2 cells of 2 pixels), got {height} x {width}")
+
+
 def _win_size(height: int, width: int) -> int:
     side = min(7, height, width)
     return side if side % 2 else side - 1
@@ -166,8 +181,7 @@ def ssim_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     x, y = _pairs(a, b, 3, "(n, H, W)")
     height, width = x.shape[1:]
-    if min(height, width) < 3:
-        raise ValueError(f"SSIM needs maps of at least 3 x 3 pixels, got {height} x {width}")
+    _check_map_size("ssim", height, width)
     win_size = _win_size(height, width)
     values = np.ones(len(x))
     for i, (xi, yi) in enumerate(zip(x, y)):
@@ -198,9 +212,7 @@ def hog_spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     without gradients (a constant map) has a constant descriptor, so its pair is NaN.
     """
     x, y = _pairs(a, b, 3, "(n, H, W)")
-    height, width = x.shape[1:]
-    if min(height, width) < 4:
-        raise ValueError(f"HOG needs maps of at least 4 x 4 pixels (2 x 2 cells of 2 pixels), got {height} x {width}")
+    _check_map_size("hog", *x.shape[1:])
     return spearman_rows(np.stack([_hog(xi) for xi in x]), np.stack([_hog(yi) for yi in y]))
 
 
@@ -236,38 +248,82 @@ def similarity(measure: str, a: np.ndarray, b: np.ndarray, *, rng: np.random.Gen
         raise ValueError(f"measure {measure!r} needs image maps with input_shape (C, H, W), got {shape}; "
                          f"valid for this shape: {', '.join(TABLE_MEASURES)}")
     x, y = _pairs(a, b, len(shape) + 1, f"(n, *{shape})")
-    if x.shape[1:] != shape:
-        raise ValueError(f"maps of shape {x.shape} are not (n, *{shape})")
-    if measure == "ssim":
-        return ssim_rows(x.sum(axis=1), y.sum(axis=1))
-    if measure == "hog":
-        return hog_spearman_rows(x.sum(axis=1), y.sum(axis=1))
-    x, y = x.reshape(len(x), -1), y.reshape(len(y), -1)
-    if measure == "spearman_abs":
-        return spearman_rows(np.abs(x), np.abs(y))
-    if measure == "spearman":
-        return spearman_rows(x, y)
-    return top_k_intersection(x, y, max(1, round(top_k * x.shape[1])), rng)
+    one = Comparison(x, absolute=False, normalise="none", top_k=top_k, input_shape=shape, measures=(measure,))
+    return one.per_example(y, rng)[measure]
+
+
+class Comparison:
+    """One reference's maps compared with other maps by every measure of the input kind.
+
+    The reference is prepared once (normalised, ranked, its HOG descriptors drawn), so comparing
+    it with many maps (the randomisation check's model states) does that work once. Each measure
+    is as :func:`similarity` defines it: the Spearman measures read the signed normalised maps
+    (``spearman_abs`` their magnitude), the others ``|a|`` when ``absolute``.
+
+    Parameters
+    ----------
+    reference : raw maps ``(n, *input_shape)``
+    absolute, normalise : the preprocessing (:func:`preprocess`, per example)
+    top_k : the share of an example's elements the top-k intersection compares, in (0, 1]
+    input_shape : the shape of one example; ``(C, H, W)`` adds SSIM and HOG (:data:`IMAGE_MEASURES`)
+    measures : only these measures (default: every measure of the input kind)
+    """
+
+    def __init__(self, reference: np.ndarray, *, absolute: bool, normalise: str, top_k: float,
+                 input_shape: tuple[int, ...], measures: tuple[str, ...] | None = None) -> None:
+        if not 0 < top_k <= 1:
+            raise ValueError(f"top_k must satisfy 0 < top_k <= 1, got {top_k}")
+        self.input_shape = tuple(input_shape)
+        self.measures = measures or (IMAGE_MEASURES if len(self.input_shape) == 3 else TABLE_MEASURES)
+        for measure in ("ssim", "hog"):
+            if measure in self.measures:
+                _check_map_size(measure, *self.input_shape[1:])
+        self.absolute, self.normalise, self.top_k = absolute, normalise, top_k
+        self._reference = self._prepared(reference)
+
+    def _prepared(self, maps: np.ndarray) -> dict[str, object]:
+        maps = np.asarray(maps, dtype=np.float64)
+        if maps.shape[1:] != self.input_shape:
+            raise ValueError(f"maps of shape {maps.shape} are not (n, *{self.input_shape})")
+        signed = preprocess(maps, absolute=False, normalise=self.normalise).reshape(len(maps), -1)
+        chosen = np.abs(signed) if self.absolute else signed  # the normalisations do not depend on the sign
+        out: dict[str, object] = {"top_k": chosen}
+        if "spearman" in self.measures:
+            out["spearman"] = _ranked(signed)
+        if "spearman_abs" in self.measures:
+            out["spearman_abs"] = _ranked(np.abs(signed))
+        summed = chosen.reshape(len(maps), *self.input_shape).sum(axis=1) if len(self.input_shape) == 3 else None
+        if "ssim" in self.measures:
+            out["ssim"] = summed
+        if "hog" in self.measures:
+            out["hog"] = _ranked(np.stack([_hog(m) for m in summed]))
+        return out
+
+    def per_example(self, other: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Each measure of the reference's and ``other``'s maps (same shape), float64 ``(n,)``, NaN where undefined."""
+        mine, theirs = self._reference, self._prepared(other)
+        out = {}
+        for measure in self.measures:
+            if measure == "top_k":
+                m = mine["top_k"].shape[1]
+                out[measure] = top_k_intersection(mine["top_k"], theirs["top_k"], max(1, round(self.top_k * m)), rng)
+            elif measure == "ssim":
+                out[measure] = ssim_rows(mine["ssim"], theirs["ssim"])
+            else:
+                out[measure] = _correlate(mine[measure], theirs[measure])
+        return out
+
+    def against(self, other: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
+        """Each measure averaged over the pairs where it is defined (NaN when none is)."""
+        return {measure: float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+                for measure, values in self.per_example(other, rng).items()}
 
 
 def mean_similarities(reference: np.ndarray, other: np.ndarray, *, absolute: bool, normalise: str, top_k: float,
                       input_shape: tuple[int, ...], rng: np.random.Generator) -> dict[str, float]:
-    """Every measure of the input kind (:data:`IMAGE_MEASURES` for ``(C, H, W)`` inputs, else
-    :data:`TABLE_MEASURES`), each averaged over the pairs where it is defined (NaN when none is).
-
-    ``reference`` and ``other`` are raw maps ``(n, *input_shape)``; both are normalised per example
-    (:func:`preprocess`); the Spearman measures read the signed maps (``spearman_abs`` takes their
-    magnitude itself), the others ``|a|`` when ``absolute``.
-    """
-    measures = IMAGE_MEASURES if len(tuple(input_shape)) == 3 else TABLE_MEASURES
-    signed = [preprocess(m, absolute=False, normalise=normalise) for m in (reference, other)]
-    chosen = [preprocess(m, absolute=True, normalise=normalise) for m in (reference, other)] if absolute else signed
-    out = {}
-    for measure in measures:
-        a, b = signed if measure.startswith("spearman") else chosen
-        values = similarity(measure, a, b, rng=rng, top_k=top_k, input_shape=input_shape)
-        out[measure] = float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
-    return out
+    """:meth:`Comparison.against` of one pair of map sets."""
+    return Comparison(reference, absolute=absolute, normalise=normalise, top_k=top_k,
+                      input_shape=input_shape).against(other, rng)
 
 
 def similarity_metrics(prefix: str, between: str, summaries: dict[str, str]) -> dict[str, Metric]:
