@@ -25,7 +25,8 @@ from synthbench.scoring import get_scorer, scorer_names, scorer_options
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
                                          SerialExecutor)
-from synthbench.runner.grid import Cell, GridSpec, entry_label
+from synthbench.runner.grid import Cell, GridSpec
+from synthbench.runner.judged import entry_labels
 from synthbench.runner.leaderboard import format_leaderboard, leaderboard
 from synthbench.runner.store import ResultStore, StoreError
 from synthbench.suites import SuiteError, load_suite, suite_names
@@ -53,8 +54,9 @@ GRID_FLAGS = {
 #: The ground truth's leaderboard metric when --metric is not given: per input kind of the grid's first dataset.
 DEFAULT_METRICS = {"tabular": "best_k", "image": "rank_accuracy"}
 EXPORT_COLUMNS = ["dataset", "dataset_params", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset",
-                  "explain", "scorer", "scorer_params", "fold", "seed", "metric", "value", "chance", "seconds",
-                  "scorer_seconds", "peak_memory_bytes", "status", "message", "flags", "suite", "suite_hash", "cell_id"]
+                  "judged", "judged_model", "control", "explain", "scorer", "scorer_params", "fold", "seed", "metric",
+                  "value", "chance", "seconds", "scorer_seconds", "peak_memory_bytes", "status", "message", "flags",
+                  "suite", "suite_hash", "cell_id"]
 
 
 def _integers(text: str, flag: str, positive: bool = False) -> tuple[int, ...]:
@@ -348,9 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = rows[rows["status"] == "failed"].drop_duplicates("cell_id")
     if not failed.empty:
         print(f"\n{len(failed)} cells failed:", file=sys.stderr)
-        for _, r in failed.head(20).iterrows():
-            print(f"  {r['dataset']}/{r['n_decoys']} fold {r['fold']} {entry_label(r['method'], r['model_preset'])}: "
-                  f"{r['message']}", file=sys.stderr)
+        shown = failed.head(20)
+        for (_, r), label in zip(shown.iterrows(), entry_labels(shown)):
+            print(f"  {r['dataset']}/{r['n_decoys']} fold {r['fold']} {label}: {r['message']}", file=sys.stderr)
         return 1
     return 0
 

@@ -187,6 +187,9 @@ def test_the_grid_refuses_methods_whose_model_has_no_layers_and_missing_layers()
         _grid(("rf", "saliency")).cells()
     cells = _grid(("rf", "treeshap", "saliency", "random"), skip_inapplicable=True).cells()  # a default list
     assert sorted({c.method for c in cells}) == ["random", "saliency"]
+    assert {c.judged for c in cells} == {None}  # no control on the forest, which it cannot randomise
+    data_cells = GridSpec(("xor",), ("rf", "random"), (2,), 120, 2, 0, scorers=("data_randomisation",)).cells()
+    assert {(c.method, c.judged) for c in data_cells} == {("rf", None), ("random", None), ("random", "forest")}
     with pytest.raises(ValueError, match=r"layers 7 do not exist; preset 'sparse_mlp' has 2 parametrised layers"):
         _grid(("saliency",), models=("sparse_mlp",), scorer_options={"layers": (0, 7)}).cells()
     assert _grid(("saliency",), scorer_options={"layers": (0, 2)}).cells()

@@ -161,18 +161,21 @@ def test_road_beside_the_truth_from_the_command_line_stores_curves_resumes_and_r
             "--store", str(store)]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "mean road_gap over folds" in out and "16 cells run" in out  # the first scorer's headline by default
+    assert "mean road_gap over folds" in out and "18 cells run" in out  # the first scorer's headline by default
+    assert "chance@forest" in out and "random@forest" in out  # the control also judged on the forest rf explains
     with ResultStore(store, readonly=True) as db:
         curves, cells = db.curves(), db.cells()
     road = cells[cells["scorer"] == "road"]
     assert set(curves["cell_id"]) == set(road["cell_id"]) and set(curves["curve"]) == {"morf", "lerf"}
     assert sorted(curves["x"].unique()) == [0.0, 0.1, 0.3, 0.5, 0.7, 0.9] and (curves["replicate"] == 0).all()
-    assert main(args) == 0 and "0 cells run, 16 already" in capsys.readouterr().out  # resumed: nothing recomputed
+    assert main(args) == 0 and "0 cells run, 18 already" in capsys.readouterr().out  # resumed: nothing recomputed
     md = build_report(load_results(store)).markdown
     assert "## road leaderboard" in md and "## road curves" in md and "Spearman ρ (p)" in md
     assert "The chance columns are the `random` control's mean" in md and "At the largest share removed (0.9)" in md
-    free = road[road["method"].isin(["mrmr", "random"])]  # explain no model: judged on the one the grid explains
+    free = road[road["method"].isin(["mrmr", "random"]) & road["judged"].isna()]  # explain no model: judged on the
     assert set(free["model_preset"]) == {"sparse_mlp"} and road.loc[road["method"] == "rf", "model_preset"].isna().all()
+    # one the grid explains; the control (not the filter mrmr) also on the forest, beside rf
+    assert road.loc[road["judged"].notna(), ["method", "judged"]].drop_duplicates().values.tolist() == [["random", "forest"]]
     beside = md.split("## road beside the ground truth")[1]
     row = next(line for line in beside.splitlines() if line.startswith("| random@sparse_mlp"))
     assert "–" not in row  # its one ground-truth cell per fold is paired with its verdict on sparse_mlp

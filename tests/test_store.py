@@ -266,8 +266,16 @@ def _as_schema(path, version: int, undo, *statements: str) -> None:
     con.close()
 
 
+def _drop_judged(con: sqlite3.Connection) -> None:
+    """Undo schema 8: no judged columns on cells, no control flag on methods."""
+    for column in ("judged", "judged_model"):
+        con.execute(f"ALTER TABLE cells DROP COLUMN {column}")
+    con.execute("ALTER TABLE methods DROP COLUMN control")
+
+
 def _drop_descriptions(con: sqlite3.Connection) -> None:
-    """Undo schema 7: no datasets or methods tables, no data columns on cells."""
+    """Undo schemas 8 and 7: no datasets or methods tables, no data columns on cells."""
+    _drop_judged(con)
     con.execute("DROP TABLE datasets")
     con.execute("DROP TABLE methods")
     for column in ("input_shape", "global_truth", "masks"):
@@ -294,7 +302,7 @@ def test_a_version_6_store_gains_the_descriptions_keeps_its_cell_ids_and_resumes
         after = store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True)
     assert summary.skipped == len(cells) and summary.ok == 0  # every cell id unchanged: nothing recomputed
     pd.testing.assert_frame_equal(after, before)
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
 def test_each_cell_records_its_data_and_the_store_describes_its_datasets_and_methods(tmp_path):
@@ -362,7 +370,7 @@ def test_a_version_5_store_gains_the_curves_table_and_keeps_its_cells(tmp_path):
     with ResultStore(path) as store:
         store.write(dataclasses.replace(result(cell(fold=1)), curves={"morf": Curve([0.0, 0.5], [[1.0, 0.9], [0.5, 0.4]])}))
         curves = store.curves()
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     assert sorted(zip(curves["x"], curves["replicate"], curves["value"])) == [
         (0.0, 0, 1.0), (0.0, 1, 0.9), (0.5, 0, 0.5), (0.5, 1, 0.4)]
 
@@ -408,3 +416,26 @@ def test_a_version_3_store_gains_the_preset_column_and_keeps_its_cells(tmp_path)
         store.write(result(neural))
         rows = store.scores().drop_duplicates("cell_id").set_index("cell_id")
         assert rows.loc[neural.cell_id, "model_preset"] == "sparse_mlp" and len(rows) == 2
+
+
+def test_a_version_7_store_opens_resumes_and_then_round_trips_the_judged_field(tmp_path):
+    path = tmp_path / "v7.sqlite"
+    on_mlp = Cell("xor", 100, 3, 0, 2, 0, "random", scorer="road", model="sparse_mlp")
+    judged = Cell("xor", 100, 3, 0, 2, 0, "random", scorer="road", judged="forest")
+    with ResultStore(path) as store:
+        store.write(result(on_mlp))
+    _as_schema(path, 7, _drop_judged)  # what synthbench wrote before a control was judged on the forest
+    with ResultStore(path, readonly=True) as store:  # upgraded in memory: columns empty, the registry flags controls
+        rows = store.scores()
+        assert rows["judged"].isna().all() and rows["judged_model"].isna().all() and rows["control"].all()
+    with ResultStore(path) as store:
+        assert store.finished([on_mlp.cell_id]) == {on_mlp.cell_id}  # its id unchanged: nothing to recompute
+        assert store.methods().set_index("method").loc["random", "control"] == 1  # flagged when opened for writing
+        store.write(result(judged))
+        cells = store.cells().set_index("cell_id")
+        rows = store.scores().drop_duplicates("cell_id").set_index("cell_id")
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
+    assert cells.loc[judged.cell_id, ["judged", "judged_model"]].tolist() == ["forest", "forest"]
+    assert pd.isna(cells.loc[judged.cell_id, "model_preset"]) and pd.isna(cells.loc[on_mlp.cell_id, "judged"])
+    assert rows.loc[judged.cell_id, ["judged", "control"]].tolist() == ["forest", True]
+    assert judged.cell_id != dataclasses.replace(judged, judged=None).cell_id

@@ -19,6 +19,7 @@ Adding a method::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -58,6 +59,12 @@ class MethodSpec:
     recipe : for a method that explains its model with one attribution function, which function
         and which target rule (:class:`~synthbench.methods.recipe.AttributionRecipe`); its
         parameters on a kind are :meth:`params_for`. None for every other method.
+    control : a control (``random``, ``input``, ``sobel``): a floor real methods must beat, not a
+        method. Under a scorer that judges the explained model it is judged on every model the
+        grid's methods explain (:meth:`~synthbench.runner.grid.GridSpec.judged_for`).
+    judged : input kind -> the model kind a method that explains none is judged on there, in place
+        of the input kind's default model (:func:`~synthbench.scoring.base.explained_kind`); set
+        by :meth:`judged_on` for one cell, empty as registered
     """
 
     name: str
@@ -70,6 +77,24 @@ class MethodSpec:
     max_features: int | None = None
     kind_params: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     recipe: AttributionRecipe | None = None
+    control: bool = False
+    judged: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def judged_on(self, kind: str, model: str) -> MethodSpec:
+        """This spec, judged on model kind ``model`` on ``kind`` inputs by scorers that judge the explained model.
+
+        Raises
+        ------
+        ValueError
+            When the method explains a model of its own on ``kind`` inputs (it is judged on that
+            one), or ``model`` does not train on ``kind`` inputs.
+        """
+        if self.explains(kind) is not None:
+            raise ValueError(f"method {self.name!r} explains the {self.explains(kind)!r} model on {kind} inputs; "
+                             "it is judged on that model only")
+        if kind not in model_kind(model).inputs:
+            raise ValueError(f"model kind {model!r} does not train on {kind} inputs")
+        return dataclasses.replace(self, judged=MappingProxyType({**self.judged, kind: model}))
 
     def params_for(self, kind: str) -> dict[str, Any]:
         """The parameters the method runs with on ``kind`` inputs (``params`` unless ``kind_params`` says otherwise)."""
@@ -121,6 +146,7 @@ def register_method(
     max_features: int | None = None,
     kind_params: Mapping[str, Mapping[str, Any]] | None = None,
     recipe: AttributionRecipe | None = None,
+    control: bool = False,
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator registering ``fn`` as method ``name`` (see the module docstring).
 
@@ -129,7 +155,8 @@ def register_method(
     ``accelerated``: the method itself trains or runs torch models on ``models.settings.device``;
     methods that need an accelerated model kind are accelerated without saying so.
     ``max_features``: the declared limit (see :class:`MethodSpec`). ``kind_params``: per input
-    kind, the parameters used there instead of ``params``.
+    kind, the parameters used there instead of ``params``. ``control``: a control, not a method
+    (see :class:`MethodSpec`).
     """
     by_kind = dict(needs) if isinstance(needs, Mapping) else {kind: tuple(needs) for kind in inputs}
     by_kind = {kind: tuple(ks) for kind, ks in by_kind.items()}
@@ -149,7 +176,8 @@ def register_method(
             raise ValueError(f"method {name!r}: kind_params for kinds it does not accept")
         frozen = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (kind_params or {}).items()})
         METHODS.add(name, MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
-                                    MappingProxyType(dict(params or {})), on_device, max_features, frozen, recipe))
+                                    MappingProxyType(dict(params or {})), on_device, max_features, frozen, recipe,
+                                    control=control))
         return fn
 
     return deco

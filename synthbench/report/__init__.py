@@ -14,7 +14,8 @@ from synthbench.report.statistics import RankTest, block_means, rank_test
 from synthbench.report.tables import (BREAKPOINT_LEVEL, breakpoints, decoy_table, mean_ci, model_table, pareto_front,
                                      summary_table)
 from synthbench.report import figures
+from synthbench.runner.judged import control_verdict
 
 __all__ = ["load_results", "Results", "ReportError", "summary_table", "decoy_table", "model_table", "breakpoints", "mean_ci",
            "BREAKPOINT_LEVEL", "pareto_front", "rank_test", "RankTest", "block_means", "build_report", "write_report", "Report",
-           "figures"]
+           "figures", "control_verdict"]

@@ -25,6 +25,7 @@ from synthbench.scoring import get_metric, get_scorer
 from synthbench.report import figures, tables
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
+from synthbench.runner.judged import control_verdict
 from synthbench.models.shared import NEAR_CHANCE_AUROC
 
 __all__ = ["Report", "build_report", "write_report"]
@@ -273,6 +274,7 @@ def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...]
         "",
         _leaderboard_markdown(overall, metrics),
         "",
+        *_controls_lines(results, metric),
     ]
     for setting in settings:
         md += [f"### {setting}", "", _leaderboard_markdown(tables.summary_table(results, metrics=metrics, setting=setting),
@@ -341,8 +343,10 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
     controls = sorted({declared[m].control for m in names} - {None})
     md += [" ".join(f"`{m}`: the {declared[m].description} ({declared[m].direction} is better)." for m in names)
            + (f" The chance columns are the `{', '.join(controls)}` control's mean in this store, measured the same "
-              "way." if controls else "")
+              "way on each method's own model (`random@forest` beside the methods that explain the forest)."
+              if controls else "")
            + " Means over the folds' cells with 95 % Student-t confidence intervals.", ""]
+    md += _controls_lines(results, names[0])
     for setting in results.settings:
         table = tables.summary_table(results, metrics=names, setting=setting)
         md += [f"### {setting}", "", _leaderboard_markdown(table.dropna(subset=[names[0]]), names), ""]
@@ -371,6 +375,12 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
            *_figure(report, True, f"{prefix}{scorer}_vs_truth.png", f"{scorer} against the ground truth",
                     lambda: figures.truth_scatter(paired, styles, truth=truth_metric, verdict=names[0]))]
     return md
+
+
+def _controls_lines(results: Results, metric: str) -> list[str]:
+    """The sentence saying whether the controls do as well as the methods on ``metric`` (none when no control ran)."""
+    verdict = control_verdict(results.scores, metric)
+    return [verdict, ""] if verdict else []
 
 
 def _last_point_markdown(curves: pd.DataFrame) -> str:
@@ -426,6 +436,7 @@ def _image_sections(results: Results, report: Report, prefix: str, heading: str)
         "with 95 % Student-t confidence intervals; s / cell is the method's wall seconds with the CNN it explains. "
         "† marks methods some of whose cells explain a model near chance.",
         "",
+        *_controls_lines(results, metrics[0]),
     ]
     scored = set(results.scores.dropna(subset=["metric"])["setting"])
     for setting in results.settings:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from synthbench import datasets
-from synthbench.runner.grid import entry_label
+from synthbench.runner.judged import entry_labels
 from synthbench.runner.store import ResultStore, StoreError, plugin_of
 
 __all__ = ["Results", "load_results", "ReportError"]
@@ -38,8 +38,9 @@ class Results:
     """What a report is made of.
 
     In both tables ``method`` is the row's entry, :func:`~synthbench.runner.grid.entry_label`
-    (``saliency@sparse_mlp`` for a method that explains an MLP preset), so every table and figure
-    keeps presets apart; ``base_method`` is the registered method.
+    (``saliency@sparse_mlp`` for a method that explains an MLP preset, ``random@forest`` for a
+    control judged on the forest), so every table and figure keeps models apart; ``base_method``
+    is the registered method.
 
     Attributes
     ----------
@@ -193,9 +194,9 @@ def _families(described: pd.DataFrame, names: list[str]) -> dict[str, str]:
 
 
 def _entries(frame: pd.DataFrame) -> pd.DataFrame:
-    """``method`` replaced by the entry label (method and MLP preset), the registered name kept as ``base_method``."""
-    labels = [entry_label(m, p) for m, p in zip(frame["method"], frame["model_preset"])]
-    return frame.assign(base_method=frame["method"], method=labels)
+    """``method`` replaced by the entry label (method and MLP preset, or the model kind a control was judged
+    on), the registered name kept as ``base_method``."""
+    return frame.assign(base_method=frame["method"], method=entry_labels(frame))
 
 
 def _setting_labels(cells: pd.DataFrame) -> pd.Series:

@@ -21,6 +21,7 @@ from synthbench.models import kinds, model_kind
 from synthbench.models.shared import NEAR_CHANCE_AUROC
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
+from synthbench.runner.judged import model_key
 
 __all__ = ["mean_ci", "summary_table", "scorer_curve_table", "beside_truth", "agreement", "setting_label", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front",
            "example_maps", "BREAKPOINT_LEVEL"]
@@ -52,16 +53,16 @@ def _metric_block(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     sel = rows[rows["metric"] == metric]
     columns = [metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_chance", "cells"]
     m = get_metric(metric)
-    control = m.control  # chance measured as a control method's mean in the same rows, on the same model preset
+    control = m.control  # chance measured as a control method's mean in the same rows, on the same model
+    sel = sel.assign(model=model_key(sel))
     controls = sel[sel["base_method"] == control]
     out = {}
     for method, g in sel.groupby("method", sort=False):
         mean, lo, hi, n = mean_ci(g["value"], limits=m.limits)
         if control is None:
             chance = g["chance"].mean()
-        else:
-            same = controls[controls["model_preset"].isin(g["model_preset"].dropna().unique())]
-            chance = (same if len(same) else controls)["value"].mean()
+        else:  # NaN when no control was measured on the method's model
+            chance = controls.loc[controls["model"].isin(g["model"].unique()), "value"].mean()
         out[method] = [mean, lo, hi, chance, n]
     return pd.DataFrame.from_dict(out, orient="index", columns=columns)
 

@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
-from synthbench.methods import get_method, run_method
+from synthbench.methods import run_method
 from synthbench.models import SharedModels, TrainSettings
 from synthbench.models.shared import near_chance
 from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, cell_fold
@@ -161,8 +161,12 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
 
 def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, versions: dict[str, str],
               permutation: list[int] | None, outputs: dict[str, tuple[MethodOutput, float, int | None]]) -> CellResult:
-    """Run the cell's method (or reuse its output for another scorer of the same task), then its scorer."""
-    spec = get_method(cell.method)
+    """Run the cell's method (or reuse its output for another scorer of the same task), then its scorer.
+
+    A control judged on another model (:attr:`Cell.judged`) runs as it always does and is scored
+    on that model (:attr:`Cell.spec`).
+    """
+    spec = cell.spec
     base = dict(n_features=data.n_features, k=data.k, permutation=permutation, versions=versions,
                 input_shape=data.input_shape, global_truth=data.relevant is not None, masks=data.relevant_local is not None)
     if spec.max_features is not None and data.n_features > spec.max_features:

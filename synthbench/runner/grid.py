@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synthbench import __version__, datasets
-from synthbench.methods import get_method
+from synthbench.methods import MethodSpec, get_method
 from synthbench.models import model_kind
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
 from synthbench.scoring import configure_scorer, explained_kind, get_scorer, scorer_options
@@ -30,9 +30,10 @@ from synthbench.scoring import configure_scorer, explained_kind, get_scorer, sco
 __all__ = ["Cell", "FoldTask", "GridSpec", "entry_label"]
 
 
-def entry_label(method: str, preset: str | None) -> str:
-    """The name a result row goes by: the method, and the MLP preset it explains (``saliency@sparse_mlp``)."""
-    return f"{method}@{preset}" if isinstance(preset, str) else method  # None, or NaN from a table
+def entry_label(method: str, model: str | None) -> str:
+    """The name a result row goes by: the method, and the model preset it explains (``saliency@sparse_mlp``) or
+    the model kind a control was judged on beside the input kind's default (``random@forest``)."""
+    return f"{method}@{model}" if isinstance(model, str) else method  # None, or NaN from a table
 
 
 def _canonical(obj: Any) -> str:
@@ -44,6 +45,9 @@ class Cell:
     """One method, scored by one scorer, on one fold of one dataset configuration.
 
     ``n_decoys`` is None for a dataset without decoys. ``scorer`` names a registered scorer.
+    ``judged`` is the model kind a control is judged on by a scorer that judges the explained model,
+    when it is not the input kind's default (``"forest"``, beside the methods that explain the
+    forest; :meth:`GridSpec.judged_for`); None otherwise, and then absent from the id.
     """
 
     dataset: str
@@ -59,6 +63,7 @@ class Cell:
     suite: tuple[str, str] | None = None  # (name, hash) of the suite the cell belongs to
     model: str | None = None  # the MLP preset the method explains; None for methods that need no MLP
     scorer_options: tuple[tuple[str, Any], ...] = ()  # changes to the registered scorer's settings
+    judged: str | None = None  # the model kind a control is judged on, when not the input kind's default
     #: where a data set read from files lies; not part of the id (the files' content is, as ``data_hash``)
     data_dir: str | None = field(default=None, compare=False)
 
@@ -69,8 +74,27 @@ class Cell:
 
     @property
     def label(self) -> str:
-        """:func:`entry_label` of the cell's method and preset."""
-        return entry_label(self.method, self.model)
+        """:func:`entry_label` of the cell's method and preset (or the model kind it is judged on)."""
+        return entry_label(self.method, self.model or self.judged)
+
+    @property
+    def spec(self) -> MethodSpec:
+        """The cell's method, judged on :attr:`judged` when set (:meth:`MethodSpec.judged_on`)."""
+        spec = get_method(self.method)
+        return spec if self.judged is None else spec.judged_on(self.kind, self.judged)
+
+    @property
+    def judged_model(self) -> str | None:
+        """The model kind the cell's scorer measures (:func:`explained_kind`), or None for a scorer that
+        judges no model (the ground truth)."""
+        if not getattr(self.scorer_object, "judges_model", False):
+            return None
+        return explained_kind(self.spec, self.kind)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The model kinds the cell's fold must train for it: its method's, or the kind a control is judged on."""
+        return (self.judged,) if self.judged is not None else get_method(self.method).needs_for(self.kind)
 
     @property
     def method_params(self) -> dict[str, Any]:
@@ -85,8 +109,8 @@ class Cell:
     def config(self) -> dict[str, Any]:
         """Everything that defines the cell's result, including the package version (and suite, if any).
 
-        ``n_decoys`` is left out for datasets without decoys (the ids of tables are those of
-        earlier versions).
+        ``n_decoys`` is left out for datasets without decoys, and ``judged`` when None (the ids
+        are those of earlier versions).
         """
         config = {
             "dataset": self.dataset,
@@ -112,6 +136,8 @@ class Cell:
             config["data_hash"] = fingerprint(self.data_dir)  # the files' content: another copy is another cell
         if self.model is not None:
             config["model"] = {"preset": self.model, "config": get_preset(self.model).config.to_dict()}
+        if self.judged is not None:
+            config["judged"] = self.judged
         if self.suite is not None:
             config["suite"] = {"name": self.suite[0], "hash": self.suite[1]}
         return config
@@ -145,7 +171,8 @@ class GridSpec:
     ``n_samples`` is one sample size or several. A method that explains a shared network (the MLP
     of tables, the CNN of images) gets one cell per preset in ``models`` of that network's kind
     (the kind's default preset when ``models`` names none); any other method gets one cell (its
-    ``model`` is None).
+    ``model`` is None). Under a scorer that judges the explained model, a control also gets one
+    cell per other model kind the grid's methods explain (:meth:`judged_for`).
     ``decoys`` apply to the datasets that take decoys; the others get one configuration (their
     ``n_decoys`` is None); ``decoys`` may also map each input kind (``"tabular"``, ``"image"``)
     to its own counts (:meth:`decoys_for`). A (dataset, method) pair whose input kind the method
@@ -218,6 +245,29 @@ class GridSpec:
         chosen = tuple(p for p in self.models if get_preset(p).kind in needed)
         return chosen or tuple(DEFAULT_PRESETS[k] for k in needed)
 
+    def judged_for(self, method: str, dataset: str, scorer: str) -> tuple[str, ...]:
+        """The model kinds control ``method`` is judged on under ``scorer`` besides the input kind's default.
+
+        Each method's chance must be measured on its own model: under a scorer that judges the
+        explained model (``judges_model``), a control (:attr:`MethodSpec.control`) gets one cell per
+        model kind that the grid's other methods on ``dataset`` explain and that no preset
+        configures (the forest, beside ``rf`` and ``treeshap``), in the order they first appear.
+        Preset-configured kinds need none: the control already runs on each preset of its default
+        model (:meth:`presets_for`). Empty for any other method or scorer.
+        """
+        spec, kind = get_method(method), datasets.spec(dataset).kind
+        if not spec.control or not getattr(get_scorer(scorer), "judges_model", False):
+            return ()
+        own = explained_kind(spec, kind)
+        explained = (explained_kind(get_method(m), kind) for m in self.methods_for(dataset)
+                     if m != method and self._randomisable(m, kind, scorer))
+        return tuple(k for k in dict.fromkeys(explained) if k != own and not model_kind(k).uses_preset)
+
+    def _models_for(self, method: str, dataset: str, scorer: str) -> list[tuple[str | None, str | None]]:
+        """``(preset, judged)`` of each cell ``method`` gets on ``dataset`` under ``scorer``."""
+        presets = self.presets_for(method, datasets.spec(dataset).kind, scorer)
+        return [(p, None) for p in presets] + [(None, k) for k in self.judged_for(method, dataset, scorer)]
+
     def cells(self) -> list[Cell]:
         for name in self.models:
             get_preset(name)  # KeyError listing the valid names
@@ -234,7 +284,7 @@ class GridSpec:
         return [
             Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain, scorer,
                  dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset,
-                 scorer_options=self.options_for(scorer), data_dir=self.data_dir)
+                 scorer_options=self.options_for(scorer), judged=judged, data_dir=self.data_dir)
             for d in self.datasets
             for methods in (self.methods_for(d),)
             for n in self.sizes
@@ -243,7 +293,7 @@ class GridSpec:
             for m in methods
             for scorer in self.scorers
             if self._randomisable(m, datasets.spec(d).kind, scorer)
-            for preset in self.presets_for(m, datasets.spec(d).kind, scorer)
+            for preset, judged in self._models_for(m, d, scorer)
         ]
 
     @staticmethod
@@ -289,9 +339,12 @@ class GridSpec:
 
     @staticmethod
     def tasks(cells: list[Cell]) -> list[FoldTask]:
-        """Group cells by fold and by the models (and device) their methods need, keeping the grid's order."""
+        """Group cells by fold and by the models (and device) they need, keeping the grid's order.
+
+        A control judged on a model kind (:attr:`Cell.judged`) joins the methods that need that kind,
+        so it is judged on the very model they explain.
+        """
         groups: dict[tuple, list[Cell]] = {}
         for c in cells:
-            spec = get_method(c.method)
-            groups.setdefault((c.task_key, spec.needs_for(c.kind), spec.accelerated), []).append(c)
+            groups.setdefault((c.task_key, c.needs, get_method(c.method).accelerated), []).append(c)
         return [FoldTask(tuple(g)) for g in groups.values()]

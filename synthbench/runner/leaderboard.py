@@ -6,6 +6,7 @@ import pandas as pd
 
 from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
+from synthbench.runner.judged import control_verdict, entry_labels, model_key
 from synthbench.scoring import get_metric, get_scorer
 
 __all__ = ["leaderboard", "format_leaderboard"]
@@ -16,11 +17,12 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     for a dataset run at several sample sizes).
 
     ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. A method that
-    explains the shared MLP has one row per preset (``saliency@sparse_mlp``). Adds a ``chance``
+    explains the shared MLP has one row per preset (``saliency@sparse_mlp``), a control judged on
+    another model kind one per kind (``random@forest``). Adds a ``chance``
     row (the metric's expected value under a random ranking or, for a metric whose chance
     reference is a control method such as ROAD's ``random``, that control's mean in ``rows``; one
-    row per model preset, ``chance@sparse_mlp``, when the control was judged on several),
-    a ``s/cell`` column (mean wall
+    row per model it was judged on, ``chance@sparse_mlp``, ``chance@forest``, when several: each
+    method's chance is the row of its own model), a ``s/cell`` column (mean wall
     seconds per cell over every cell of the method), ``failed`` and ``skipped`` (over the method's
     declared feature limit) counts, and a ``near_chance``
     column counting cells whose model was near chance on held-out rows (still averaged in). Methods are
@@ -31,6 +33,10 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     row names its scorer, ``saliency [ground_truth]``, and with one scorer run at several settings
     also those settings), by explain mode (``saliency (train)``) and
     by dataset parameters (the column names them when a dataset ran with several).
+
+    The table's ``attrs["controls"]`` holds :func:`~synthbench.runner.judged.control_verdict`'s
+    sentence (whether the controls do as well as the methods; ``""`` when no control ran), which
+    :func:`format_leaderboard` prints below it.
     """
     rows = rows.copy()
     rows["n_decoys"] = rows["n_decoys"].astype("Int64")  # null for datasets without decoys
@@ -39,7 +45,7 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
         return pd.DataFrame()
     m = get_metric(metric)  # KeyError when the scorers that declare it disagree on what it means
     rows = rows[rows["scorer"].isin(scorers)]
-    label = [entry_label(a, b) for a, b in zip(rows["method"], rows["model_preset"])]
+    label = entry_labels(rows)
     if rows["explain"].nunique() > 1:
         label = [f"{x} ({e})" for x, e in zip(label, rows["explain"])]
     params = rows["scorer_params"].fillna("")
@@ -56,9 +62,10 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     table = ok.pivot_table(index="method", columns=by, values="value", aggfunc="mean")
     control = m.control  # a metric whose chance reference is a control run beside the methods
     if control:
-        # the control judged on each model preset: one chance row per preset when it ran on several
-        controls = ok[ok["base_method"] == control].assign(preset=lambda f: f["model_preset"].fillna(""))
-        chance = controls.pivot_table(index="preset", columns=by, values="value", aggfunc="mean")
+        # the control judged on each model (preset or kind): one chance row per model when it ran on several
+        controls = ok[ok["base_method"] == control]
+        chance = controls.assign(model=model_key(controls)).pivot_table(index="model", columns=by, values="value",
+                                                                         aggfunc="mean")
     else:
         chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
     chance = chance.reindex(columns=table.columns)
@@ -76,7 +83,9 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     flagged = cells["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG)
     table["near_chance"] = flagged.groupby(cells["method"]).sum().astype(int)
     chance.index = ["chance"] if len(chance) == 1 else [entry_label("chance", p or None) for p in chance.index]
-    return pd.concat([table, chance])
+    board = pd.concat([table, chance])
+    board.attrs["controls"] = control_verdict(rows, metric)
+    return board
 
 
 def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
@@ -91,4 +100,6 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
         t["s/cell"] = t["s/cell"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     body = t.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
     direction = get_metric(metric).direction
-    return f"mean {metric} over folds (columns: dataset/decoys; {direction} is better)\n{body}"
+    verdict = table.attrs.get("controls")
+    return f"mean {metric} over folds (columns: dataset/decoys; {direction} is better)\n{body}" + (
+        f"\n{verdict}" if verdict else "")

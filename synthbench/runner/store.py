@@ -4,9 +4,9 @@ Every cell is written in a single transaction, so a run killed at any instant le
 whole cells behind; a rerun skips cells whose status is ``ok`` or ``skipped`` (the data exceed
 a limit the method declares) and retries failed ones.
 
-Schema (version 7)::
+Schema (version 8)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 7
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 8
     runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
          machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped,
          host, pid, heartbeat_at)
@@ -14,7 +14,7 @@ Schema (version 7)::
           method, method_params, fold, n_folds, seed, explain, scorer, status, message, flags,
           seconds, peak_memory_bytes, model, permutation, versions, package_version, finished_at,
           suite, suite_hash, run_id, model_preset, scorer_seconds, scorer_params, input_shape,
-          global_truth, masks)
+          global_truth, masks, judged, judged_model)
 
 ``n_decoys`` is null for datasets without decoys; ``seconds`` is the method's time (and the
 training of the models it needs), ``scorer_seconds`` the scorer's; ``scorer_params`` (JSON, null when
@@ -22,14 +22,20 @@ the scorer has none on that input kind) what else defines its values, such as th
 aggregation of image maps. ``input_shape`` (JSON list: ``[p]`` for tables, ``[C, H, W]`` for
 images), ``global_truth`` and ``masks`` (0 or 1: whether the data have global ground truth, and
 per-instance masks) describe the cell's data; null where no data were made (a failed generator)
-and for cells written before schema 7.
+and for cells written before schema 7. ``judged`` is the cell's judged axis (the model kind a
+control is judged on beside the input kind's default, ``forest``; part of the cell id; null
+otherwise) and ``judged_model`` the model kind the cell's scorer measured (ROAD, ROAR, KAR:
+``mlp``, ``cnn``, ``forest``; null for a scorer that judges no model and for cells written before
+schema 8): reports pair each method with the control measured on the same model.
     datasets(dataset PRIMARY KEY, kind, decoys, family, description, plugin)
-    methods(method PRIMARY KEY, family, description, inputs, plugin)
+    methods(method PRIMARY KEY, family, description, inputs, plugin, control)
                                                  what each dataset and method of the store is, as
                                                  registered when its cells were written: input kind
                                                  (``tabular``, ``image``), whether it takes decoys,
                                                  report family, and ``plugin``, what to pass to
-                                                 ``--plugin`` to register it again (null: built in)
+                                                 ``--plugin`` to register it again (null: built in);
+                                                 ``control`` (0 or 1) whether a method is a control
+                                                 (null for rows written before schema 8)
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
     claims(cell_id PRIMARY KEY, run_id, claimed_at)
     examples(cell_id PRIMARY KEY, shape, maps)   the first images' relevance maps of an image cell
@@ -52,8 +58,10 @@ version 2 no runs, version 3 no model presets: their cells explain the default
 MLP preset of their time and carry none; version 4 no claims; version 5 no curves; version 6 no
 datasets and methods tables and no data columns on cells: a store opened for writing records there
 the datasets and methods this process has registered, so a report never needs the plugin that
-registered them); opened read-only, they are upgraded in a private in-memory copy. No upgrade
-changes a cell's id or its results, so a resumed run recomputes nothing.
+registered them; version 7 no judged columns on cells and no control flag on methods: a store
+opened for writing flags the methods this process has registered); opened read-only, they are
+upgraded in a private in-memory copy. No upgrade changes a cell's id or its results, so a resumed
+run recomputes nothing.
 """
 
 from __future__ import annotations
@@ -80,7 +88,7 @@ from synthbench.runner.grid import Cell
 
 __all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS", "plugin_of"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 APPLICATION = "synthbench"
 
 _CELLS_V2 = """
@@ -122,7 +130,9 @@ CREATE TABLE {name} (
 )"""
 #: Schema 7: what each cell's data were (see the module docstring).
 _CELLS_V7_COLUMNS = ("input_shape TEXT", "global_truth INTEGER", "masks INTEGER")
-_CELLS = _CELLS_V5.format(name="cells", extra="".join(f",\n    {c}" for c in _CELLS_V7_COLUMNS))
+#: Schema 8: the model a cell was judged on (see the module docstring).
+_CELLS_V8_COLUMNS = ("judged TEXT", "judged_model TEXT")
+_CELLS = _CELLS_V5.format(name="cells", extra="".join(f",\n    {c}" for c in (*_CELLS_V7_COLUMNS, *_CELLS_V8_COLUMNS)))
 _RUNS = """
 CREATE TABLE runs (
     run_id INTEGER PRIMARY KEY,
@@ -161,8 +171,9 @@ CREATE TABLE datasets (
 _METHODS = """
 CREATE TABLE methods (
     method TEXT PRIMARY KEY,
-    family TEXT, description TEXT, inputs TEXT, plugin TEXT
+    family TEXT, description TEXT, inputs TEXT, plugin TEXT{extra}
 )"""
+_METHODS_V8_COLUMNS = ("control INTEGER",)
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     _RUNS.format(extra="".join(f", {c}" for c in _RUN_LIVENESS)),
@@ -177,7 +188,7 @@ _SCHEMA = (
     _EXAMPLES,
     _CURVES,
     _DATASETS,
-    _METHODS,
+    _METHODS.format(extra="".join(f", {c}" for c in _METHODS_V8_COLUMNS)),
 )
 
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
@@ -188,6 +199,7 @@ _SCHEMA = (
 #: example maps, and a nullable ``n_decoys`` (datasets without decoys; the cells table is rebuilt
 #: again). 5 -> 6: the curves scorers measure. 6 -> 7: the datasets and methods tables and the data
 #: columns of cells (tables and columns added, nothing rebuilt: every cell keeps its id and row).
+#: 7 -> 8: the judged columns of cells and the control flag of methods (columns added).
 _UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -212,7 +224,9 @@ _UPGRADES = {
         _EXAMPLES,
     ),
     "5": (_CURVES,),
-    "6": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V7_COLUMNS), _DATASETS, _METHODS),
+    "6": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V7_COLUMNS), _DATASETS, _METHODS.format(extra="")),
+    "7": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V8_COLUMNS),
+          *(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V8_COLUMNS)),
 }
 
 #: Default seconds after which a silent run's claims lapse (the running process refreshes its
@@ -374,20 +388,24 @@ class ResultStore:
 
     def _describe_stored(self) -> None:
         """Record the datasets and methods of stored cells that the store does not describe yet (cells
-        written before schema 7) and that this process has registered, so reports need no plugin."""
+        written before schema 7), and the control flag of methods described before schema 8, for
+        those this process has registered, so reports need no plugin."""
         missing = {
             table: [r[0] for r in self._con.execute(
                 f"SELECT DISTINCT {column} FROM cells WHERE {column} NOT IN (SELECT {column} FROM {table})")
                 if r[0] in registry]
             for table, column, registry in (("datasets", "dataset", datasets.DATASETS), ("methods", "method", METHODS))
         }
-        if not any(missing.values()):
+        unflagged = [r[0] for r in self._con.execute("SELECT method FROM methods WHERE control IS NULL") if r[0] in METHODS]
+        if not any(missing.values()) and not unflagged:
             return
         with self._transaction():
             for name in missing["datasets"]:
                 self._con.execute("INSERT OR IGNORE INTO datasets VALUES (?, ?, ?, ?, ?, ?)", _dataset_row(name))
             for name in missing["methods"]:
-                self._con.execute("INSERT OR IGNORE INTO methods VALUES (?, ?, ?, ?, ?)", _method_row(name))
+                self._con.execute("INSERT OR IGNORE INTO methods VALUES (?, ?, ?, ?, ?, ?)", _method_row(name))
+            self._con.executemany("UPDATE methods SET control = ? WHERE method = ? AND control IS NULL",
+                                  [(int(METHODS[name].control), name) for name in unflagged])
 
     def _transaction(self):
         return _Transaction(self._con)
@@ -450,13 +468,13 @@ class ResultStore:
             config["version"], _now(), *(c.suite or (None, None)), run_id, c.model, result.scorer_seconds,
             _json(config.get("scorer_params")),
             None if result.input_shape is None else json.dumps([int(d) for d in result.input_shape]),
-            _flag(result.global_truth), _flag(result.masks),
+            _flag(result.global_truth), _flag(result.masks), c.judged, c.judged_model,
         )
         described = (_dataset_row(c.dataset), _method_row(c.method))
         try:
             with self._transaction():
                 self._con.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, ?, ?, ?)", described[0])
-                self._con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?, ?, ?, ?)", described[1])
+                self._con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?, ?, ?, ?, ?)", described[1])
                 self._con.execute("DELETE FROM claims WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute("DELETE FROM cells WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute(f"INSERT INTO cells VALUES ({','.join('?' * len(row))})", row)
@@ -549,20 +567,25 @@ class ResultStore:
 
         Columns: cell_id, dataset, dataset_params (JSON text), n_samples, n_decoys (null without
         decoys), n_features, k, method, model_preset (the preset of the model the method explains,
-        or null), explain, scorer, scorer_params, fold, seed, metric, value, chance, seconds (the method's),
+        or null), judged (the model kind a control was judged on beside the default, or null),
+        judged_model (the model kind the scorer measured, or null), control (bool: the method is a
+        control, as the store records it or, for methods it does not flag, as registered here),
+        explain, scorer, scorer_params, fold, seed, metric, value, chance, seconds (the method's),
         scorer_seconds, peak_memory_bytes, status, message, flags (comma-separated, e.g.
         ``model_near_chance``), suite, suite_hash, run_id. Failed cells appear once with a null
         metric, so they are never silently missing. Rows of different scorers, explain modes,
-        presets or dataset parameters are different results: group by them before averaging.
+        presets, judged models or dataset parameters are different results: group by them before averaging.
         """
         sql = (
             "SELECT c.cell_id, c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.n_features, c.k, c.method,"
-            " c.model_preset, c.explain, c.scorer, c.scorer_params, c.fold, c.seed,"
+            " c.model_preset, c.judged, c.judged_model, m.control, c.explain, c.scorer, c.scorer_params, c.fold, c.seed,"
             " s.metric, s.value, s.chance, c.seconds, c.scorer_seconds, c.peak_memory_bytes, c.status, c.message,"
             " c.flags, c.suite, c.suite_hash, c.run_id"
-            " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id"
+            " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id LEFT JOIN methods m ON m.method = c.method"
         )
-        return self._query(sql, cell_ids, alias="c.")
+        rows = self._query(sql, cell_ids, alias="c.")
+        registered = rows["method"].map(lambda name: name in METHODS and METHODS[name].control)
+        return rows.assign(control=rows["control"].astype("boolean").fillna(registered).astype(bool))
 
     def curves(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Tidy curve points, one per cell, curve, x and replicate (all cells, or those of ``cell_ids``).
@@ -662,7 +685,7 @@ def _dataset_row(name: str) -> tuple:
 def _method_row(name: str) -> tuple:
     """The ``methods`` row of the registered method ``name``."""
     spec = METHODS[name]
-    return name, spec.family, spec.description, json.dumps(list(spec.inputs)), plugin_of(spec.fn)
+    return name, spec.family, spec.description, json.dumps(list(spec.inputs)), plugin_of(spec.fn), int(spec.control)
 
 
 def plugin_of(obj: Any) -> str | None:

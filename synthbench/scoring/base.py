@@ -72,13 +72,15 @@ DEFAULT_MODELS = {"tabular": "mlp", "image": "cnn"}
 
 
 def explained_kind(spec: MethodSpec, kind: str) -> str:
-    """The model kind ``spec`` explains on ``kind`` inputs, or the input kind's default model.
+    """The model kind ``spec`` explains (or is judged on) on ``kind`` inputs, else the input kind's default model.
 
     A method that needs exactly one model on this input kind explains it (``gradient`` the MLP or
     CNN, ``treeshap`` the forest); a method that needs none (``random``, ``sobel``, ``mrmr``) or
-    several is judged on :data:`DEFAULT_MODELS`'s model of the kind, shared with every other method.
+    several is judged on the model its spec names for the kind (``spec.judged``, set by
+    :meth:`~synthbench.methods.registry.MethodSpec.judged_on`: a control judged on the forest) or
+    else on :data:`DEFAULT_MODELS`'s model of the kind, shared with every other method.
     """
-    return spec.explains(kind) or DEFAULT_MODELS[kind]
+    return spec.explains(kind) or spec.judged.get(kind) or DEFAULT_MODELS[kind]
 
 
 def explained_model(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[str, Any]:
@@ -97,7 +99,8 @@ class Scorer(Protocol):
         it has them, see :class:`Metric`)
     judges_model : (optional, False when absent) its values measure the model each method
         explains (:func:`explained_kind`), so a method that explains none is judged on the input
-        kind's default model, one cell per preset of the grid
+        kind's default model, one cell per preset of the grid, and a control also on each other
+        model kind the grid's methods explain (its chance must be measured on their model)
     retrains : (optional, False when absent) it trains fresh models of the kind each method
         explains, so a grid pairing it with a kind that is not ``retrainable`` is refused before
         anything runs

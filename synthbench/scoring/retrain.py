@@ -16,11 +16,13 @@ own replicate ``r``, and its accuracy on the changed test rows is measured. The 
 The curve ``roar`` (or ``kar``), x = fraction and one column per replicate, is stored with the
 cell; the value is its mean over the fractions and replicates (``roar_accuracy``: lower is
 better, the removed inputs mattered; ``kar_accuracy``: higher is better, the kept inputs
-suffice). The chance reference is the ``random`` control of the same run, whose random maps are
+suffice). The chance reference is the ``random`` control of the same run, retrained as the kind
+each method explains (``random@forest`` beside ``rf``), whose random maps are
 fixed per example by default (``random_masks="fixed"``); with ``random_masks="epoch"`` the
 control's training rows get a fresh random mask every epoch (as some ROAR code does without
 saying so: the model then sees every input of an example over the epochs, which flatters the
-control), its test rows keep one.
+control), its test rows keep one; a model kind trained without epochs (the forest, on which the
+control is judged beside ``rf``) has none to redraw in and sees the fixed masks.
 
 The method's maps of every training and test row are computed once per fold and method and
 shared by ROAR and KAR (:meth:`~synthbench.models.SharedModels.shared`): the scorer that runs
@@ -39,7 +41,7 @@ from typing import ClassVar
 import numpy as np
 
 from synthbench.methods.registry import MethodSpec, run_method
-from synthbench.models import SharedModels
+from synthbench.models import SharedModels, model_kind
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
 from synthbench.scoring.metrics import Metric
@@ -127,7 +129,7 @@ class RetrainScorer:
         rng = data.rng(self.name, spec.name)
         orders = rank(train_keys, rng, signed=self.signed), rank(test_keys, rng, signed=self.signed)
         mean = self._mean(data)
-        redraw = self.random_masks == "epoch" and spec.name == self._control
+        redraw = self.random_masks == "epoch" and spec.name == self._control and model_kind(kind).epoch_inputs
         values = [[accuracy(models.get(kind, replicate=r), data.X_test, data.y_test)
                    for r in range(self.repeats)]]
         for i, t in enumerate(self.fractions):

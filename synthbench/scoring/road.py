@@ -12,7 +12,8 @@ Curves ``morf`` and ``lerf`` (x = fraction, 0 = the clean inputs) are stored wit
 values are their means over the fractions (``road_morf``: lower is better, ``road_lerf``: higher
 is better) and ``road_gap = road_lerf - road_morf``, ROAD's consistency of the two orders on one
 cell (higher is better: the ranking separates the inputs the model uses from those it does not).
-Their chance reference is the ``random`` control measured in the same run.
+Their chance reference is the ``random`` control measured in the same run on the same model (a
+control is judged on every model the grid's methods explain: ``random@forest`` beside ``rf``).
 """
 
 from __future__ import annotations
