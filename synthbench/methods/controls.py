@@ -1,7 +1,7 @@
 """Control methods that know nothing about the label: the floor every real method must beat.
 
-``random`` gives uniform random scores (tables: one per feature; images: one per input element of
-every explained image, as a map). ``input`` is the explained input itself, and ``sobel`` an edge
+``random`` gives uniform random scores (tables: one per feature, and a map per explained row;
+images: one per input element of every explained image, as a map). ``input`` is the explained input itself, and ``sobel`` an edge
 detector of the image alone: maps with no model and no label that look plausible (the point of
 the 2018 sanity-check paper, Adebayo et al.), which a saliency method should beat to be worth more
 than its picture. Each is registered with ``control=True``: scorers that judge the explained model
@@ -22,9 +22,12 @@ from synthbench.protocol import FoldData, MethodOutput
 @register_method("random", description="control: uniform random scores from the cell's seed (images: random maps)",
                  inputs=("tabular", "image"), control=True)
 def random_scores(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray | MethodOutput:
-    """Tables: scores drawn i.i.d. U(0, 1), shape ``(p,)``. Images: maps ``(n_explain, C, H, W)`` i.i.d. U(0, 1)."""
+    """Tables: scores drawn i.i.d. U(0, 1), shape ``(p,)``, then maps ``(n_explain, p)`` drawn after them (so
+    the scores are what they were before the control drew maps). Images: maps ``(n_explain, C, H, W)``
+    i.i.d. U(0, 1), their mean the score."""
     if data.kind == "tabular":
-        return rng.random(data.n_features)
+        scores = rng.random(data.n_features)
+        return MethodOutput(scores, rng.random(data.X_explain.shape))
     local = rng.random(data.X_explain.shape)
     return MethodOutput(local.mean(axis=0), local)
 
