@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -322,3 +324,30 @@ def test_top_down_cells_store_the_activation_scale_curve_once_per_fold(xor_fold)
     assert curves[0].x.tolist() == list(range(1, len(layers) + 1))
     assert "activation_scale" not in RandomisationScorer(order="bottom_up").score(
         run_method(get_method("saliency"), data, models), data, get_method("saliency"), models).curves
+
+
+def test_randomisation_from_the_command_line_to_the_report(tmp_path, capsys):
+    from synthbench.report import build_report, load_results
+    from synthbench.run import main
+    from synthbench.runner.store import ResultStore
+
+    store = tmp_path / "r.sqlite"
+    args = ["--datasets", "xor", "--decoys", "6", "--n-samples", "400", "--folds", "2", "--jobs", "1", "--methods",
+            "saliency,integrated_gradients,guided_backprop,anova,mrmr,random,input", "--model", "sparse_mlp",
+            "--scorer", "ground_truth,randomisation", "--quiet", "--store", str(store)]
+    assert main(args) == 0
+    assert "28 cells run" in capsys.readouterr().out
+    with ResultStore(store, readonly=True) as db:
+        curves, cells = db.curves(), db.cells()
+    randomised = cells[cells["scorer"] == "randomisation"]
+    assert (randomised["status"] == "ok").all()
+    assert set(curves["curve"]) == {"spearman_abs", "spearman", "top_k", "activation_scale"}
+    assert main(args) == 0 and "0 cells run, 28 already" in capsys.readouterr().out
+    md = build_report(load_results(store)).markdown
+    assert "## randomisation curves" in md and "per model state (layers re-drawn" in md
+    assert "Why top-down randomisation cannot rank methods" in md
+    assert "Controls input, random do as well as" in md  # Binder's claim (i), said in words
+    trust = md.split("## Which verdict to trust")[1].split("## Provenance")[0]
+    row = next(line for line in trust.splitlines() if "randomisation `randomisation_spearman_abs`" in line)
+    assert row.split("|")[3].strip() == "5" and row.split("|")[4].strip() == "2"  # 5 methods (no controls), 2 folds
+    assert re.search(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]", row)  # rho and its bootstrap interval

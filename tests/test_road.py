@@ -171,7 +171,7 @@ def test_road_beside_the_truth_from_the_command_line_stores_curves_resumes_and_r
     assert main(args) == 0 and "0 cells run, 18 already" in capsys.readouterr().out  # resumed: nothing recomputed
     md = build_report(load_results(store)).markdown
     assert "## road leaderboard" in md and "## road curves" in md and "Spearman ρ (p)" in md
-    assert "The chance columns are the `random` control's mean" in md and "At the largest share removed (0.9)" in md
+    assert "The chance columns are the `random` control's mean" in md and "At the last point (0.9)" in md
     free = road[road["method"].isin(["mrmr", "random"]) & road["judged"].isna()]  # explain no model: judged on the
     assert set(free["model_preset"]) == {"sparse_mlp"} and road.loc[road["method"] == "rf", "model_preset"].isna().all()
     # one the grid explains; the control (not the filter mrmr) also on the forest, beside rf

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from synthbench import datasets
 from synthbench.scoring import get_metric, get_scorer
 from synthbench.report import figures, tables
+from synthbench.report.trust import rank_agreement
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
 from synthbench.runner.judged import control_verdict
@@ -243,6 +244,7 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
             md += _image_sections(part, report, prefix, heading)
         else:
             md += _tabular_sections(part, report, metrics, level, alpha, prefix, heading)
+    md += _trust_section(groups, metrics)
     md += ["## Provenance", "", *_provenance(results), ""]
     report.markdown = "\n".join(md)
     return report
@@ -329,6 +331,10 @@ def _truth_part(groups: list[tuple[str, str, Results]], kind: str, part: Results
     return None
 
 
+#: The most metrics a verdict's leaderboard shows (its headline first), so a table fits a screen.
+LEADERBOARD_METRICS = 4
+
+
 def _verdict_sections(results: Results, truth: Results | None, report: Report, metrics: tuple[str, ...],
                       prefix: str, heading: str) -> list[str]:
     """A scorer other than the ground truth (ROAD, ...): its leaderboard, its curves, and its ranking of the
@@ -347,19 +353,31 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
               if controls else "")
            + " Means over the folds' cells with 95 % Student-t confidence intervals.", ""]
     md += _controls_lines(results, names[0])
+    shown = names[:LEADERBOARD_METRICS]
+    if len(names) > len(shown):
+        md += [f"The tables show the first {len(shown)} metrics; the store holds all {len(names)}.", ""]
     for setting in results.settings:
-        table = tables.summary_table(results, metrics=names, setting=setting)
-        md += [f"### {setting}", "", _leaderboard_markdown(table.dropna(subset=[names[0]]), names), ""]
-    curves = tables.scorer_curve_table(results)
+        table = tables.summary_table(results, metrics=shown, setting=setting)
+        md += [f"### {setting}", "", _leaderboard_markdown(table.dropna(subset=[names[0]]), shown), ""]
+    all_curves = tables.scorer_curve_table(results)
+    model_level = set(getattr(get_scorer(scorer), "model_curves", ()))
+    curves = all_curves[~all_curves["curve"].isin(model_level)]
     styles = figures.method_styles(results.methods, results.families)
+    axis = getattr(get_scorer(scorer), "curve_axis", "share of inputs removed")
+    headline = declared[names[0]]
+    limits = headline.limits if all(map(np.isfinite, headline.limits)) else (-np.inf, np.inf)
     if not curves.empty:
         md += [f"## {scorer} curves{heading}", "",
-               f"Mean value of each curve {scorer} measured, per share of the inputs removed (0: the clean inputs), "
-               "per setting and decoy count; bands are 95 % confidence intervals over the cells.", "",
+               f"Mean value of each curve {scorer} measured, per {axis}, per setting and decoy count; bands are 95 % "
+               "confidence intervals over the cells.", "",
                *_figure(report, True, f"{prefix}{scorer}_curves.png", f"{scorer} curves",
-                        lambda: figures.scorer_curves(curves, styles)),
-               f"At the largest share removed ({curves['x'].max():g}), the mean of each curve:", "",
+                        lambda: figures.scorer_curves(curves, styles, ylabel=headline.unit or names[0], limits=limits,
+                                                      xlabel=axis)),
+               f"At the last point ({curves['x'].max():g}), the mean of each curve:", "",
                _last_point_markdown(curves), ""]
+    model_curves = all_curves[all_curves["curve"].isin(model_level)]
+    if not model_curves.empty:
+        md += _model_curves_lines(model_curves, axis)
     truth_metric = metrics[0] if kind == "tabular" else IMAGE_METRICS[0]
     paired = pd.DataFrame() if truth is None else tables.beside_truth(results, truth, names[0], truth_metric)
     md += [f"## {scorer} beside the ground truth{heading}", ""]
@@ -377,10 +395,79 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
     return md
 
 
+def _model_curves_lines(curves: pd.DataFrame, axis: str) -> list[str]:
+    """Curves that describe the fold's model (the same for every method): their mean per setting and x."""
+    lines = []
+    for name, part in curves.groupby("curve", sort=False):
+        part = part.assign(setting=[tables.setting_label(s, d) for s, d in zip(part["setting"], part["n_decoys"])])
+        table = part.pivot_table(index="setting", columns="x", values="mean", aggfunc="mean", sort=False)
+        table.columns = [f"{x:g}" for x in table.columns]
+        what = _MODEL_CURVES.get(name, f"`{name}`")
+        lines += [f"{what} Columns: the {axis}.", "",
+                  table.map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}").to_markdown(disable_numparse=True), ""]
+    return lines
+
+
+#: What a model-level curve shows, for the report.
+_MODEL_CURVES = {
+    "activation_scale": "Why top-down randomisation cannot rank methods (Binder et al. 2023, claim (ii)): after the "
+                        "layers above a layer are re-drawn, the Spearman correlation, over that layer's input units, "
+                        "between each unit's mean |activation| and its contribution to the randomised output "
+                        "(|activation x gradient|), averaged over the folds. Near 1, the randomised output follows the "
+                        "trained activations' scale whatever the new weights, so every map after randomisation keeps "
+                        "that imprint.",
+}
+
+
 def _controls_lines(results: Results, metric: str) -> list[str]:
     """The sentence saying whether the controls do as well as the methods on ``metric`` (none when no control ran)."""
     verdict = control_verdict(results.scores, metric)
     return [verdict, ""] if verdict else []
+
+
+def _headline(part: Results) -> str | None:
+    """The first metric its scorer declares for its input kind that has a value in ``part``."""
+    kind, scorer = part.cells["kind"].iloc[0], part.cells["scorer"].iloc[0]
+    present = set(part.scores["metric"])
+    return next((m for m, info in get_scorer(scorer).metrics.items() if kind in info.kinds and m in present), None)
+
+
+def _trust_section(groups: list[tuple[str, str, Results]], metrics: tuple[str, ...]) -> list[str]:
+    """Which verdict to trust: every verdict of the store beside the ground truth, one table."""
+    rows = []
+    for label, kind, part in groups:
+        scorer = part.cells["scorer"].iloc[0]
+        truth = _truth_part(groups, kind, part)
+        metric = _headline(part)
+        if scorer == "ground_truth" or truth is None or metric is None:
+            continue
+        truth_metric = metrics[0] if kind == "tabular" else IMAGE_METRICS[0]
+        paired = tables.paired_cells(part, truth, metric, truth_metric)
+        if paired.empty:
+            continue
+        paired = paired.assign(fold=[f"{s}/{f}" for s, f in zip(paired["seed"], paired["fold"])])
+        agree = rank_agreement(paired, get_metric(metric, scorer).direction,
+                               get_metric(truth_metric, "ground_truth").direction,
+                               controls=set(paired.loc[paired["control"], "method"]))
+        params = part.cells["scorer_params"].fillna("").iloc[0]
+        several = sum(other.cells["scorer"].iloc[0] == scorer for _, _, other in groups) > 1
+        name = f"{scorer} `{metric}`" + (f" ({params})" if several and params else "")
+        for r in agree.itertuples():
+            interval = "" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]"
+            rows.append({"setting": tables.setting_label(r.setting, r.n_decoys), "verdict": name,
+                         "methods": r.methods, "folds": r.folds, "rho": r.spearman,
+                         "Spearman ρ [95 % CI]": "–" if pd.isna(r.spearman) else f"{r.spearman:+.2f}{interval}",
+                         "Kendall τ": "–" if pd.isna(r.kendall) else f"{r.kendall:+.2f}"})
+    if not rows:
+        return []
+    table = pd.DataFrame(rows).sort_values(["setting", "rho"], ascending=[True, False], na_position="last")
+    return ["## Which verdict to trust", "",
+            "Every verdict in this store set beside the ground truth on the same cells: the rank correlation between "
+            "the verdict's ordering of the methods (its headline metric) and the ground truth's (+1: the same order; "
+            "0: unrelated; below 0: reversed), controls left out, with a 95 % percentile bootstrap interval over the "
+            "folds (scipy.stats.bootstrap). A verdict whose interval holds 0 says nothing, on this data, about which "
+            "method recovers what drives the label.", "",
+            table.drop(columns="rho").to_markdown(index=False, disable_numparse=True), ""]
 
 
 def _last_point_markdown(curves: pd.DataFrame) -> str:

@@ -398,12 +398,12 @@ def _panel_grid(n: int, width: float, *, sharey: bool = False) -> tuple[Figure, 
 
 
 def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str = "accuracy",
-                  limits: tuple[float, float] = (0.0, 1.0)) -> Figure:
+                  limits: tuple[float, float] = (0.0, 1.0), xlabel: str = "share of inputs removed") -> Figure:
     """A scorer's stored curves: one panel per (setting, decoy count) and curve name, one line per method.
 
-    ``curves`` is :func:`synthbench.report.tables.scorer_curve_table`'s output; x is the share of
-    inputs removed (0 = clean), bands are 95 % CIs over the cells, clipped to the values' ``limits``
-    (few cells give wide intervals).
+    ``curves`` is :func:`synthbench.report.tables.scorer_curve_table`'s output; x is ``xlabel`` (by
+    default the share of inputs removed, 0 = clean), bands are 95 % CIs over the cells, clipped to
+    the values' ``limits`` (few cells give wide intervals).
     """
     panels = list(dict.fromkeys(zip(curves["setting"], curves["n_decoys"], curves["curve"])))
     fig, axes = _panel_grid(len(panels), 3.6, sharey=True)
@@ -418,7 +418,7 @@ def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str
                             linewidth=0)
             handles.setdefault(method, line)
         ax.set_title(f"{setting_label(setting, decoys)} — {curve}", fontsize=9)
-        ax.set_xlabel("share of inputs removed", fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=8)
         ax.grid(True, alpha=0.3)
     for ax in axes[:, 0]:
         ax.set_ylabel(ylabel, fontsize=8)

@@ -311,15 +311,14 @@ def scorer_curve_table(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "curve", "x", "mean", "lo", "hi", "cells"])
 
 
-def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: str) -> pd.DataFrame:
-    """A scorer's verdict on each method beside the ground truth's on the same cells.
+def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: str) -> pd.DataFrame:
+    """A scorer's verdict on each method beside the ground truth's, cell by cell.
 
     Cells are paired by configuration (setting, decoy count, seed, fold, method); a method that
-    explains no model (``random``) pairs its one truth cell with its verdict on each model preset
-    it was judged on (``random@sparse_mlp``). Only pairs where both are finished count. Returns
-    one row per setting, decoy count and method with the columns ``setting, n_decoys, method,
-    truth, verdict, cells`` (means over the paired cells; ``n_decoys`` -1 for a dataset without
-    decoys).
+    explains no model (``random``) pairs its one truth cell with its verdict on each model it
+    was judged on (``random@sparse_mlp``). Only pairs where both are finished count. Returns the
+    columns ``setting, n_decoys, seed, fold, method, control, truth, verdict`` (``n_decoys`` -1
+    for a dataset without decoys; ``control`` True for a control method's rows).
     """
     keys = ["setting", "n_decoys", "seed", "fold", "pair"]
     model_free = set(truth.scores.loc[truth.scores["model_preset"].isna(), "base_method"])
@@ -327,12 +326,22 @@ def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: st
     def values(results: Results, name: str) -> pd.DataFrame:
         sel = results.scores[results.scores["metric"] == name]
         pair = sel["method"].where(~sel["base_method"].isin(model_free), sel["base_method"])
-        return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair)[[*keys, "method", "value"]]
+        control = sel["control"].fillna(False).astype(bool)
+        return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair, control=control)[
+            [*keys, "method", "control", "value"]]
 
-    paired = values(truth, truth_metric).drop(columns="method").merge(values(verdict, metric), on=keys,
-                                                                      suffixes=("_truth", "_verdict"))
+    paired = values(truth, truth_metric).drop(columns=["method", "control"]).merge(
+        values(verdict, metric), on=keys, suffixes=("_truth", "_verdict"))
+    return paired.rename(columns={"value_truth": "truth", "value_verdict": "verdict"})[
+        ["setting", "n_decoys", "seed", "fold", "method", "control", "truth", "verdict"]]
+
+
+def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: str) -> pd.DataFrame:
+    """:func:`paired_cells` averaged per setting, decoy count and method: the columns ``setting, n_decoys,
+    method, truth, verdict, cells`` (means over the paired cells)."""
+    paired = paired_cells(verdict, truth, metric, truth_metric)
     out = paired.groupby(["setting", "n_decoys", "method"], sort=False).agg(
-        truth=("value_truth", "mean"), verdict=("value_verdict", "mean"), cells=("value_truth", "size"))
+        truth=("truth", "mean"), verdict=("verdict", "mean"), cells=("truth", "size"))
     return out.reset_index()
 
 

@@ -109,6 +109,9 @@ class Scorer(Protocol):
         refused (or those methods left out of a default method list) before anything runs; such a
         scorer also offers ``check_layers(n_layers, what)`` (ValueError for layers a network of
         ``n_layers`` does not have)
+    curve_axis : (optional) what its curves' x is, for reports (default: the share of inputs removed)
+    model_curves : (optional) names of curves that describe the fold's model rather than the
+        method (the same in every cell of a fold), which reports draw once per setting
     """
 
     name: str
