@@ -278,6 +278,7 @@ def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_rer
     assert [t[2]["max_epochs"] for t in tries] == [50, 100, 200, 400][: len(tries)] and len(tries) > 1  # doubled
     assert all(t[1] and t[2]["validation"] == "none" for t in tries)
     assert trainings[len(tries):] == [("forest", True, None)]  # once per fold each, the forest as it trains
+    assert "data_randomisation_fit" not in values["mrmr"]  # needs no model: nothing retrained, no fit to report
     mlp = models.shared(("data_randomisation", "mlp", 50, 0.9, 400), lambda: None)
     fit = np.mean(mlp.predict(data.X_train) == permuted_labels(data).y_train)
     assert values["saliency"]["data_randomisation_fit"] == fit
@@ -351,3 +352,13 @@ def test_randomisation_from_the_command_line_to_the_report(tmp_path, capsys):
     row = next(line for line in trust.splitlines() if "randomisation `randomisation_spearman_abs`" in line)
     assert row.split("|")[3].strip() == "5" and row.split("|")[4].strip() == "2"  # 5 methods (no controls), 2 folds
     assert re.search(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]", row)  # rho and its bootstrap interval
+
+
+def test_a_method_needing_several_models_is_skipped_with_the_reason(xor_fold):
+    from synthbench.methods.registry import MethodSpec
+    from synthbench.scoring import SkipCell
+
+    data, models = xor_fold
+    both = MethodSpec("both", lambda data, models, rng: np.ones(data.n_features), "test", {"tabular": ("mlp", "forest")})
+    with pytest.raises(SkipCell, match="needs several models \\(mlp, forest\\)"):
+        get_scorer("randomisation").score(run_method(both, data, models), data, both, models)

@@ -2,9 +2,7 @@
 labels it learnt from are permuted?
 
 The fold's training labels are permuted (seeded by the fold, the same permutation for every
-method), every model the method needs is retrained on them (a method that needs none is judged
-on the input kind's default network, which is retrained too so its fit is on record), and the
-method is rerun on the permuted fold with the retrained models: the neural methods explain the
+method), every model the method needs is retrained on them, and the method is rerun on the permuted fold with the retrained models: the neural methods explain the
 network trained on noise, the forest's importances and TreeSHAP read the forest grown on it,
 mRMR and the embedded selectors select against the permuted labels. Each explained example's map
 is compared with its map on the real labels by every similarity measure of
@@ -19,7 +17,8 @@ permuted labels reaches ``fit`` or ``max_epochs`` were run (a small network on f
 memorises slowly). Whether they fit is measured, not assumed: ``data_randomisation_fit`` is the lowest
 training accuracy on the permuted labels among the retrained models, and
 ``data_randomisation_held_out`` the highest accuracy on the real held-out labels (near chance
-when the permutation destroyed the signal). The forest grows full trees and fits as it is.
+when the permutation destroyed the signal); a method that needs no model (a filter, a control,
+an embedded selector training its own networks) has neither. The forest grows full trees and fits as it is.
 Every retrained model is trained once per fold and shared by the fold's methods.
 """
 
@@ -36,7 +35,7 @@ from synthbench.methods.recipe import TARGET_RULES
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels, model_kind
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.base import Scores, explained_kind, register_scorer
+from synthbench.scoring.base import Scores, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.similarity import NORMALISATIONS, mean_similarities, similarity_metrics
@@ -138,9 +137,8 @@ class DataRandomisationScorer:
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """Each measure's mean over the explained examples, with the retrained models' fit."""
         permuted = permuted_labels(data)
-        kinds = spec.needs_for(data.kind) or (explained_kind(spec, data.kind),)
         view, fit, held_out = models, [], []
-        for kind in dict.fromkeys(kinds):
+        for kind in dict.fromkeys(spec.needs_for(data.kind)):
             model = self.retrained(data, models, kind)
             view = view.with_model(kind, model)
             fit.append(float(np.mean(model.predict(data.X_train) == permuted.y_train)))
@@ -151,7 +149,9 @@ class DataRandomisationScorer:
                                    top_k=float(self.top_k), input_shape=data.input_shape,
                                    rng=data.rng(self.name, spec.name, "top_k"))
         out = {f"{self.name}_{k}": v for k, v in values.items() if np.isfinite(v)}
-        return Scores({**out, f"{self.name}_fit": min(fit), f"{self.name}_held_out": max(held_out)})
+        if fit:
+            out.update({f"{self.name}_fit": min(fit), f"{self.name}_held_out": max(held_out)})
+        return Scores(out)
 
 
 #: The registered instance: ``--scorer data_randomisation``.

@@ -71,7 +71,7 @@ from synthbench.models import SharedModels, model_kind
 from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.activation_scale import activation_scale_curve
-from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
+from synthbench.scoring.base import Curve, Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.similarity import NORMALISATIONS, Comparison, preprocess, similarity_metrics
@@ -211,6 +211,9 @@ class RandomisationScorer:
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """The similarity (or entropy) values and curves of the method's maps over the randomised states."""
+        if spec.explains(data.kind) is None and spec.needs_for(data.kind):
+            raise SkipCell(f"{spec.name} needs several models ({', '.join(spec.needs_for(data.kind))}); the check "
+                           "randomises the one model a method explains")
         kind, model = explained_model(spec, data, models)
         layers_of = model_kind(kind).layers
         if layers_of is None:
