@@ -38,7 +38,7 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Scores, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import NORMALISATIONS, mean_similarities, similarity_metrics
+from synthbench.scoring.similarity import check_comparison, mean_similarities, similarity_metrics
 
 __all__ = ["DataRandomisationScorer", "DATA_RANDOMISATION", "permuted_labels"]
 
@@ -99,10 +99,7 @@ class DataRandomisationScorer:
             raise ValueError(f"fit must be in (0, 1], got {self.fit}")
         if self.target not in TARGET_RULES:
             raise ValueError(f"target must be one of {', '.join(TARGET_RULES)}, got {self.target!r}")
-        if self.normalise not in NORMALISATIONS:
-            raise ValueError(f"normalise must be one of {', '.join(NORMALISATIONS)}, got {self.normalise!r}")
-        if not 0.0 < float(self.top_k) <= 1.0:
-            raise ValueError(f"top_k must be in (0, 1], got {self.top_k}")
+        check_comparison(self.normalise, self.top_k)
         if not self.metrics:
             metrics = similarity_metrics(self.name, "the maps before and after the labels were permuted",
                                          {"": "mean over the examples"})

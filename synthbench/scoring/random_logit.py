@@ -29,7 +29,7 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import NORMALISATIONS, mean_similarities, similarity_metrics
+from synthbench.scoring.similarity import check_comparison, mean_similarities, similarity_metrics
 
 __all__ = ["RandomLogitScorer", "RANDOM_LOGIT", "other_classes"]
 
@@ -62,10 +62,7 @@ class RandomLogitScorer:
     metrics: Mapping[str, Metric] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.normalise not in NORMALISATIONS:
-            raise ValueError(f"normalise must be one of {', '.join(NORMALISATIONS)}, got {self.normalise!r}")
-        if not 0.0 < float(self.top_k) <= 1.0:
-            raise ValueError(f"top_k must be in (0, 1], got {self.top_k}")
+        check_comparison(self.normalise, self.top_k)
         if not self.metrics:
             object.__setattr__(self, "metrics", similarity_metrics(
                 self.name, "the maps for the label and for a random other class", {"": "mean over the examples"}))

@@ -59,8 +59,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -74,7 +74,7 @@ from synthbench.scoring.activation_scale import activation_scale_curve
 from synthbench.scoring.base import Curve, Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import NORMALISATIONS, Comparison, preprocess, similarity_metrics
+from synthbench.scoring.similarity import Comparison, check_comparison, preprocess, similarity_metrics
 
 __all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade",
            "map_entropy"]
@@ -83,6 +83,7 @@ __all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "
 ORDERS = ("top_down", "bottom_up", "independent")
 #: ``"similarity"``: MPRT and sMPRT; ``"entropy"``: eMPRT.
 VARIANTS = ("similarity", "entropy")
+
 
 def cascade(names: list[str], order: str) -> list[tuple[str, ...]]:
     """The randomised layers of each state ``1 .. L`` of ``order`` over ``names`` (forward order)."""
@@ -168,9 +169,7 @@ class RandomisationScorer:
         _choice("variant", self.variant, VARIANTS)
         _choice("order", self.order, ORDERS)
         _choice("target", self.target, TARGET_RULES)
-        _choice("normalise", self.normalise, NORMALISATIONS)
-        if not 0.0 < float(self.top_k) <= 1.0:
-            raise ValueError(f"top_k must be in (0, 1], got {self.top_k}")
+        check_comparison(self.normalise, self.top_k)
         if int(self.noise_samples) != self.noise_samples or self.noise_samples < 0:
             raise ValueError(f"noise_samples must be a whole number >= 0, got {self.noise_samples}")
         if not self.noise_level > 0:

@@ -27,7 +27,7 @@ from synthbench.scoring.ranking import rank
 
 __all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows",
            "top_k_intersection", "ssim_rows", "hog_spearman_rows", "similarity", "mean_similarities", "Comparison", "LIMITS",
-           "LABELS", "similarity_metrics"]
+           "LABELS", "similarity_metrics", "check_comparison"]
 
 NORMALISATIONS = ("none", "max", "second_moment")
 """How :func:`preprocess` scales each example's map."""
@@ -324,6 +324,14 @@ def mean_similarities(reference: np.ndarray, other: np.ndarray, *, absolute: boo
     """:meth:`Comparison.against` of one pair of map sets."""
     return Comparison(reference, absolute=absolute, normalise=normalise, top_k=top_k,
                       input_shape=input_shape).against(other, rng)
+
+
+def check_comparison(normalise: str, top_k: float) -> None:
+    """ValueError for a normalisation not in :data:`NORMALISATIONS` or a ``top_k`` outside (0, 1]."""
+    if normalise not in NORMALISATIONS:
+        raise ValueError(f"normalise must be one of {', '.join(NORMALISATIONS)}, got {normalise!r}")
+    if not 0.0 < float(top_k) <= 1.0:
+        raise ValueError(f"top_k must be in (0, 1], got {top_k}")
 
 
 def similarity_metrics(prefix: str, between: str, summaries: dict[str, str]) -> dict[str, Metric]:
