@@ -30,7 +30,13 @@ def test_every_generated_dataset_passes_check_dataset(name):
     assert "same seed, same data" in check_dataset(name)
 
 
-@pytest.mark.parametrize("name", method_names())
+#: Methods whose check takes a minute on two cores, kept out of the default run (``pytest -m slow`` runs
+#: them): tests/test_selectors_2023.py runs each on a fold and checks what it selects.
+SLOW_CHECKS = {"lassonet_2023"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CHECKS else n
+                                  for n in method_names()])
 def test_every_method_passes_check_method(name, cache):
     passed = check_method(name, cache=cache)
     assert any(c.endswith("same fold, same output") for c in passed)
