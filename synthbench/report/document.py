@@ -378,6 +378,10 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
     model_curves = all_curves[all_curves["curve"].isin(model_level)]
     if not model_curves.empty:
         md += _model_curves_lines(model_curves, axis)
+        md += _figure(report, True, f"{prefix}{scorer}_model_curves.png", f"{scorer} model curves",
+                      lambda: figures.scorer_curves(model_curves.assign(method=model_curves["curve"]), {},
+                                                    ylabel="Spearman correlation", limits=(-1.0, 1.0), xlabel=axis))
+        md += [""]
     truth_metric = metrics[0] if kind == "tabular" else IMAGE_METRICS[0]
     paired = pd.DataFrame() if truth is None else tables.beside_truth(results, truth, names[0], truth_metric)
     md += [f"## {scorer} beside the ground truth{heading}", ""]
