@@ -24,7 +24,9 @@ check. It returns the names of the checks that ran.
 - :func:`check_model_kind`: probabilities ``(n, K)`` that sum to one, ``classes_``, the same
   model from the same seed, another replicate is another training, a pickle round trip keeps
   the predictions (worker processes and the disk cache pickle models), retraining on changed
-  data when the kind declares it ``retrainable``.
+  data when the kind declares it ``retrainable``, training with its configuration changed when
+  it declares ``training``, and, when it declares ``layers``, layers that exist and whose
+  re-draw changes a copy's predictions (the model-randomisation checks rely on them).
 - :func:`check_scorer`: declared metrics (direction, limits, description, kinds), then on a
   small fold of every input kind its metrics apply to: the values of the ``random`` control
   and of a perfect map are finite, inside the declared limits and identical on a second run;
@@ -47,6 +49,7 @@ from synthbench import datasets
 from synthbench.datasets import KINDS, Dataset
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, model_kind
+from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput, cell_fold, dataset_folds
 from synthbench.scoring import configure_scorer
 
@@ -259,7 +262,36 @@ def check_model_kind(name: str, *, data: FoldData | None = None) -> list[str]:
     if kind.retrainable:
         changed = dataclasses.replace(fold, X_train=fold.X_train[::-1].copy(), y_train=fold.y_train[::-1].copy())
         check("retrains on changed data", lambda: models.train_on(name, changed).predict_proba(fold.X_test).shape == proba.shape)
+    if kind.training:
+        training = {"validation": "none", "restore": "last", "max_epochs": 2}  # what data randomisation changes
+        check("trains with its training configuration changed",
+              lambda: models.train_on(name, fold, training=training).predict_proba(fold.X_test).shape == proba.shape)
+    if kind.layers is not None:
+        _check_layers(check, kind.layers(model), model, fold.X_test, proba)
     return check.passed
+
+
+def _check_layers(check: _Checks, layers: tuple, model: Any, X: np.ndarray, proba: np.ndarray) -> None:
+    """The declared layers exist, re-drawing them changes a copy's predictions (never the model's), and a
+    layer's re-draw depends on its seed alone."""
+    names = [layer.name for layer in layers]
+    check("declares its layers, each a submodule", bool(names) and len(set(names)) == len(names)
+          and all(_submodule(model.module, n) for n in names), str(names))
+    seeds = {n: i + 1 for i, n in enumerate(names)}
+    redrawn = randomised(model, layers, names, seeds)
+    check("re-drawing every layer changes the copy's predictions",
+          not np.allclose(redrawn.predict_proba(X), proba) and np.array_equal(model.predict_proba(X), proba))
+    last = [names[-1]]
+    check("a layer's re-draw depends on its seed alone", lambda: np.array_equal(
+        randomised(model, layers, last, seeds).predict_proba(X), randomised(model, layers, last, seeds).predict_proba(X)))
+
+
+def _submodule(module: Any, name: str) -> bool:
+    try:
+        module.get_submodule(name)
+    except AttributeError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------------------------- scorers

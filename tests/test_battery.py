@@ -88,6 +88,25 @@ def test_check_method_catches_wrong_shapes_nan_nondeterminism_and_held_models(ca
             check_method("no_description", data=fold, cache=cache)
 
 
+def test_check_model_kind_catches_layers_that_do_not_exist_or_do_not_matter(cache):
+    from conftest import registrations_undone
+
+    from synthbench.models import ModelKind, register_model
+    from synthbench.models.mlp import initialise_linear, mlp_layers
+    from synthbench.models.neural import train_fold_mlp
+    from synthbench.models.randomise import Layer
+
+    fold = cache.fold("tabular")
+    broken = {"missing": lambda model: (Layer("99", initialise_linear),),
+              "inert": lambda model: tuple(Layer(layer.name, lambda m, g: None) for layer in mlp_layers(model))}
+    messages = {"missing": "declares its layers, each a submodule", "inert": "re-drawing every layer changes"}
+    for name, layers in broken.items():
+        with registrations_undone():
+            register_model(ModelKind(f"mlp_{name}", train_fold_mlp, "test: the MLP with broken layers", layers=layers))
+            with pytest.raises(CheckFailed, match=messages[name]):
+                check_model_kind(f"mlp_{name}", data=fold)
+
+
 def test_check_dataset_catches_broken_generators():
     def make_bad(broken):
         def gen(*, n_samples, n_decoys, seed):
