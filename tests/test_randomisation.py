@@ -121,7 +121,7 @@ def test_the_random_control_is_redrawn_for_every_model_state(xor_fold):
     scorer = RandomisationScorer()
     maps = [scorer._maps(spec, data, models, None, stream) for stream in ((), ("randomisation", 1), ("randomisation", 2))]
     assert not np.array_equal(maps[0], maps[1]) and not np.array_equal(maps[1], maps[2])
-    np.testing.assert_array_equal(maps[0][0], run_method(spec, data, models).scores)  # state 0: the cell's own draw
+    np.testing.assert_array_equal(maps[0], run_method(spec, data, models).local)  # state 0: the cell's own draw
 
 
 def test_smprt_averages_the_maps_of_noisy_copies_explained_in_one_batch(xor_fold):
