@@ -164,13 +164,13 @@ def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys
 
     store = tmp_path / "r.sqlite"
     grid = ["--datasets", "xor", "--decoys", "2", "--n-samples", "160", "--folds", "2", "--jobs", "1",
-            "--methods", "rf,random", "--scorer", "roar,kar,ground_truth", "--scorer-option", "fractions=0.25,0.75",
+            "--methods", "rf,random", "--scorer", "roar,kar,ground_truth", "--scorer-option", "fractions=0.5",
             "--quiet", "--store", str(store)]
     assert main([*grid, "--scorer-option", "repeats=2"]) == 0
     assert "mean roar_accuracy over folds" in capsys.readouterr().out
     with ResultStore(store, readonly=True) as db:
         curves, cells = db.curves(), db.cells()
-    assert set(curves["curve"]) == {"roar", "kar"} and sorted(curves["x"].unique()) == [0.0, 0.25, 0.75]
+    assert set(curves["curve"]) == {"roar", "kar"} and sorted(curves["x"].unique()) == [0.0, 0.5]
     assert set(curves["replicate"]) == {0, 1}
     assert '"repeats": 2' in cells.loc[cells["scorer"] == "roar", "scorer_params"].iloc[0]
     md = build_report(load_results(store)).markdown

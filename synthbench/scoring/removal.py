@@ -21,9 +21,10 @@ UNITS = ("element", "pixel")
 RANKINGS = ("global", "local")
 
 
-def check_fractions(fractions: tuple[float, ...]) -> tuple[float, ...]:
-    """``fractions`` as sorted distinct floats, each strictly inside (0, 1); ValueError otherwise."""
-    values = tuple(float(t) for t in fractions)
+def check_fractions(fractions: float | tuple[float, ...]) -> tuple[float, ...]:
+    """``fractions`` (one number or several) as sorted distinct floats, each strictly inside (0, 1);
+    ValueError otherwise."""
+    values = tuple(float(t) for t in np.atleast_1d(np.asarray(fractions, dtype=object)))
     if not values:
         raise ValueError("need at least one fraction")
     bad = [t for t in values if not 0.0 < t < 1.0]
