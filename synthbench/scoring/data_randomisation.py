@@ -107,9 +107,9 @@ class DataRandomisationScorer:
 
     def params_for(self, kind: str) -> dict:
         """The parameters that define the values (recorded in the cell id)."""
-        return {"epochs": int(self.epochs), "fit": float(self.fit), "max_epochs": int(self.max_epochs), "target": self.target, "absolute": self.absolute,
-                "normalise": self.normalise, "top_k": float(self.top_k), "labels": "permuted per fold",
-                "training": "no early stopping, last weights"}
+        return {"epochs": int(self.epochs), "fit": float(self.fit), "max_epochs": int(self.max_epochs),
+                "target": self.target, "absolute": self.absolute, "normalise": self.normalise,
+                "top_k": float(self.top_k), "labels": "permuted per fold", "training": "no early stopping, last weights"}
 
     def chance(self, data: FoldData) -> dict[str, float]:
         """None analytic: the chance reference is the ``random`` control of the same run."""
@@ -121,6 +121,7 @@ class DataRandomisationScorer:
                              lambda: self._fitted(permuted_labels(data), models, kind))
 
     def _fitted(self, permuted: FoldData, models: SharedModels, kind: str) -> Any:
+        """A model of ``kind`` trained on ``permuted``: networks with epochs doubled until they fit."""
         if not model_kind(kind).training:  # trains as it does (the forest grows full trees)
             return models.train_on(kind, permuted)
         epochs = int(self.epochs)
