@@ -1,8 +1,9 @@
 """Test plugin: a method that blocks mid-run, so that a signal lands while cells are computing.
 
 Imported with ``--plugin blocking_methods`` (``tests/`` on ``PYTHONPATH``). While the environment
-variable ``SYNTHBENCH_BLOCK`` names a file, ``blocker`` creates that file (the sign that a worker
-is inside a cell) and then sleeps for a minute; without it, it returns random scores at once.
+variable ``SYNTHBENCH_BLOCK`` names a file, ``blocker`` creates ``<that file>.<its process id>``
+(the sign that this worker is inside a cell) and then sleeps for a minute; without it, it returns
+random scores at once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,6 @@ from synthbench.methods import register_method
 def blocker(data, models, rng):
     flag = os.environ.get("SYNTHBENCH_BLOCK")
     if flag:
-        Path(flag).touch()
+        Path(f"{flag}.{os.getpid()}").touch()
         time.sleep(60)
     return rng.random(data.n_features)

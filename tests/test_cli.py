@@ -368,7 +368,10 @@ def test_ctrl_c_keeps_finished_cells_prints_one_line_and_the_rerun_resumes(tmp_p
                             env={**os.environ, "SYNTHBENCH_BLOCK": str(blocked)})
     try:
         deadline, done = time.time() + 120, 0
-        while time.time() < deadline and not (blocked.exists() and done == 2):  # both random cells, then a blocker
+        def inside() -> int:  # workers inside a blocker: each touched blocked.<its pid>
+            return len(list(tmp_path.glob("blocked.*")))
+
+        while time.time() < deadline and not (inside() == 2 and done == 2):  # both random cells, then both blockers
             time.sleep(0.1)
             if store.exists():
                 try:
@@ -376,7 +379,7 @@ def test_ctrl_c_keeps_finished_cells_prints_one_line_and_the_rerun_resumes(tmp_p
                         done = con.execute("SELECT count(*) FROM cells").fetchone()[0]
                 except sqlite3.Error:
                     pass
-        assert blocked.exists() and done == 2, "the run never reached the blocking cells"
+        assert inside() == 2 and done == 2, "the run never had both workers inside the blocking cells"
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
