@@ -363,9 +363,12 @@ def test_ctrl_c_keeps_finished_cells_prints_one_line_and_the_rerun_resumes(tmp_p
     plugin = os.path.join(TESTS, "blocking_methods.py")  # as a path: the workers import it by path too
     args = ["--datasets", "xor", "--decoys", "0", "--n-samples", "40", "--folds", "2", "--methods", "random,blocker",
             "--plugin", plugin, "--quiet", "--store", str(store)]
+    # The run starts as from a shell: SIGINT at its default, whatever this test process inherited or set (an
+    # ignored SIGINT is inherited across exec, and Python then leaves Ctrl-C ignored).
     proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args, "--jobs", "2"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "SYNTHBENCH_BLOCK": str(blocked)})
+                            env={**os.environ, "SYNTHBENCH_BLOCK": str(blocked)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline, done = time.time() + 120, 0
         def inside() -> int:  # workers inside a blocker: each touched blocked.<its pid>
