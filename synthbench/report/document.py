@@ -342,7 +342,7 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
     scorer = results.cells["scorer"].iloc[0]
     kind = results.cells["kind"].iloc[0]
     declared = get_scorer(scorer).metrics
-    names = tuple(m for m, info in declared.items() if kind in info.kinds and m in set(results.scores["metric"]))
+    names = _scored_metrics(results)
     md = [f"## {scorer} leaderboard{heading}", ""]
     if not names:
         return md + [f"No finished cell has a {scorer} value.", ""]
@@ -429,11 +429,11 @@ def _controls_lines(results: Results, metric: str) -> list[str]:
     return [verdict, ""] if verdict else []
 
 
-def _headline(part: Results) -> str | None:
-    """The first metric its scorer declares for its input kind that has a value in ``part``."""
+def _scored_metrics(part: Results) -> tuple[str, ...]:
+    """The metrics a part's scorer declares for its input kind that have a value in it, headline first."""
     kind, scorer = part.cells["kind"].iloc[0], part.cells["scorer"].iloc[0]
     present = set(part.scores["metric"])
-    return next((m for m, info in get_scorer(scorer).metrics.items() if kind in info.kinds and m in present), None)
+    return tuple(m for m, info in get_scorer(scorer).metrics.items() if kind in info.kinds and m in present)
 
 
 def _trust_section(groups: list[tuple[str, str, Results]], metrics: tuple[str, ...]) -> list[str]:
@@ -442,7 +442,7 @@ def _trust_section(groups: list[tuple[str, str, Results]], metrics: tuple[str, .
     for label, kind, part in groups:
         scorer = part.cells["scorer"].iloc[0]
         truth = _truth_part(groups, kind, part)
-        metric = _headline(part)
+        metric = next(iter(_scored_metrics(part)), None)
         if scorer == "ground_truth" or truth is None or metric is None:
             continue
         truth_metric = metrics[0] if kind == "tabular" else IMAGE_METRICS[0]
