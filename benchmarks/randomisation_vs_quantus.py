@@ -44,7 +44,7 @@ from synthbench.protocol import FoldData, cell_fold
 from synthbench.scoring import get_scorer
 from synthbench.scoring.base import explained_model
 
-from timing import timed
+from timing import best_of, timed
 
 
 def quantus_explain_func(spec: MethodSpec, data: FoldData, trained: Any) -> Callable[..., np.ndarray]:
@@ -61,15 +61,6 @@ def quantus_explain_func(spec: MethodSpec, data: FoldData, trained: Any) -> Call
         return maps.detach().cpu().numpy().astype(np.float64)
 
     return explain_func
-
-
-def best_of(repeats: int, fn: Callable[[], Any]) -> tuple[Any, float]:
-    """The last result of ``fn()`` and its fastest wall time over ``repeats`` runs."""
-    seconds, out = np.inf, None
-    for _ in range(repeats):
-        out, took = timed(fn)
-        seconds = min(seconds, took)
-    return out, seconds
 
 
 def main() -> None:

@@ -35,6 +35,9 @@ def seed_stream(seed: int, *labels: int | str) -> np.random.SeedSequence:
     Strings are mapped to integers with CRC-32, so ``seed_stream(s, "perm", 3)`` is the same in
     every process and Python version (unlike ``hash``).
     """
+    floats = [x for x in labels if isinstance(x, (float, np.floating))]
+    if floats:  # int() would truncate them: 0.1 and 0.2 would share a stream
+        raise TypeError(f"seed labels are ints or strings, got {floats!r}; pass a number as a string")
     keys = [zlib.crc32(x.encode()) if isinstance(x, str) else int(x) for x in labels]
     return np.random.SeedSequence([int(seed), *keys])
 

@@ -22,6 +22,7 @@ from synthbench.models import TrainSettings
 from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
 from synthbench.protocol import MethodOutputError
 from synthbench.scoring import get_scorer, scorer_names, scorer_options
+from synthbench.scoring.fragility import attack_access
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
                                          SerialExecutor)
@@ -277,7 +278,9 @@ def _listing() -> str:
         spec = get_method(n)
         limit = f" [at most {spec.max_features} features]" if spec.max_features else ""
         kinds = "" if spec.inputs == ("tabular",) else f" [{' / '.join(spec.inputs)}]"
-        lines.append(f"  {n:<22}{'*' if spec.default else ' '} {spec.description}{kinds}{limit}")
+        access = {attack_access(spec, kind) for kind in spec.inputs}
+        fragility = f" [fragility: {' / '.join(sorted(access))}]"
+        lines.append(f"  {n:<22}{'*' if spec.default else ' '} {spec.description}{kinds}{limit}{fragility}")
     return "\n".join(lines)
 
 
@@ -337,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     print(format_leaderboard(leaderboard(rows, args.metric), args.metric))
-    over = f", {summary.over_limit} over a method's feature limit (skipped)" if summary.over_limit else ""
+    over = (f", {summary.over_limit} skipped with their reason (a method's feature limit, a method the scorer cannot "
+            "judge)" if summary.over_limit else "")
     busy = (f", {summary.busy} left to another run computing them (rerun to collect them)"
             if summary.busy else "")
     print(f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed{over}{busy} "

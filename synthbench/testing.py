@@ -219,6 +219,8 @@ def check_method(name: str, *, data: FoldData | None = None, cache: CheckData | 
         # run_method validates: scores of the input shape, maps (n_explain, *input_shape), no NaN
         out = check.value(f"{kind}: a valid output", lambda: run(fold))
         check(f"{kind}: same fold, same output", lambda: _same_output(out, run(fold)))
+        check(f"{kind}: returns a map per example exactly when it declares maps", (out.local is not None) == spec.maps,
+              f"maps={spec.maps}, returned {'maps' if out.local is not None else 'scores only'}")
         explained = spec.explains(kind)
         if explained is not None:
             models = cache.models(fold)

@@ -10,6 +10,16 @@ from synthbench.datasets import Dataset
 from synthbench.protocol import FoldData, dataset_folds
 
 
+@pytest.fixture
+def global_random_state_restored():
+    """Save numpy's and torch's global random state and restore it after the test (reference libraries such
+    as Quantus seed them)."""
+    numpy_state = np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        yield
+    np.random.set_state(numpy_state)
+
+
 def fold_of(ds: Dataset, fold: int = 0, n_folds: int = 3) -> FoldData:
     """The ``fold``-th fold of ``ds`` under the benchmark protocol (tables: columns permuted)."""
     f = dataset_folds(ds, n_folds=n_folds, seed=ds.seed)[fold]

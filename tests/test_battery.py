@@ -17,7 +17,8 @@ GENERATED = [n for n in datasets.names() if datasets.spec(n).fingerprint is None
 #: Scorer options that keep a retraining scorer's check quick (one replicate, one fraction, few epochs).
 QUICK = {"roar": {"repeats": 1, "fractions": (0.5,)}, "kar": {"repeats": 1, "fractions": (0.5,)},
          "road": {"fractions": (0.5,)}, "data_randomisation": {"epochs": 20, "max_epochs": 20},
-         "smprt": {"noise_samples": 2}}
+         "smprt": {"noise_samples": 2},
+         "fragility": {"eps": (0.1,), "iterations": 2, "search_steps": 2, "samples": 2}}
 
 
 @pytest.fixture(scope="module")

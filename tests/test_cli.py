@@ -125,7 +125,7 @@ def test_cells_over_a_methods_declared_feature_limit_are_skipped_with_the_reason
                 "--methods", "small,random", "--quiet", "--store", str(tmp_path / "r.sqlite")]
         assert cli.main(args) == 0  # a declared limit is not a failure
         out = capsys.readouterr().out
-        assert "6 cells run, 0 already" in out and "2 over a method's feature limit (skipped)" in out
+        assert "6 cells run, 0 already" in out and "2 skipped with their reason (a method's feature limit" in out
         rows = ResultStore(tmp_path / "r.sqlite").cells()
         over = rows[rows.status == "skipped"]
         assert set(zip(over.method, over.n_decoys)) == {("small", 3)}

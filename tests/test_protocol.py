@@ -54,6 +54,8 @@ def test_seed_streams_are_stable_and_distinct():
     assert a == np.random.default_rng(seed_stream(1, "method", "rf")).random()
     assert a != np.random.default_rng(seed_stream(1, "method", "mi")).random()
     assert a != np.random.default_rng(seed_stream(2, "method", "rf")).random()
+    with pytest.raises(TypeError, match="ints or strings"):  # int(0.1) == int(0.2): they would share a stream
+        seed_stream(1, "eps", 0.1)
 
 
 def _same_fold_data(a: FoldData, b: FoldData) -> None:

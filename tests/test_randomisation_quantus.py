@@ -21,14 +21,14 @@ never skipped:
   and per-batch (Quantus) normalisation give the same similarities; the difference is shown on the
   normalised maps themselves.
 * Quantus' global random state (``torch.manual_seed``, ``np.random.seed``) is saved and restored
-  around every test (:func:`_global_random_state_restored`).
+  around every test (``global_random_state_restored`` in conftest.py).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -97,13 +97,8 @@ def fold() -> Fold:
     return Fold(data, models, trained, get_method("gradient"))
 
 
-@pytest.fixture(autouse=True)
-def _global_random_state_restored() -> Iterator[None]:
-    """Quantus seeds torch's and numpy's global generators; leave both as the test found them."""
-    numpy_state = np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
-        yield
-    np.random.set_state(numpy_state)
+#: Quantus seeds torch's and numpy's global generators: every test here leaves both as it found them.
+pytestmark = pytest.mark.usefixtures("global_random_state_restored")
 
 
 def _synthbench_explain_func(fold: Fold) -> Callable[..., np.ndarray]:

@@ -50,4 +50,4 @@ def test_chance_covers_every_metric_with_truth(switch_fold):
     k, p = switch_fold.relevant.sum(), switch_fold.n_features
     assert chance["best_k"] == pytest.approx(k / p)
     with pytest.raises(KeyError, match="valid names"):
-        get_scorer("fragility")  # not registered (yet)
+        get_scorer("no_such_scorer")

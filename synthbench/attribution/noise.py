@@ -96,8 +96,10 @@ def _gradient_moments_fast(
     generator: torch.Generator | None,
     seed: int,
     max_batch_elements: int,
-) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """Moments of the gradient under input noise, computed after the first Linear layer.
+    second: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """Moments of the gradient under input noise, computed after the first Linear layer (the second
+    moment None when ``second`` is False).
 
     With ``z = W x + c`` first, ``grad_x f(x + eps) = W^T u`` where ``u = grad_z tail(z + W eps)``.
     Only the ``h``-dimensional ``W eps`` is needed: from explicit noise it is ``noise @ W^T``;
@@ -126,6 +128,8 @@ def _gradient_moments_fast(
                         max_batch_elements)
     u = u.view(s_total, n, h)
     mean = u.mean(dim=0) @ w
+    if not second:
+        return mean, None
     second = torch.einsum("sna,snb->nab", u, u) / s_total  # (n, h, h)
     mean_sq = torch.empty_like(inputs)
     step = rows_per_chunk(h * p, max_batch_elements)
@@ -151,8 +155,10 @@ def _noise_moments(
     fast: bool,
     max_batch_elements: int,
     create_graph: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and mean square over noise samples of ``base`` attributions, each of the inputs' shape."""
+    second: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Mean and mean square over noise samples of ``base`` attributions, each of the inputs' shape (the
+    mean square None when ``second`` is False: SmoothGrad needs the mean only)."""
     if base not in NOISE_BASES:
         raise ValueError(f"unknown base method {base!r}; valid: {', '.join(NOISE_BASES)}")
     if create_graph and base not in GRAPH_BASES:
@@ -171,7 +177,7 @@ def _noise_moments(
     sigma = _sigma(inputs, noise_level, stdevs, per_feature)
     if fast and base == "gradient" and not params and inputs.dim() == 2 and not create_graph:
         moments = _gradient_moments_fast(
-            model, inputs, target, noise, n_samples, sigma, generator, seed, max_batch_elements
+            model, inputs, target, noise, n_samples, sigma, generator, seed, max_batch_elements, second
         )
         if moments is not None:
             return moments
@@ -201,8 +207,9 @@ def _noise_moments(
         attr = method(model, noisy, repeat_target(target, s), max_batch_elements=max_batch_elements, **call)
         attr = attr.view(s, n, *shape)
         total = total + attr.sum(dim=0)
-        total_sq = total_sq + attr.pow(2).sum(dim=0)
-    return total / s_total, total_sq / s_total
+        if second:
+            total_sq = total_sq + attr.pow(2).sum(dim=0)
+    return total / s_total, (total_sq / s_total if second else None)
 
 
 def smoothgrad(
@@ -256,7 +263,7 @@ def smoothgrad(
         model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
         noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
         generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
-        create_graph=create_graph,
+        create_graph=create_graph, second=False,
     )
     return mean
 

@@ -62,6 +62,9 @@ class MethodSpec:
     control : a control (``random``, ``input``, ``sobel``): a floor real methods must beat, not a
         method. Under a scorer that judges the explained model it is judged on every model the
         grid's methods explain (:meth:`~synthbench.runner.grid.GridSpec.judged_for`).
+    maps : it returns a map per explained example (``MethodOutput.local``), not only scores fitted on
+        the training rows, so a perturbation of the explained inputs can move it (fragility); the
+        check battery verifies the declaration
     judged : input kind -> the model kind a method that explains none is judged on there, in place
         of the input kind's default model (:func:`~synthbench.scoring.base.explained_kind`); set
         by :meth:`judged_on` for one cell, empty as registered
@@ -78,6 +81,7 @@ class MethodSpec:
     kind_params: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     recipe: AttributionRecipe | None = None
     control: bool = False
+    maps: bool = False
     judged: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def judged_on(self, kind: str, model: str) -> MethodSpec:
@@ -147,6 +151,7 @@ def register_method(
     kind_params: Mapping[str, Mapping[str, Any]] | None = None,
     recipe: AttributionRecipe | None = None,
     control: bool = False,
+    maps: bool | None = None,
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator registering ``fn`` as method ``name`` (see the module docstring).
 
@@ -155,8 +160,9 @@ def register_method(
     ``accelerated``: the method itself trains or runs torch models on ``models.settings.device``;
     methods that need an accelerated model kind are accelerated without saying so.
     ``max_features``: the declared limit (see :class:`MethodSpec`). ``kind_params``: per input
-    kind, the parameters used there instead of ``params``. ``control``: a control, not a method
-    (see :class:`MethodSpec`).
+    kind, the parameters used there instead of ``params``. ``control``: a control, not a method;
+    ``maps``: it returns a map per explained example (see :class:`MethodSpec`); None: True for a method
+    that accepts images (every image method does), False otherwise.
     """
     by_kind = dict(needs) if isinstance(needs, Mapping) else {kind: tuple(needs) for kind in inputs}
     by_kind = {kind: tuple(ks) for kind, ks in by_kind.items()}
@@ -177,7 +183,7 @@ def register_method(
         frozen = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (kind_params or {}).items()})
         METHODS.add(name, MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
                                     MappingProxyType(dict(params or {})), on_device, max_features, frozen, recipe,
-                                    control=control))
+                                    control=control, maps="image" in by_kind if maps is None else bool(maps)))
         return fn
 
     return deco

@@ -60,7 +60,7 @@ def treeshap(data: FoldData, models: SharedModels, rng: np.random.Generator, *, 
 
 
 register_method("treeshap", description="TreeSHAP (shap.TreeExplainer) on the forest; mean |SHAP| over the explained rows",
-                needs=("forest",))(treeshap)
+                needs=("forest",), maps=True)(treeshap)
 register_method("treeshap_all_rows", description="TreeSHAP on the forest; mean |SHAP| over the training and held-out "
                 "rows together (as the 2023 benchmark)", needs=("forest",), default=False,
                 params={"rows": "train_and_test"})(treeshap)

@@ -228,7 +228,7 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     md += [
         f"This report reads `{results.path}`: {len(results.methods)} methods on {len(results.settings)} dataset "
         f"setting(s) ({', '.join(results.settings)}); {status.get('ok', 0)} cells finished, {status.get('failed', 0)} "
-        f"failed, {status.get('skipped', 0)} over a method's declared feature limit, {missing} missing from the grid "
+        f"failed, {status.get('skipped', 0)} skipped with their reason (a method's declared feature limit, a method the scorer cannot judge), {missing} missing from the grid "
         "the store implies (shown as missing, never as zero)."
         + (f" It holds {len(groups)} parts that are reported apart and never averaged together: "
            f"{'; '.join(label for label, _, _ in groups)}." if len(groups) > 1 else ""),
@@ -362,6 +362,10 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
     all_curves = tables.scorer_curve_table(results)
     model_level = set(getattr(get_scorer(scorer), "model_curves", ()))
     curves = all_curves[~all_curves["curve"].isin(model_level)]
+    drawn = getattr(get_scorer(scorer), "report_curves", None)  # the curves a scorer asks a report to show
+    if drawn:
+        curves = curves[curves["curve"].isin(drawn)]
+        curves = curves.assign(order=curves["curve"].map(drawn.index)).sort_values("order", kind="stable").drop(columns="order")
     styles = figures.method_styles(results.methods, results.families)
     axis = getattr(get_scorer(scorer), "curve_axis", "share of inputs removed")
     headline = declared[names[0]]
@@ -373,8 +377,12 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
                *_figure(report, True, f"{prefix}{scorer}_curves.png", f"{scorer} curves",
                         lambda: figures.scorer_curves(curves, styles, ylabel=headline.unit or names[0], limits=limits,
                                                       xlabel=axis)),
-               f"At the last point ({curves['x'].max():g}), the mean of each curve:", "",
-               _last_point_markdown(curves), ""]
+               *((f"Each curve's mean per method and {axis.split(' (')[0]}:", "", _per_x_markdown(curves), "") if drawn else
+                 (f"At the last point ({curves['x'].max():g}), the mean of each curve:", "", _last_point_markdown(curves),
+                  ""))]
+    caption = getattr(get_scorer(scorer), "examples_caption", None)
+    if caption and kind == "image":
+        md += _attacked_maps(results, truth, report, caption, prefix, heading)
     model_curves = all_curves[all_curves["curve"].isin(model_level)]
     if not model_curves.empty:
         md += _model_curves_lines(model_curves, axis)
@@ -472,6 +480,42 @@ def _trust_section(groups: list[tuple[str, str, Results]], metrics: tuple[str, .
             "folds (scipy.stats.bootstrap). A verdict whose interval holds 0 says nothing, on this data, about which "
             "method recovers what drives the label.", "",
             table.drop(columns="rho").to_markdown(index=False, disable_numparse=True), ""]
+
+
+def _attacked_maps(results: Results, truth: Results | None, report: Report, caption: str, prefix: str,
+                   heading: str) -> list[str]:
+    """Example maps a scorer stored (``caption`` says what they are) beside the same methods' maps of the same
+    images in the ground-truth cells, when the store holds them."""
+    after = tables.example_maps(results)
+    before = {} if truth is None else tables.example_maps(truth)
+    md = []
+    scorer = results.cells["scorer"].iloc[0]
+    for setting, (images, masks, maps) in after.items():
+        known = before.get(setting, (None, None, {}))[2]
+        rows = {}
+        for method, m in maps.items():
+            same = next((known[k] for k in (method, method.split("@")[0]) if k in known), None)  # a control: no @model
+            if same is not None:
+                rows[method] = same[: len(m)]
+            rows[f"{method}, attacked"] = m
+        md += [f"## {scorer}: example maps, {setting}{heading}", "",
+               f"The first explained images of one fold (signal outlined in cyan); for each method its map as the "
+               f"ground truth scored it (where the store holds it), then its map {caption}; channels summed in absolute "
+               "value, each panel scaled to its own maximum.", "",
+               *_figure(report, True, f"{prefix}{scorer}_maps_{re.sub(r'[^A-Za-z0-9]+', '_', setting)}.png",
+                        f"{scorer} example maps, {setting}",
+                        lambda i=images, s=masks, r=rows: figures.example_maps(i, s, r))]
+    return md
+
+
+def _per_x_markdown(curves: pd.DataFrame) -> str:
+    """Each method's mean of each curve at every x: one row per method and x, one column per setting and curve."""
+    label = [f"{tables.setting_label(s, d)} {c}" for s, d, c in zip(curves["setting"], curves["n_decoys"], curves["curve"])]
+    out = curves.assign(column=label).pivot_table(index=["method", "x"], columns="column", values="mean", sort=False)
+    out = out[list(dict.fromkeys(label))]
+    out.index = [f"{m} @ {x:.4g}" for m, x in out.index]
+    out.index.name, out.columns.name = "method @ x", None
+    return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
 
 
 def _last_point_markdown(curves: pd.DataFrame) -> str:

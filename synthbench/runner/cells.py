@@ -205,9 +205,12 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
         peak_bytes = max(cached[2], peak_bytes or 0)
     model_info = {k: models.info[k] for k in needs if k in models.info} or None
     flags = (NEAR_CHANCE_FLAG,) if any(near_chance(info) for info in (model_info or {}).values()) else ()
-    examples = None
-    if data.kind == "image" and output.local is not None:
-        examples = aggregate_channels(output.local[:EXAMPLE_IMAGES]).astype("float32")
+    examples = getattr(scores, "examples", None)
+    examples = output.local if examples is None else examples
+    if data.kind == "image" and examples is not None:
+        examples = aggregate_channels(examples[:EXAMPLE_IMAGES]).astype("float32")
+    else:
+        examples = None
     curves = scores.curves if isinstance(scores, Scores) else {}
     return CellResult(cell, "ok", None, dict(scores), scorer.chance(data), seconds, peak_bytes, model=model_info,
                       flags=flags, scorer_seconds=scorer_seconds, examples=examples, curves=curves, **base)

@@ -39,7 +39,7 @@ class RunSummary:
     busy: int = 0  # left to another live run that had claimed them
     ok: int = 0
     failed: int = 0
-    over_limit: int = 0  # recorded as skipped: more features than the method's declared limit
+    over_limit: int = 0  # recorded as skipped with the reason: a method's declared feature limit, a scorer's SkipCell
     wall_seconds: float = 0.0
     run_id: int | None = None
 

@@ -278,7 +278,10 @@ class GridSpec:
         if stray:
             raise ValueError(f"no scorer of the grid ({', '.join(self.scorers)}) takes the option(s) {', '.join(stray)}")
         for name in self.scorers:
-            configure_scorer(name, self.options_for(name))  # ValueError when the scorer refuses a value
+            scorer = configure_scorer(name, self.options_for(name))  # ValueError when the scorer refuses a value
+            if hasattr(scorer, "check_kind"):  # ValueError for settings the grid's input kinds cannot take
+                for kind in sorted({datasets.spec(d).kind for d in self.datasets}):
+                    scorer.check_kind(kind)
         self._check_retrainable()
         self._check_randomisable()
         return [

@@ -15,6 +15,8 @@ rerun a method or train models) and below the runner. Registered scorers:
   change when every model is retrained on permuted labels.
 * ``random_logit`` (:mod:`~synthbench.scoring.random_logit`): how much a map changes when another
   class is explained.
+* ``fragility`` (:mod:`~synthbench.scoring.fragility`): how far label-preserving perturbations,
+  random and adversarial, move the maps, and off the ground truth.
 """
 
 from synthbench.scoring.base import (SCORERS, Curve, Scorer, Scores, SkipCell, configure_scorer, explained_kind, explained_model,
@@ -27,8 +29,10 @@ from synthbench.scoring.retrain import KAR, ROAR, RetrainScorer
 from synthbench.scoring.randomisation import EMPRT, RANDOMISATION, SMPRT, RandomisationScorer
 from synthbench.scoring.random_logit import RANDOM_LOGIT, RandomLogitScorer
 from synthbench.scoring.data_randomisation import DATA_RANDOMISATION, DataRandomisationScorer
+from synthbench.scoring.fragility import FRAGILITY, FragilityScorer
 
 __all__ = ["Scorer", "Scores", "Curve", "SCORERS", "Metric", "GroundTruthScorer", "GROUND_TRUTH", "RoadScorer",
            "ROAD", "RetrainScorer", "ROAR", "KAR", "RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "SkipCell",
-           "RandomLogitScorer", "RANDOM_LOGIT", "DataRandomisationScorer", "DATA_RANDOMISATION", "explained_kind", "explained_model",
+           "RandomLogitScorer", "RANDOM_LOGIT", "DataRandomisationScorer", "DATA_RANDOMISATION",
+           "FragilityScorer", "FRAGILITY", "explained_kind", "explained_model",
            "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]

@@ -59,12 +59,16 @@ class Scores(dict):
 
     ``curves`` maps a curve's name (``"morf"``, ``"roar"``, ...) to its :class:`Curve`; the runner
     stores them beside the values, so a report can draw them and a resumed run recomputes nothing.
-    A scorer that measures no curve may return a plain ``dict``.
+    ``examples``: image maps ``(m, C, H, W)`` the scorer made of the fold's first explained images
+    (fragility: after an attack), which the runner stores as the cell's example maps in place of
+    the method's own. A scorer that measures no curve may return a plain ``dict``.
     """
 
-    def __init__(self, values: Mapping[str, float] = (), curves: Mapping[str, Curve] | None = None) -> None:
+    def __init__(self, values: Mapping[str, float] = (), curves: Mapping[str, Curve] | None = None,
+                 examples: np.ndarray | None = None) -> None:
         super().__init__(values)
         self.curves: dict[str, Curve] = dict(curves or {})
+        self.examples = examples
 
 
 #: The model a scorer evaluates or retrains for a method that explains none: per input kind.
@@ -110,6 +114,13 @@ class Scorer(Protocol):
         scorer also offers ``check_layers(n_layers, what)`` (ValueError for layers a network of
         ``n_layers`` does not have)
     curve_axis : (optional) what its curves' x is, for reports (default: the share of inputs removed)
+    check_kind : (optional) ``check_kind(kind)``, ValueError for settings that ``kind`` inputs cannot
+        take (fragility's centre-of-mass attack on tables); the grid calls it for each input kind it
+        holds before anything runs
+    report_curves : (optional) the names of the curves a report draws and tabulates at every x, in
+        order (default: every curve, tabulated at the last x)
+    examples_caption : (optional) the scorer stores example maps of its own (:attr:`Scores.examples`);
+        a report draws them beside the ground truth's, captioned "its map {examples_caption}"
     model_curves : (optional) names of curves that describe the fold's model rather than the
         method (the same in every cell of a fold), which reports draw once per setting
     """
