@@ -361,8 +361,10 @@ def test_first_layer_fast_paths_equal_generic(act):
     )
     noise = 0.3 * make_inputs(seed=8, n=5 * N).view(5, N, P)
     for name in ("smoothgrad", "smoothgrad_sq", "vargrad"):
-        fast = attribute(name, model, x, noise=noise, max_batch_elements=7)
+        fast = attribute(name, model, x, noise=noise, max_batch_elements=7)  # second moments via (n, h, h)
         torch.testing.assert_close(fast, attribute(name, opaque, x, noise=noise), atol=1e-12, rtol=0)
+        direct = attribute(name, model, x, noise=noise)  # the per-sample gradients fit: squared directly
+        torch.testing.assert_close(direct, fast, atol=1e-12, rtol=0)
         torch.testing.assert_close(fast, attribute(name, model, x, noise=noise, fast=False), atol=1e-12, rtol=0)
 
 

@@ -169,7 +169,7 @@ def test_methods_without_gradient_maps_are_searched_black_box(xor_fold, monkeypa
         raise AssertionError("a gradient attack on a method without differentiable maps")
 
     monkeypatch.setattr(fragility_module, "gradient_attack", refuse)
-    values = _score(_scorer(eps=(0.3,), attacks=("random", "topk"), search_steps=3, max_examples=40, samples=2),
+    values = _score(_scorer(eps=(0.3,), attacks=("random", "topk"), search_steps=2, max_examples=20, samples=1),
                     "treeshap", data, models)
     assert 0 <= values["fragility_topk_intersection"] <= 1
 

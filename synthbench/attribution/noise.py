@@ -105,7 +105,9 @@ def _gradient_moments_fast(
     Only the ``h``-dimensional ``W eps`` is needed: from explicit noise it is ``noise @ W^T``;
     otherwise it is drawn directly from its Gaussian law (``h`` normals per sample and row instead
     of ``p``; a different random stream from the generic path, same distribution). Then
-    ``E[grad] = W^T E[u]`` and ``E[grad_j^2] = sum_ab W_aj W_bj E[u_a u_b]``.
+    ``E[grad] = W^T E[u]`` and ``E[grad_j^2]``: the mean square of ``W^T u`` when the ``(S, n, p)``
+    per-sample gradients fit in ``max_batch_elements``, else ``sum_ab W_aj W_bj E[u_a u_b]`` from the
+    ``(n, h, h)`` second moments of ``u``.
     Returns None when the model does not start with a Linear layer.
     """
     split = split_linear_head(model)
@@ -130,6 +132,8 @@ def _gradient_moments_fast(
     mean = u.mean(dim=0) @ w
     if not second:
         return mean, None
+    if s_total * n * p <= max_batch_elements:  # the per-sample gradients fit: square them directly
+        return mean, (u @ w).square().mean(dim=0)
     second = torch.einsum("sna,snb->nab", u, u) / s_total  # (n, h, h)
     mean_sq = torch.empty_like(inputs)
     step = rows_per_chunk(h * p, max_batch_elements)

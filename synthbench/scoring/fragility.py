@@ -362,7 +362,7 @@ class _Cell:
         return M.local_tpr_at_k(maps, self.truth, rng("best_k")), _nanmean(np.array(auroc))
 
     def _objective(self, attack: str):
-        n, d = self.rel0.shape
+        """The objective ``attack`` raises (see :mod:`~synthbench.scoring.attacks`)."""
         if attack == "topk":
             return top_k_objective(torch.as_tensor(self.top0))
         if attack == "center":
