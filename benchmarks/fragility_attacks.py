@@ -30,7 +30,7 @@ from synthbench.models import SharedModels
 from synthbench.protocol import cell_fold
 from synthbench.scoring import configure_scorer
 from synthbench.scoring.budget import Budget
-from synthbench.scoring.fragility import _Cell, _subset, attack_access
+from synthbench.scoring.fragility import _Cell, attack_access
 
 
 def main() -> None:
@@ -56,7 +56,7 @@ def main() -> None:
     eps = args.eps if args.eps is not None else (0.1 if tabular else 8 / 255)
     options = {"max_examples": args.rows, **({"iterations": args.iterations} if args.iterations else {})}
     scorer = configure_scorer("fragility", options)
-    sub = _subset(data, args.rows)
+    sub = data.first(args.rows)
     print(f"{args.dataset}: {len(sub.X_explain)} rows of shape {data.input_shape}, eps {eps:.4g}, "
           f"{scorer.iterations_for(kind)} iterations, torch threads {torch.get_num_threads()}")
     print(f"{'method':<24} {'top-k attack s':>15} {'cell s':>8} {'topk_intersection':>18}")

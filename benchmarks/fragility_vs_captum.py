@@ -34,7 +34,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -45,7 +44,7 @@ import torch
 from synthbench.attribution import attribute
 from synthbench.methods import get_method
 from synthbench.models import SharedModels
-from synthbench.protocol import FoldData, cell_fold
+from synthbench.protocol import cell_fold
 from synthbench.scoring.budget import Budget
 from synthbench.scoring.sensitivity import sensitivities
 
@@ -54,13 +53,6 @@ from timing import best_of, timed
 #: Per dataset: the fold (n_samples, folds: one fold's test part is the explained rows), decoys, model kind, preset.
 SETUPS = {"xor": dict(n_samples=1000, folds=5, decoys=100, kind="mlp", preset="sparse_mlp", eps=0.1, rows=200),
           "shapes": dict(n_samples=500, folds=5, decoys=None, kind="cnn", preset="cnn", eps=8 / 255, rows=100)}
-
-
-def first_rows(data: FoldData, rows: int) -> FoldData:
-    """The fold with its first ``rows`` explained rows."""
-    local = None if data.relevant_local is None else data.relevant_local[:rows]
-    return dataclasses.replace(data, X_explain=data.X_explain[:rows], y_explain=data.y_explain[:rows],
-                               relevant_local=local)
 
 
 def as_captum(fn: Callable[..., torch.Tensor]) -> Callable[..., Any]:
@@ -112,7 +104,7 @@ def main() -> None:
     eps = float(Fraction(args.eps)) if args.eps is not None else setup["eps"]
     data, _ = cell_fold(args.dataset, n_samples=setup["n_samples"], seed=args.seed, n_decoys=setup["decoys"],
                         n_folds=setup["folds"], fold=0)
-    data = first_rows(data, args.rows or setup["rows"])
+    data = data.first(args.rows or setup["rows"])
     models = SharedModels(data, preset=setup["preset"])
     model, train_seconds = timed(models.get, setup["kind"])
     module = model.module.eval()

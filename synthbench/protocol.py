@@ -11,6 +11,7 @@ configuration in one place, :func:`cell_fold` (the runner and the report both ca
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -153,6 +154,15 @@ class FoldData:
     def k(self) -> int | None:
         """Number of globally relevant elements, or None without global truth."""
         return None if self.relevant is None else int(self.relevant.sum())
+
+    def first(self, n: int) -> FoldData:
+        """The fold with only its first ``n`` explained examples (and their per-instance truth); itself when
+        it has no more. The explained rows are already a random part of the data."""
+        if len(self.X_explain) <= n:
+            return self
+        local = None if self.relevant_local is None else self.relevant_local[:n]
+        return dataclasses.replace(self, X_explain=self.X_explain[:n], y_explain=self.y_explain[:n],
+                                   relevant_local=local)
 
     def rng(self, *labels: int | str) -> np.random.Generator:
         """A generator for this fold and the given labels (e.g. a method name)."""

@@ -116,7 +116,7 @@ def test_every_kept_perturbation_keeps_the_label_and_stays_in_the_budget(xor_fol
     scorer = _scorer(eps=(0.3,), iterations=20, max_examples=80)
     for name, gradient in (("saliency", True), ("deeplift", False)):
         spec = get_method(name)
-        cell = _Cell(scorer, spec, fragility_module._subset(data, 80), models, models.get("mlp"))
+        cell = _Cell(scorer, spec, data.first(80), models, models.get("mlp"))
         assert cell.gradient == gradient
         budget = Budget.for_fold(data, 0.3, "linf")
         for attack in ("random", "topk", "truth"):

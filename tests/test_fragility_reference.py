@@ -46,7 +46,6 @@ from synthbench.protocol import FoldData, cell_fold
 from synthbench.scoring import configure_scorer
 from synthbench.scoring import sensitivity as S
 from synthbench.scoring.budget import Budget
-from synthbench.scoring.fragility import _subset
 
 #: Perturbed copies per example.
 M = 5
@@ -334,7 +333,7 @@ def test_scorer_max_sensitivity_is_the_mean_of_captum(fold: Fold):
     data, models = fold.data, fold.models
     scores = scorer.score(run_method(spec, data, models), data, spec, models)
 
-    subset = _subset(data, scorer.max_examples)
+    subset = data.first(scorer.max_examples)
     assert subset is data  # max_examples >= the explained rows: every row is measured
     budget = Budget.for_fold(subset, 0.1, scorer.norm)
     rng = subset.rng("fragility", "samples", "eps=0.1")  # _Cell.measure's stream: f"eps={eps!r}"

@@ -134,11 +134,11 @@ def _gradient_moments_fast(
         return mean, None
     if s_total * n * p <= max_batch_elements:  # the per-sample gradients fit: square them directly
         return mean, (u @ w).square().mean(dim=0)
-    second = torch.einsum("sna,snb->nab", u, u) / s_total  # (n, h, h)
+    moments = torch.einsum("sna,snb->nab", u, u) / s_total  # (n, h, h)
     mean_sq = torch.empty_like(inputs)
     step = rows_per_chunk(h * p, max_batch_elements)
     for i in range(0, n, step):
-        mean_sq[i : i + step] = ((second[i : i + step] @ w) * w).sum(dim=1)
+        mean_sq[i : i + step] = ((moments[i : i + step] @ w) * w).sum(dim=1)
     return mean, mean_sq
 
 

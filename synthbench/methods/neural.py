@@ -116,7 +116,7 @@ _NEEDS_BOTH = {"tabular": ("mlp",), "image": ("cnn",)}
 
 def _register(name: str, attribution: str, description: str, needs: dict[str, tuple[str, ...]], **options) -> None:
     recipe = AttributionRecipe(attribution)
-    register_method(name, description=description, needs=needs, recipe=recipe, maps=True, **options)(_make(name, recipe, needs))
+    register_method(name, description=description, needs=needs, recipe=recipe, **options)(_make(name, recipe, needs))
 
 
 for _name, (_description, _default, _params) in NEURAL_METHODS.items():

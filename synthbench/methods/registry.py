@@ -162,7 +162,8 @@ def register_method(
     ``max_features``: the declared limit (see :class:`MethodSpec`). ``kind_params``: per input
     kind, the parameters used there instead of ``params``. ``control``: a control, not a method;
     ``maps``: it returns a map per explained example (see :class:`MethodSpec`); None: True for a method
-    that accepts images (every image method does), False otherwise.
+    that accepts images (every image method does) or explains with a ``recipe`` (an attribution map
+    per example), False otherwise.
     """
     by_kind = dict(needs) if isinstance(needs, Mapping) else {kind: tuple(needs) for kind in inputs}
     by_kind = {kind: tuple(ks) for kind, ks in by_kind.items()}
@@ -183,7 +184,7 @@ def register_method(
         frozen = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (kind_params or {}).items()})
         METHODS.add(name, MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
                                     MappingProxyType(dict(params or {})), on_device, max_features, frozen, recipe,
-                                    control=control, maps="image" in by_kind if maps is None else bool(maps)))
+                                    control=control, maps=("image" in by_kind or recipe is not None) if maps is None else bool(maps)))
         return fn
 
     return deco

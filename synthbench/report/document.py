@@ -377,12 +377,12 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
                *_figure(report, True, f"{prefix}{scorer}_curves.png", f"{scorer} curves",
                         lambda: figures.scorer_curves(curves, styles, ylabel=headline.unit or names[0], limits=limits,
                                                       xlabel=axis)),
-               *((f"Each curve's mean per method and {axis.split(' (')[0]}:", "", _per_x_markdown(curves), "") if drawn else
-                 (f"At the last point ({curves['x'].max():g}), the mean of each curve:", "", _last_point_markdown(curves),
-                  ""))]
+               (f"Each curve's mean per method and {axis.split(' (')[0]}:" if drawn else
+                f"At the last point ({curves['x'].max():g}), the mean of each curve:"), "",
+               _curves_markdown(curves, every_x=bool(drawn)), ""]
     caption = getattr(get_scorer(scorer), "examples_caption", None)
     if caption and kind == "image":
-        md += _attacked_maps(results, truth, report, caption, prefix, heading)
+        md += _attacked_maps(results, truth, report, scorer, caption, prefix, heading)
     model_curves = all_curves[all_curves["curve"].isin(model_level)]
     if not model_curves.empty:
         md += _model_curves_lines(model_curves, axis)
@@ -482,14 +482,13 @@ def _trust_section(groups: list[tuple[str, str, Results]], metrics: tuple[str, .
             table.drop(columns="rho").to_markdown(index=False, disable_numparse=True), ""]
 
 
-def _attacked_maps(results: Results, truth: Results | None, report: Report, caption: str, prefix: str,
+def _attacked_maps(results: Results, truth: Results | None, report: Report, scorer: str, caption: str, prefix: str,
                    heading: str) -> list[str]:
     """Example maps a scorer stored (``caption`` says what they are) beside the same methods' maps of the same
     images in the ground-truth cells, when the store holds them."""
     after = tables.example_maps(results)
     before = {} if truth is None else tables.example_maps(truth)
     md = []
-    scorer = results.cells["scorer"].iloc[0]
     for setting, (images, masks, maps) in after.items():
         known = before.get(setting, (None, None, {}))[2]
         rows = {}
@@ -508,22 +507,16 @@ def _attacked_maps(results: Results, truth: Results | None, report: Report, capt
     return md
 
 
-def _per_x_markdown(curves: pd.DataFrame) -> str:
-    """Each method's mean of each curve at every x: one row per method and x, one column per setting and curve."""
-    label = [f"{tables.setting_label(s, d)} {c}" for s, d, c in zip(curves["setting"], curves["n_decoys"], curves["curve"])]
-    out = curves.assign(column=label).pivot_table(index=["method", "x"], columns="column", values="mean", sort=False)
-    out = out[list(dict.fromkeys(label))]
-    out.index = [f"{m} @ {x:.4g}" for m, x in out.index]
-    out.index.name, out.columns.name = "method @ x", None
-    return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
-
-
-def _last_point_markdown(curves: pd.DataFrame) -> str:
-    """Each method's mean of each curve at the largest x, one column per setting, decoy count and curve."""
-    last = curves[curves["x"] == curves["x"].max()]
-    label = [f"{tables.setting_label(s, d)} {c}" for s, d, c in zip(last["setting"], last["n_decoys"], last["curve"])]
-    out = last.assign(column=label).pivot_table(index="method", columns="column", values="mean", sort=False)
-    out.index.name, out.columns.name = "method", None
+def _curves_markdown(curves: pd.DataFrame, *, every_x: bool) -> str:
+    """Each method's mean of each curve, one column per setting, decoy count and curve: at every x (a row per
+    method and x) or at the largest x (a row per method)."""
+    part = curves if every_x else curves[curves["x"] == curves["x"].max()]
+    label = [f"{tables.setting_label(s, d)} {c}" for s, d, c in zip(part["setting"], part["n_decoys"], part["curve"])]
+    out = part.assign(column=label).pivot_table(index=["method", "x"] if every_x else "method", columns="column",
+                                                values="mean", sort=False)[list(dict.fromkeys(label))]
+    if every_x:
+        out.index = [f"{m} @ {x:.4g}" for m, x in out.index]
+    out.index.name, out.columns.name = "method @ x" if every_x else "method", None
     return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
 
 

@@ -205,12 +205,9 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
         peak_bytes = max(cached[2], peak_bytes or 0)
     model_info = {k: models.info[k] for k in needs if k in models.info} or None
     flags = (NEAR_CHANCE_FLAG,) if any(near_chance(info) for info in (model_info or {}).values()) else ()
-    examples = getattr(scores, "examples", None)
-    examples = output.local if examples is None else examples
-    if data.kind == "image" and examples is not None:
-        examples = aggregate_channels(examples[:EXAMPLE_IMAGES]).astype("float32")
-    else:
-        examples = None
+    maps = getattr(scores, "examples", None)  # a scorer's own maps (fragility: attacked), else the method's
+    maps = output.local if maps is None else maps
+    examples = None if data.kind != "image" or maps is None else aggregate_channels(maps[:EXAMPLE_IMAGES]).astype("float32")
     curves = scores.curves if isinstance(scores, Scores) else {}
     return CellResult(cell, "ok", None, dict(scores), scorer.chance(data), seconds, peak_bytes, model=model_info,
                       flags=flags, scorer_seconds=scorer_seconds, examples=examples, curves=curves, **base)

@@ -96,8 +96,7 @@ class Budget:
         else:
             z = rng.standard_normal(shape)
             z /= np.maximum(np.linalg.norm(z.reshape(len(z), -1), axis=1), 1e-12).reshape(-1, *[1] * (len(shape) - 1))
-        z = torch.as_tensor(z * (self.eps if radius is None else radius), dtype=x0.dtype, device=x0.device)
-        return self.project(x0, x0 + z * self._scale(x0))
+        return self._moved(x0, z * (self.eps if radius is None else radius))
 
     def uniform(self, x0: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
         """``x0`` plus a perturbation drawn uniformly from the budget (the cube for linf, as captum's
@@ -111,5 +110,9 @@ class Budget:
             flat = z.reshape(len(z), -1)
             radius = self.eps * rng.random(len(z)) ** (1.0 / d)
             z = (flat * (radius / np.maximum(np.linalg.norm(flat, axis=1), 1e-12))[:, None]).reshape(shape)
+        return self._moved(x0, z)
+
+    def _moved(self, x0: torch.Tensor, z: np.ndarray) -> torch.Tensor:
+        """``x0`` moved by ``z`` (``z`` units, numpy), projected."""
         z = torch.as_tensor(z, dtype=x0.dtype, device=x0.device)
         return self.project(x0, x0 + z * self._scale(x0))

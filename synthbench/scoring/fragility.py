@@ -133,7 +133,7 @@ def attack_access(spec: MethodSpec, kind: str) -> str:
 
 def _metrics(name: str) -> dict[str, Metric]:
     out = []
-    for attack in ("topk", *(a for a in ATTACKS if a != "topk")):  # the headline: the top-k attack's intersection
+    for attack in ("topk", *(a for a in ATTACKS if a != "topk")):  # the top-k attack's block first
         kinds = ATTACK_KINDS.get(attack, ("tabular", "image"))
         words = f"{_ATTACK_WORDS[attack]} {_AT}"
         out += [
@@ -185,7 +185,8 @@ class FragilityScorer:
     beta : the smooth surrogate's Softplus sharpness
     top_k : the top-k as a share of the input's elements (pixels on images), in (0, 1]; 0: the
         number of true features on tables, 5 % of the pixels on images
-    max_examples : the most explained examples attacked (the cell's first)
+    max_examples : the most explained examples attacked (the cell's first, :meth:`FoldData.first`: those
+        whose maps a report draws)
     metrics : every metric it may report (built from ``name``)
     """
 
@@ -273,7 +274,7 @@ class FragilityScorer:
             raise SkipCell(f"{spec.name} needs several models ({', '.join(spec.needs_for(data.kind))}); fragility "
                            "keeps the label of the one model a method explains")
         _, model = explained_model(spec, data, models)
-        cell = _Cell(self, spec, _subset(data, self.max_examples), models, model)
+        cell = _Cell(self, spec, data.first(self.max_examples), models, model)
         eps_list = self.eps_for(data.kind)
         rows = [cell.measure(eps) for eps in eps_list]
         x = np.asarray(eps_list, dtype=np.float64)
@@ -288,16 +289,6 @@ class FragilityScorer:
                       examples=shown if data.kind == "image" else None)
 
 
-def _subset(data: FoldData, most: int) -> FoldData:
-    """The fold with its first ``most`` explained examples (already a random part of the data; the first
-    are those whose maps a report draws)."""
-    if len(data.X_explain) <= most:
-        return data
-    local = None if data.relevant_local is None else data.relevant_local[:most]
-    return dataclasses.replace(data, X_explain=data.X_explain[:most], y_explain=data.y_explain[:most],
-                               relevant_local=local)
-
-
 class _Cell:
     """One cell's attacks: the method, its model, its original maps and the truth, shared by every eps."""
 
@@ -310,7 +301,7 @@ class _Cell:
         if self.maps0.shape != self.x0.shape:
             raise SkipCell(f"{spec.name} returns global scores fitted on the training rows, not a map per example: "
                            "perturbing the explained inputs cannot change them")
-        self.labels = np.asarray(model.predict(self.x0))
+        self.labels = self.predict(self.x0)
         self.rel0 = relevance(torch.as_tensor(self.maps0)).numpy()
         self.k = self._k()
         self.top0 = np.zeros(self.rel0.shape, dtype=bool)
