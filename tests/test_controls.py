@@ -117,4 +117,4 @@ def test_the_report_says_whether_the_controls_do_as_well_as_the_methods(road_sto
     assert "on each method's own model" in md
     line = next(x for x in md.splitlines() if x.startswith("Controls input, random do as well as"))
     assert "of 2 methods on `road_gap`" in line
-    assert "| random@forest" in md and "| input@forest" in md
+    assert "| [random@forest](#method-random)" in md and "| [input@forest](#method-input)" in md

@@ -23,7 +23,9 @@ def test_notebook_runs_top_to_bottom_and_draws_its_figures(path, tmp_path, monke
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) == 3  # curves, breakpoints, critical-difference diagram
+    assert len(images) == 4  # overview, curves, breakpoints, critical-difference diagram
+    summary = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
+    assert len(summary) == 1 and "**Best methods**" in summary[0] and "leads with" in summary[0]  # what the store says
     text = "".join(o.get("text", "") for o in outputs)
     assert "Friedman test" in text and "ran 168 cells" in text  # saliency on two MLP presets
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]

@@ -62,7 +62,7 @@ def test_without_the_plugin_the_report_renders_the_image_part_as_with_it(plugin_
     assert capsys.readouterr().err == ""
     md = (tmp_path / "report" / "report.md").read_text()
     assert "8 cells finished, 0 failed" in md and "best_k" not in md  # images, not an empty table leaderboard
-    rows = {m: re.search(rf"^\| {m} +\|(.*)\|$", md, re.M).group(1).split("|") for m in ("bar_contrast", "random")}
+    rows = {m: re.search(rf"^\| \[{m}\]\(#method-[^)]+\) +\|(.*)\|$", md, re.M).group(1).split("|") for m in ("bar_contrast", "random")}
     assert {m: r[-5].strip() for m, r in rows.items()} == {"bar_contrast": "4", "random": "4"}  # cells counted
     assert float(rows["bar_contrast"][0].split()[0]) > 0.8 > 0.2 > float(rows["random"][0].split()[0])
     # Every section but the example maps is what the report with the plugin says, and so is the curves figure.

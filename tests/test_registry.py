@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from synthbench import attribution, datasets, methods, models, scoring
@@ -74,3 +76,37 @@ def test_temporarily_and_restoring_undo_registrations():
         reg.add("c", 3)
         reg.remove("a")
     assert reg.items() == [("a", 1)]
+
+
+def test_every_synthbench_method_cites_the_publication_or_software_it_follows():
+    from synthbench.methods.neural import VARIANTS
+    from synthbench.methods.registry import AS_RUN_2023
+
+    own = {name: spec for name, spec in methods.METHODS.items() if spec.fn.__module__.startswith("synthbench.")}
+    assert len(own) >= 50
+    uncited = [name for name, spec in own.items() if not spec.reference.strip()]
+    assert not uncited, f"methods without a reference: {uncited}"
+    assert all(spec.reference.startswith("control") for spec in own.values() if spec.control)
+    replays = {name for name in own if name.endswith("_2023")} | set(VARIANTS) | {"treeshap_all_rows", "relief_1nn"}
+    assert [name for name in own if (AS_RUN_2023 in own[name].reference) != (name in replays)] == []
+    assert all("http" not in spec.reference for spec in own.values())
+    assert own["integrated_gradients"].reference == "Sundararajan, Taly & Yan 2017 (ICML)"
+
+
+def test_register_method_stores_the_reference_on_the_spec_and_it_never_enters_a_cell_id():
+    from synthbench.runner.grid import Cell
+
+    def fn(data, models, rng):
+        return rng.random(data.n_features)
+
+    with methods.METHODS.restoring():
+        methods.register_method("cited", description="d", reference="Doe & Roe 2024 (Venue)")(fn)
+        methods.register_method("bare", description="d")(fn)
+        with pytest.raises(TypeError, match="method 'none': reference must be a string"):
+            methods.register_method("none", description="d", reference=None)(fn)
+        assert methods.get_method("cited").reference == "Doe & Roe 2024 (Venue)"
+        assert methods.get_method("bare").reference == "" and "none" not in methods.METHODS
+        before = Cell("xor", 100, 3, 0, 2, 0, "cited").cell_id
+        spec = methods.METHODS.remove("cited")
+        methods.METHODS.add("cited", dataclasses.replace(spec, reference="another reference"))
+        assert Cell("xor", 100, 3, 0, 2, 0, "cited").cell_id == before

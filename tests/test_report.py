@@ -100,7 +100,7 @@ def test_model_table_counts_each_folds_shared_model_once_and_flags_the_near_chan
     assert (row["auroc"], row["auroc_lo"]) == pytest.approx(mean_ci(list(aurocs.values()), limits=(0, 1))[:2])
     assert row["methods"] == ["deeplift", "saliency"]
     md = build_report(results).markdown
-    assert "**Models near chance.**" in md and "`mlp` on 2 of its 3 fits" in md
+    assert "**Near chance, nothing to say:** `mlp` on xor/4 ([2 of 3](#models) fits)" in md  # the summary says where
     section = md.split("## The models the methods explain")[1].split("## ")[0]
     assert "| mlp · xor " in section and "0.57 [" in section and "2 / 3" in section and "saliency" in section
 
@@ -161,7 +161,7 @@ def test_report_files_are_self_contained_deterministic_and_leave_the_store_untou
                            capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": "12345"})
     assert other.returncode == 0, other.stderr
     assert digest(store) == before
-    names = {"report.md", "report.html", "curves.png", "breakpoints.png", "cost.png", "cd.png"}
+    names = {"report.md", "report.html", "overview.png", "curves.png", "breakpoints.png", "cost.png", "cd.png"}
     assert {p.name for p in (tmp_path / "a").iterdir()} == names
     for name in names:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
@@ -170,19 +170,20 @@ def test_report_files_are_self_contained_deterministic_and_leave_the_store_untou
             assert im.format == "PNG" and min(im.size) > 200
     html = (tmp_path / "a" / "report.html").read_text()
     assert re.findall(r'src="(?!data:image/png;base64,)', html) == [] and "http" not in html.replace("http-equiv", "")
-    assert html.count("data:image/png;base64,") == 4
+    assert html.count("data:image/png;base64,") == 5
     md = (tmp_path / "a" / "report.md").read_text()
-    for text in ["## Leaderboard", "### xor", "### ring", "## Breakpoints", "Friedman test", "## Provenance", *METHODS]:
+    for text in ["## What the store says", "## Overview", "## Leaderboard", 'data-setting="xor"', 'data-setting="ring"',
+                 "## Breakpoints", "Friedman test", "## Methods", "## Provenance", *METHODS]:
         assert text in md
-    assert "No cell of this store explains a trained model" in md and "Models near chance" not in md
+    assert "No cell of this store explains a trained model" in md and "Near chance" not in md
     assert "test grid" in md and "cores" in md and "total wall time" in md
 
 
 def test_a_partial_store_shows_missing_cells_as_missing(store, tmp_path):
     partial, _ = _copy_without(store, tmp_path, "method = 'mrmr' AND dataset = 'xor'")
     report = build_report(load_results(partial))
-    xor = report.markdown.split("### xor")[1].split("###")[0]
-    row = next(line for line in xor.splitlines() if line.startswith("| mrmr"))
+    xor = report.markdown.split('data-setting="xor"')[1].split("</details>")[0]
+    row = next(line for line in xor.splitlines() if line.startswith("| [mrmr]"))
     assert "–" in row and row.rstrip(" |").endswith("9")  # no mean, 9 cells missing
     assert "| missing" in report.markdown.split("## Breakpoints")[1]  # mrmr has no xor breakpoint
 
@@ -194,8 +195,8 @@ def test_a_store_without_a_finished_cell_still_reports_its_failures(tmp_path):
     written = write_report(build_report(load_results(tmp_path / "f.sqlite")), tmp_path / "out")
     md = (tmp_path / "out" / "report.md").read_text()
     assert "report.md" in [p.name for p in written] and "Too little data" in md and "none (no finished cell)" in md
-    rows = {line.split("|")[1].strip(): line for line in md.split("## Leaderboard")[1].split("###")[0].splitlines()
-            if line.startswith("| random") or line.startswith("| anova")}
+    rows = {line.split("|")[1].strip().split("]")[0][1:]: line for line in md.split("## Leaderboard")[1].split("<details")[0].splitlines()
+            if line.startswith("| [random]") or line.startswith("| [anova]")}
     assert rows["random"].count("–") >= 3 and rows["random"].rstrip(" |").split("|")[-3].strip() == "1"  # failed
     assert rows["anova"].rstrip(" |").split("|")[-2].strip() == "1"  # over limit
 

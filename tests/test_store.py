@@ -266,15 +266,21 @@ def _as_schema(path, version: int, undo, *statements: str) -> None:
     con.close()
 
 
+def _drop_references(con: sqlite3.Connection) -> None:
+    """Undo schema 9: no reference on methods."""
+    con.execute("ALTER TABLE methods DROP COLUMN reference")
+
+
 def _drop_judged(con: sqlite3.Connection) -> None:
-    """Undo schema 8: no judged columns on cells, no control flag on methods."""
+    """Undo schemas 9 and 8: no judged columns on cells, no control flag or reference on methods."""
+    _drop_references(con)
     for column in ("judged", "judged_model"):
         con.execute(f"ALTER TABLE cells DROP COLUMN {column}")
     con.execute("ALTER TABLE methods DROP COLUMN control")
 
 
 def _drop_descriptions(con: sqlite3.Connection) -> None:
-    """Undo schemas 8 and 7: no datasets or methods tables, no data columns on cells."""
+    """Undo schemas 9, 8 and 7: no datasets or methods tables, no data columns on cells."""
     _drop_judged(con)
     con.execute("DROP TABLE datasets")
     con.execute("DROP TABLE methods")
@@ -434,8 +440,50 @@ def test_a_version_7_store_opens_resumes_and_then_round_trips_the_judged_field(t
         store.write(result(judged))
         cells = store.cells().set_index("cell_id")
         rows = store.scores().drop_duplicates("cell_id").set_index("cell_id")
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     assert cells.loc[judged.cell_id, ["judged", "judged_model"]].tolist() == ["forest", "forest"]
     assert pd.isna(cells.loc[judged.cell_id, "model_preset"]) and pd.isna(cells.loc[on_mlp.cell_id, "judged"])
     assert rows.loc[judged.cell_id, ["judged", "control"]].tolist() == ["forest", True]
     assert judged.cell_id != dataclasses.replace(judged, judged=None).cell_id
+
+
+def test_each_method_row_records_the_reference_it_was_registered_with(tmp_path):
+    from synthbench.methods import METHODS, MethodSpec
+
+    cited = MethodSpec("cited", lambda d, m, r: r.random(d.n_features), "test", reference="Doe & Roe 2024 (Venue)")
+    bare = MethodSpec("bare", lambda d, m, r: r.random(d.n_features), "test")  # a plugin that gives none
+    with METHODS.temporarily("cited", cited), METHODS.temporarily("bare", bare), ResultStore(tmp_path / "r.sqlite") as store:
+        for method in ("cited", "bare", "saliency"):
+            store.write(result(cell(method=method)))
+        references = store.methods().set_index("method")["reference"]
+    assert references.to_dict() == {"bare": "", "cited": "Doe & Roe 2024 (Venue)",
+                                     "saliency": METHODS["saliency"].reference}
+    assert references["saliency"].startswith("Simonyan")
+
+
+def test_a_version_8_store_gains_the_references_of_the_methods_registered_here_and_keeps_its_cells(tmp_path):
+    from synthbench.methods import METHODS, MethodSpec
+
+    path = tmp_path / "v8.sqlite"
+    gone = MethodSpec("gone", lambda d, m, r: r.random(d.n_features), "a plugin not imported when reopened",
+                      reference="Doe 2024 (Venue)")
+    cells = [cell(), cell(method="anova"), cell(method="gone")]
+    with METHODS.temporarily("gone", gone), ResultStore(path) as store:
+        for c in cells:
+            store.write(result(c))
+        ids = {c.cell_id for c in cells}
+        before = store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True)
+    _as_schema(path, 8, _drop_references)  # what synthbench wrote before methods carried a reference
+    with ResultStore(path, readonly=True) as store:  # upgraded in memory: the column there, empty; the file untouched
+        methods = store.methods().set_index("method")
+        assert methods["reference"].isna().all() and methods.loc["random", "control"] == 1
+        pd.testing.assert_frame_equal(store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True), before)
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
+    with ResultStore(path) as store:  # opened for writing: upgraded, the references of methods registered here filled
+        references = store.methods().set_index("method")["reference"]
+        assert store.finished(ids) == ids  # nothing to recompute
+        after = store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True)
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "9"
+    assert references["random"] == "control (chance)" and references["anova"] == METHODS["anova"].reference != ""
+    assert pd.isna(references["gone"])  # not registered in this process: left unknown, not guessed
+    pd.testing.assert_frame_equal(after, before)

@@ -20,7 +20,7 @@ from synthbench.protocol import FoldData, MethodOutput
 
 
 @register_method("random", description="control: uniform random scores from the cell's seed (images: random maps)",
-                 inputs=("tabular", "image"), control=True)
+                 reference="control (chance)", inputs=("tabular", "image"), control=True)
 def random_scores(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray | MethodOutput:
     """Tables: scores drawn i.i.d. U(0, 1), shape ``(p,)``, then maps ``(n_explain, p)`` drawn after them (so
     the scores are what they were before the control drew maps). Images: maps ``(n_explain, C, H, W)``
@@ -42,7 +42,8 @@ def sobel_maps(images: np.ndarray) -> np.ndarray:
 
 
 @register_method("sobel", description="control: Sobel edge magnitude of each explained image (no model, no label)",
-                 inputs=("image",), control=True)
+                 reference="control: Adebayo et al. 2018, Sanity Checks for Saliency Maps (NeurIPS); Sobel edge "
+                 "detector (scipy.ndimage.sobel)", inputs=("image",), control=True)
 def sobel(data: FoldData, models: SharedModels, rng: np.random.Generator) -> MethodOutput:
     """Maps ``(n_explain, C, H, W)`` = per-channel Sobel gradient magnitude; score = their mean."""
     local = sobel_maps(data.X_explain)
@@ -50,8 +51,9 @@ def sobel(data: FoldData, models: SharedModels, rng: np.random.Generator) -> Met
 
 
 @register_method("input", description="control: the explained input itself as the map (the 2018 sanity-check "
-                 "paper's edge-detector point: a map with no model and no label)", inputs=("tabular", "image"),
-                 control=True)
+                 "paper's edge-detector point: a map with no model and no label)",
+                 reference="control: Adebayo et al. 2018, Sanity Checks for Saliency Maps (NeurIPS)",
+                 inputs=("tabular", "image"), control=True)
 def input_maps(data: FoldData, models: SharedModels, rng: np.random.Generator) -> MethodOutput:
     """Maps ``(n_explain, *input_shape)`` = a float copy of ``data.X_explain`` (signed, as given);
     scores ``input_shape`` = the mean of their absolute values over the explained rows."""

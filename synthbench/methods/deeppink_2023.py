@@ -30,7 +30,7 @@ from torch import nn
 from synthbench.datasets.tables.decoys import standardise
 from synthbench.protocol import FoldData
 from synthbench.selection.knockoffs import make_knockoffs
-from synthbench.methods.registry import register_method
+from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.models.presets import get_preset
 from synthbench.models.loop import TrainConfig, fit_network, select_device, torch_threads
@@ -73,6 +73,7 @@ class PairedDeepPink(nn.Module):
     "deeppink_2023",
     description="DeepPINK as the 2023 benchmark ran it: paired and per-feature layers before the 2023 MLP, no L1 "
     "penalty (the paper's was inert), the 2023 training loop; importance W_j - min(W)",
+    reference=f"Lu, Fan, Lv & Noble 2018 (NeurIPS); {AS_RUN_2023}",
     default=False,
     accelerated=True,
     params={"knockoffs": "auto_2023", "training": "passemiers2023"},

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from synthbench.protocol import FoldData
-from synthbench.methods.registry import register_method
+from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.models.mlp import MLPConfig
 from synthbench.models.presets import get_preset
@@ -242,7 +242,11 @@ def fit_cancelout(
     return gates, result.module
 
 
-def _register_cancelout(name: str, activation: Literal["sigmoid", "softmax"], description: str, params: dict) -> None:
+_CANCELOUT = "Borisov, Haug & Kasneci 2019 (ICANN)"
+
+
+def _register_cancelout(name: str, activation: Literal["sigmoid", "softmax"], description: str, params: dict,
+                        reference: str = _CANCELOUT) -> None:
     def method(data: FoldData, models: SharedModels, rng: np.random.Generator, *, ensemble: int, training: str,
                **options) -> np.ndarray:
         config = EMBEDDED_CONFIG if training == "embedded" else get_preset(training).config
@@ -255,7 +259,8 @@ def _register_cancelout(name: str, activation: Literal["sigmoid", "softmax"], de
 
     method.__name__ = name
     method.__doc__ = f"CancelOut ({activation}) in front of the benchmark MLP; scores = trained gates, shape (p,)."
-    register_method(name, description=description, default=False, accelerated=True, params=params)(method)
+    register_method(name, description=description, reference=reference, default=False, accelerated=True,
+                    params=params)(method)
 
 
 _register_cancelout(
@@ -277,13 +282,13 @@ _register_cancelout(
     "CancelOut as the 2023 benchmark ran it: sigmoid gate from w = 1, loss − 0.2·var(w/p) + 0.1·Σ w/p, the gate "
     "trained with the MLP, the passemiers2023 training loop",
     {"lambda_var": 0.2, "lambda_l1": 0.1, "gate_lr": None, "init": 1.0, "signed_l1": True, "ensemble": 1,
-     "training": "passemiers2023"})
+     "training": "passemiers2023"}, f"{_CANCELOUT}; {AS_RUN_2023}")
 _register_cancelout(
     "cancelout_softmax_2023", "softmax",
     "CancelOut as the 2023 benchmark ran it: softmax gate (not ×p, so every gate starts at 1/p), no penalty, "
     "the gate trained with the MLP, the passemiers2023 training loop",
     {"lambda_var": 0.0, "lambda_l1": 0.0, "gate_lr": None, "init": 1.0, "softmax_scaled": False, "ensemble": 1,
-     "training": "passemiers2023"})
+     "training": "passemiers2023"}, f"{_CANCELOUT}; {AS_RUN_2023}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,6 +364,7 @@ def fit_deep_lasso(
     "deep_lasso",
     description="Deep Lasso (Cherepanova et al. 2023): benchmark MLP trained with loss + λ·Σ_j ‖∂L/∂x_j‖₂ "
     "over each batch; score = ‖∂L/∂x_j‖₂ on the explained rows",
+    reference="Cherepanova et al. 2023 (NeurIPS Datasets and Benchmarks)",
     default=False,
     accelerated=True,
     params={"lam": 0.1, "ensemble": 1},
@@ -522,6 +528,7 @@ def fit_lassonet(
     return leave, last_norm
 
 
+_LASSONET = "Lemhadri, Ruan, Abraham & Tibshirani 2021 (JMLR); lassonet package"
 _LASSONET_PARAMS = {
     "hidden_dims": (16,),
     "lambda_start": 0.1,
@@ -537,6 +544,7 @@ _LASSONET_PARAMS = {
     "lassonet",
     description="LassoNet (lassonet package), 16 hidden units; score = λ at which a feature leaves the path "
     "(never leaving: above the largest; ties broken by the skip weight norm)",
+    reference=_LASSONET,
     default=False,
     accelerated=True,
     params=_LASSONET_PARAMS,
@@ -578,6 +586,7 @@ _LASSONET_2023_PARAMS = {
     "lassonet_2023",
     description="LassoNet as the 2023 benchmark ran it: 2×32 hidden units, mini-batches of 64, λ from 3.2768 "
     "(×1.02), 30 epochs a step; score = the package's feature_importances_ (inf made finite, above the rest)",
+    reference=f"{_LASSONET}; {AS_RUN_2023}",
     default=False,
     accelerated=True,
     params=_LASSONET_2023_PARAMS,

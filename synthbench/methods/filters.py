@@ -6,17 +6,23 @@ import numpy as np
 from sklearn.feature_selection import f_classif, mutual_info_classif
 
 from synthbench.protocol import FoldData
-from synthbench.methods.registry import register_method
+from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 
+_RELIEFF = "Kononenko 1994 (ECML); skrebate (Urbanowicz et al. 2018, Journal of Biomedical Informatics)"
+_MRMR = "Peng, Long & Ding 2005 (IEEE TPAMI)"
 
-@register_method("mi", description="mutual information with the label (scikit-learn, k-NN estimator)")
+
+@register_method("mi", description="mutual information with the label (scikit-learn, k-NN estimator)",
+                 reference="Kraskov, Stögbauer & Grassberger 2004 (Physical Review E); Ross 2014 (PLOS ONE); "
+                 "scikit-learn mutual_info_classif")
 def mutual_information(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """``mutual_info_classif`` on the training part, shape ``(p,)``, in nats, non-negative."""
     return mutual_info_classif(data.X_train, data.y_train, random_state=int(rng.integers(2**31 - 1)))
 
 
-@register_method("anova", description="ANOVA F statistic of each feature against the label (linear; blind to XOR)")
+@register_method("anova", description="ANOVA F statistic of each feature against the label (linear; blind to XOR)",
+                 reference="one-way ANOVA F-test; scikit-learn f_classif")
 def anova(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """F statistics on the training part, shape ``(p,)``; constant columns score 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -27,6 +33,7 @@ def anova(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.
 @register_method(
     "relief",
     description="ReliefF (skrebate's algorithm, vectorised; equal to skrebate.ReliefF), 100 neighbours",
+    reference=_RELIEFF,
     params={"n_neighbors": 100},
     default=False,
 )
@@ -42,6 +49,7 @@ def relief(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_
     "relief_1nn",
     description="Relief with 1 nearest hit and 1 nearest miss per training row, Euclidean, differences / range "
     "(the 2023 benchmark's hand-written Relief)",
+    reference=f"Kira & Rendell 1992 (AAAI); {AS_RUN_2023}",
     default=False,
 )
 def relief_1nn(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
@@ -54,6 +62,7 @@ def relief_1nn(data: FoldData, models: SharedModels, rng: np.random.Generator) -
 @register_method(
     "relief_skrebate",
     description="ReliefF, skrebate itself (the reference for relief); slow: about 15 s per fold at p = 1000",
+    reference=_RELIEFF,
     params={"n_neighbors": 100},
     default=False,
     max_features=10_000,  # Python-level loops over rows and features: minutes at 2048, hours beyond 10,000
@@ -84,6 +93,7 @@ _MRMR_SCORES = (
 @register_method(
     "mrmr",
     description="mRMR (MIQ) on round(20·x), synthbench's vectorised implementation",
+    reference=_MRMR,
     params=_MRMR_PARAMS,
 )
 def mrmr_method(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_select: int, scheme: str, scale: float) -> np.ndarray:
@@ -95,6 +105,7 @@ def mrmr_method(data: FoldData, models: SharedModels, rng: np.random.Generator, 
 @register_method(
     "mrmr_pymrmr",
     description="mRMR (MIQ) on round(20·x), the reference C++ implementation (pymrmr); slow",
+    reference=f"{_MRMR}; the authors' C++ mRMR through pymrmr",
     params=_MRMR_PARAMS,
     default=False,
     max_features=10_000,  # 15 s at p = 1000, about an hour at 10,000 (n = 1000)

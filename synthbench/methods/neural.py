@@ -19,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from synthbench.methods.recipe import AttributionRecipe, patch_mask
-from synthbench.methods.registry import register_method
+from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 
-__all__ = ["NEURAL_METHODS", "VARIANTS", "IMAGE_PARAMS", "IMAGE_ONLY", "patch_mask"]
+__all__ = ["NEURAL_METHODS", "VARIANTS", "IMAGE_PARAMS", "IMAGE_ONLY", "REFERENCES", "patch_mask"]
 
 _NOISE_IMAGE = {"n_samples": 15, "noise_level": 0.15, "per_feature": False}
 
@@ -98,6 +98,49 @@ VARIANTS: dict[str, tuple[str, str, dict]] = {
         "on a LeakyReLU MLP (as the 2023 benchmark ran it)", {"rules_on": "relu_only"}),
 }
 
+_SIMONYAN = "Simonyan, Vedaldi & Zisserman 2014 (arXiv:1312.6034)"
+_IG = "Sundararajan, Taly & Yan 2017 (ICML)"
+_DEEPLIFT = "Shrikumar, Greenside & Kundaje 2017 (ICML)"
+_GBP = "Springenberg, Dosovitskiy, Brox & Riedmiller 2015 (ICLR workshop)"
+_DECONV = "Zeiler & Fergus 2014 (ECCV)"
+_LRP = "Bach et al. 2015 (PLOS ONE)"
+_SMOOTHGRAD = "Smilkov et al. 2017 (arXiv:1706.03825)"
+_SMOOTHGRAD_SQ = "Hooker, Erhan, Kindermans & Kim 2019 (NeurIPS)"
+_VARGRAD = "Adebayo, Gilmer, Goodfellow & Kim 2018 (ICLR workshop)"
+
+#: name -> the publication (or software) each registered attribution method follows
+#: (:attr:`~synthbench.methods.registry.MethodSpec.reference`).
+REFERENCES: dict[str, str] = {
+    "gradient": _SIMONYAN,
+    "saliency": _SIMONYAN,
+    "input_x_gradient": "Shrikumar, Greenside, Shcherbina & Kundaje 2016 (arXiv:1605.01713)",
+    "integrated_gradients": _IG,
+    "deeplift": _DEEPLIFT,
+    "guided_backprop": _GBP,
+    "deconvolution": _DECONV,
+    "lrp_epsilon": _LRP,
+    "lrp_zplus": f"{_LRP}; z+ rule: Montavon et al. 2017 (Pattern Recognition)",
+    "smoothgrad": _SMOOTHGRAD,
+    "smoothgrad_sq": _SMOOTHGRAD_SQ,
+    "vargrad": _VARGRAD,
+    "feature_ablation": "occlusion: Zeiler & Fergus 2014 (ECCV); captum FeatureAblation",
+    "feature_permutation": "permutation importance: Breiman 2001 (Machine Learning); captum FeaturePermutation",
+    "shapley_sampling": "Castro, Gómez & Tejada 2009 (Computers & Operations Research); Štrumbelj & Kononenko 2014 "
+                        "(Knowledge and Information Systems); captum ShapleyValueSampling",
+    "gradient_shap": "Lundberg & Lee 2017 (NeurIPS); expected gradients: Erion et al. 2021 (Nature Machine "
+                     "Intelligence); captum GradientShap",
+    "integrated_gradients_nomul": f"{_IG}; captum IntegratedGradients(multiply_by_inputs=False); {AS_RUN_2023}",
+    "deeplift_nomul": f"{_DEEPLIFT}; captum DeepLift(multiply_by_inputs=False); {AS_RUN_2023}",
+    "smoothgrad_saliency": f"{_SMOOTHGRAD}; captum NoiseTunnel(Saliency); {AS_RUN_2023}",
+    "guided_backprop_captum": f"{_GBP}; captum GuidedBackprop; {AS_RUN_2023}",
+    "deconvolution_captum": f"{_DECONV}; captum Deconvolution; {AS_RUN_2023}",
+    # the noise ensembles of integrated gradients and guided backprop that Hooker et al. 2019 compared
+    **{f"{nt}_{short}": f"{ensemble} over {base}" + ("" if nt == "smoothgrad_sq" else f"; as in {_SMOOTHGRAD_SQ}")
+       for nt, ensemble in (("smoothgrad", f"SmoothGrad: {_SMOOTHGRAD}"), ("smoothgrad_sq", f"SmoothGrad²: {_SMOOTHGRAD_SQ}"),
+                            ("vargrad", f"VarGrad: {_VARGRAD}"))
+       for short, base in (("ig", f"integrated gradients: {_IG}"), ("gbp", f"guided backprop: {_GBP}"))},
+}
+
 
 def _make(name: str, recipe: AttributionRecipe, needs: dict[str, tuple[str, ...]]):
     def method(data: FoldData, models: SharedModels, rng: np.random.Generator, **params) -> MethodOutput:
@@ -116,7 +159,8 @@ _NEEDS_BOTH = {"tabular": ("mlp",), "image": ("cnn",)}
 
 def _register(name: str, attribution: str, description: str, needs: dict[str, tuple[str, ...]], **options) -> None:
     recipe = AttributionRecipe(attribution)
-    register_method(name, description=description, needs=needs, recipe=recipe, **options)(_make(name, recipe, needs))
+    register_method(name, description=description, reference=REFERENCES[name], needs=needs, recipe=recipe,
+                    **options)(_make(name, recipe, needs))
 
 
 for _name, (_description, _default, _params) in NEURAL_METHODS.items():

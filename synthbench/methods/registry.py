@@ -12,7 +12,7 @@ Adding a method::
 
     from synthbench.methods import register_method
 
-    @register_method("my_method", description="what it does")
+    @register_method("my_method", description="what it does", reference="Author & Author 2024 (Venue)")
     def my_method(data, models, rng):
         return my_scores(data.X_train, data.y_train)
 """
@@ -37,6 +37,11 @@ __all__ = ["MethodSpec", "METHODS", "register_method", "get_method", "method_nam
 
 MethodFn = Callable[..., "MethodOutput | np.ndarray"]
 
+#: How the :attr:`MethodSpec.reference` of a method that replays the 2023 benchmark's code ends
+#: (``"<the method's own reference>; " + AS_RUN_2023``).
+AS_RUN_2023 = ("as run by Passemiers et al. 2023 (arXiv:2304.02383; the 2023 benchmark, "
+               "github.com/AntoinePassemiers/Feature-Selection-Benchmark)")
+
 
 @dataclass(frozen=True)
 class MethodSpec:
@@ -46,6 +51,11 @@ class MethodSpec:
     ----------
     name, description : str
     fn : the method function
+    reference : the publication or software the method follows, as a short plain-text citation
+        (``"Authors Year (Venue)"``, ``"Authors Year (arXiv:id)"``) or a library's name, no links; a
+        method that replays another benchmark's code says so (``"...; " +`` :data:`AS_RUN_2023`), a
+        control says ``"control ..."``. Shown beside the description in reports; empty for a plugin
+        that gives none. Not a parameter: it never enters a cell id.
     needs : input kind -> the model kinds it asks for on that kind (empty: raw data only); its
         keys are the input kinds the method accepts (:attr:`inputs`)
     default : whether ``python -m synthbench.run`` runs it without ``--methods``
@@ -73,6 +83,7 @@ class MethodSpec:
     name: str
     fn: MethodFn
     description: str
+    reference: str = field(default="", kw_only=True)
     needs: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({"tabular": ()}))
     default: bool = True
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
@@ -142,6 +153,7 @@ def register_method(
     name: str,
     *,
     description: str,
+    reference: str = "",
     needs: tuple[str, ...] | Mapping[str, tuple[str, ...]] = (),
     inputs: tuple[str, ...] = ("tabular",),
     default: bool = True,
@@ -155,6 +167,9 @@ def register_method(
 ) -> Callable[[MethodFn], MethodFn]:
     """Decorator registering ``fn`` as method ``name`` (see the module docstring).
 
+    ``reference``: the publication or software the method follows, a short citation such as
+    ``"Sundararajan, Taly & Yan 2017 (ICML)"`` or a library's name (see :class:`MethodSpec`); the
+    store records it and reports show it beside the description. Optional for plugins.
     ``needs``: the model kinds it asks for, the same on every kind in ``inputs``, or a mapping
     input kind -> model kinds (its keys then say which inputs it accepts).
     ``accelerated``: the method itself trains or runs torch models on ``models.settings.device``;
@@ -178,13 +193,15 @@ def register_method(
             wrong = [k for k in ks if kind not in model_kind(k).inputs]
             if wrong:
                 raise ValueError(f"method {name!r}: model kinds {wrong} do not train on {kind} inputs")
+        if not isinstance(reference, str):
+            raise TypeError(f"method {name!r}: reference must be a string (a short citation), got {type(reference).__name__}")
         on_device = accelerated or any(model_kind(k).accelerated for ks in by_kind.values() for k in ks)
         if set(kind_params or {}) - set(by_kind):
             raise ValueError(f"method {name!r}: kind_params for kinds it does not accept")
         frozen = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (kind_params or {}).items()})
         METHODS.add(name, MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
                                     MappingProxyType(dict(params or {})), on_device, max_features, frozen, recipe,
-                                    control=control, maps=("image" in by_kind or recipe is not None) if maps is None else bool(maps)))
+                                    reference=reference, control=control, maps=("image" in by_kind or recipe is not None) if maps is None else bool(maps)))
         return fn
 
     return deco

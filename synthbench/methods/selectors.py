@@ -24,7 +24,7 @@ Concrete selectors (``concrete_autoencoder``, ``fsnet``)
     classic unsupervised CAE (decoder ``k -> 32 -> p``, mean squared reconstruction error) and
     ``target="both"`` sums the two losses.
 
-    ``fsnet`` (Singh & Yamada 2023): the selector logits are not free parameters but the
+    ``fsnet`` (Singh et al. 2023): the selector logits are not free parameters but the
     output of a weight-predictor MLP applied to each feature's histogram embedding
     (``n_bins`` bins over the column's training range, frequencies, standardised across
     features); a second weight predictor gives the decoder's output weights per feature. The
@@ -412,6 +412,7 @@ _CONCRETE_TRAINING = {"epochs": 100, "batch_size": 64, "lr": 3e-3, "start_temp":
     "concrete_autoencoder",
     description="concrete autoencoder (Abid et al. 2019), supervised head as in the 2023 benchmark; "
     "k and 2k selector runs, ranked k-run choices, then 2k-run additions, then max probability",
+    reference="Abid, Balin & Zou 2019 (ICML)",
     needs=(),
     default=False,
     accelerated=True,
@@ -424,8 +425,9 @@ def concrete_autoencoder(data: FoldData, models: SharedModels, rng: np.random.Ge
 
 @register_method(
     "fsnet",
-    description="FsNet (Singh & Yamada 2023): concrete selector with logits from a histogram weight "
+    description="FsNet (Singh et al. 2023): concrete selector with logits from a histogram weight "
     "predictor, classification + reconstruction loss; k and 2k runs ranked as the concrete autoencoder",
+    reference="Singh et al. 2023 (IJCNN; arXiv:2001.08322)",
     needs=(),
     default=False,
     accelerated=True,
@@ -549,6 +551,7 @@ def fit_deeppink(
     "deeppink",
     description="DeepPINK (Lu et al. 2018): knockoff pairwise-coupling layer + L1-penalised MLP; "
     "importance W_j - min(W) with W_j = Z_j^2 - Zt_j^2",
+    reference="Lu, Fan, Lv & Noble 2018 (NeurIPS)",
     needs=(),
     default=False,
     accelerated=True,

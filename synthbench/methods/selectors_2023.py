@@ -64,7 +64,7 @@ from torch import nn
 
 from synthbench.protocol import FoldData
 from synthbench.protocol import MethodOutput
-from synthbench.methods.registry import register_method
+from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.methods.selectors import seeded_generators, selector_config
 from synthbench.models import SharedModels
 from synthbench.models.layers import GaussianNoise, SeededDropout
@@ -196,6 +196,7 @@ def _indicator(selected: np.ndarray, p: int) -> np.ndarray:
     "concrete_autoencoder_2023",
     description="the 2023 benchmark's keras concrete autoencoder: told the true k, a k-run (300 epochs) for best-k "
     "and a separate 2k-run (30 epochs) for best-2k, lr 1e-4, batches max(n//256,16), MSE on a sigmoid head",
+    reference=f"Abid, Balin & Zou 2019 (ICML); {AS_RUN_2023}",
     default=False,
     accelerated=True,
 )
@@ -287,6 +288,7 @@ def fit_fsnet_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, rng: np.rand
     "fsnet_2023",
     description="the 2023 benchmark's FSNet: told the true k, one run of min(2k, p) neurons, linear weight "
     "predictors on 30-bin histograms, reconstruction weighted 10, 2000 epochs, mean softmax importances",
+    reference=f"Singh et al. 2023 (IJCNN; arXiv:2001.08322); {AS_RUN_2023}",
     default=False,
     accelerated=True,
 )

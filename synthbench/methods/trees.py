@@ -7,11 +7,12 @@ from sklearn.inspection import permutation_importance
 
 from synthbench.protocol import FoldData
 from synthbench.protocol import MethodOutput
-from synthbench.methods.registry import register_method
+from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 
 
-@register_method("rf", description="random forest impurity importance (mean decrease in Gini), 500 trees", needs=("forest",))
+@register_method("rf", description="random forest impurity importance (mean decrease in Gini), 500 trees",
+                 reference="Breiman 2001 (Machine Learning); scikit-learn RandomForestClassifier", needs=("forest",))
 def rf_impurity(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """The forest's ``feature_importances_``, shape ``(p,)``, non-negative."""
     return models.get("forest").feature_importances_
@@ -20,6 +21,7 @@ def rf_impurity(data: FoldData, models: SharedModels, rng: np.random.Generator) 
 @register_method(
     "rf_permutation",
     description="random forest permutation importance: accuracy drop on the explained rows",
+    reference="Breiman 2001 (Machine Learning); scikit-learn permutation_importance",
     needs=("forest",),
     default=False,
     params={"n_repeats": 3},
@@ -59,8 +61,10 @@ def treeshap(data: FoldData, models: SharedModels, rng: np.random.Generator, *, 
     return MethodOutput(scores, values) if rows == "explain" else MethodOutput(scores)
 
 
+_TREESHAP = "Lundberg et al. 2020 (Nature Machine Intelligence); shap TreeExplainer"
 register_method("treeshap", description="TreeSHAP (shap.TreeExplainer) on the forest; mean |SHAP| over the explained rows",
-                needs=("forest",), maps=True)(treeshap)
+                reference=_TREESHAP, needs=("forest",), maps=True)(treeshap)
 register_method("treeshap_all_rows", description="TreeSHAP on the forest; mean |SHAP| over the training and held-out "
-                "rows together (as the 2023 benchmark)", needs=("forest",), default=False,
+                "rows together (as the 2023 benchmark)", reference=f"{_TREESHAP}; {AS_RUN_2023}", needs=("forest",),
+                default=False,
                 params={"rows": "train_and_test"})(treeshap)

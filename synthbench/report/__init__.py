@@ -3,19 +3,23 @@ cost against quality, rank statistics, and a self-contained HTML/Markdown report
 
 ``python -m synthbench.report --store PATH --out DIR`` writes the report; in a notebook::
 
-    from synthbench.report import load_results, summary_table, decoy_table, rank_test, figures
+    from synthbench.report import load_results, store_summary, overview_figures, summary_table
     results = load_results("results/synthbench.sqlite")
+    store_summary(results)          # what the store says, as Markdown
+    overview_figures(results)       # one heatmap per part of the store
     summary_table(results)
 """
 
-from synthbench.report.document import Report, build_report, write_report
+from synthbench.report.document import Report, build_report, overview_figures, write_report
 from synthbench.report.results import ReportError, Results, load_results
 from synthbench.report.statistics import RankTest, block_means, rank_test
 from synthbench.report.tables import (BREAKPOINT_LEVEL, breakpoints, decoy_table, mean_ci, model_table, pareto_front,
                                      summary_table)
 from synthbench.report import figures
+from synthbench.report.summary import store_summary
 from synthbench.runner.judged import control_verdict
 
 __all__ = ["load_results", "Results", "ReportError", "summary_table", "decoy_table", "model_table", "breakpoints", "mean_ci",
            "BREAKPOINT_LEVEL", "pareto_front", "rank_test", "RankTest", "block_means", "build_report", "write_report", "Report",
+           "store_summary", "overview_figures",
            "figures", "control_verdict"]

@@ -8,7 +8,7 @@ leaves nothing half-written behind.
 
 from __future__ import annotations
 
-import base64
+import html
 import json
 import re
 import shutil
@@ -23,19 +23,16 @@ from matplotlib.figure import Figure
 from synthbench import datasets
 from synthbench.scoring import get_metric, get_scorer
 from synthbench.report import figures, tables
-from synthbench.report.trust import rank_agreement
+from synthbench.report.page import html_page
+from synthbench.report.parts import (IMAGE_METRICS, Part, headline, method_anchor, scored_metrics, store_parts,
+                                     truth_of, verdict_agreement)
 from synthbench.report.results import Results
+from synthbench.report.summary import duration, summary_lines, used_runs, wall_seconds
 from synthbench.report.statistics import rank_test
 from synthbench.runner.judged import control_verdict
 from synthbench.models.shared import NEAR_CHANCE_AUROC
 
-__all__ = ["Report", "build_report", "write_report"]
-
-_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
-table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 7px}
-th{background:#f3f3f3}td{text-align:right}td:first-child{text-align:left}img{max-width:100%}
-code{background:#f3f3f3;padding:0 3px}"""
-
+__all__ = ["Report", "build_report", "write_report", "overview_figure", "overview_figures"]
 
 @dataclass
 class Report:
@@ -45,18 +42,9 @@ class Report:
     figures: dict[str, Figure] = field(default_factory=dict)
 
     def html(self, images: dict[str, bytes]) -> str:
-        """The whole report as one HTML page, each figure embedded from its PNG bytes (``images`` by file name)."""
-        import markdown
-
-        body = markdown.markdown(self.markdown, extensions=["tables", "toc"])
-
-        def embed(match: re.Match) -> str:
-            data = base64.b64encode(images[match.group(1)]).decode("ascii")
-            return f'src="data:image/png;base64,{data}"'
-
-        body = re.sub(r'src="([^"]+\.png)"', embed, body)
-        return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>synthbench report</title>'
-                f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")
+        """The whole report as one HTML page (:func:`~synthbench.report.page.html_page`), each figure embedded from
+        its PNG bytes (``images`` by file name)."""
+        return html_page(self.markdown, images)
 
 
 def _ci(mean: float, lo: float, hi: float) -> str:
@@ -67,16 +55,38 @@ def _ci(mean: float, lo: float, hi: float) -> str:
 
 def _leaderboard_markdown(table: pd.DataFrame, metrics: tuple[str, ...]) -> str:
     """A summary table as Markdown: CI columns merged, chance beside the first metric, counts last."""
-    out = pd.DataFrame(index=[f"{m} †" if table.at[m, "near_chance"] else m for m in table.index])
+    out = pd.DataFrame(index=[_method_link(m) + (" †" if table.at[m, "near_chance"] else "") for m in table.index])
     for metric in metrics:
         out[f"{metric} [95 % CI]"] = [_ci(*r) for r in table[[metric, f"{metric}_lo", f"{metric}_hi"]].to_numpy()]
         out[f"{metric} chance"] = table[f"{metric}_chance"].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_numpy()
-    out["s / cell"] = table["seconds"].map(lambda v: "–" if pd.isna(v) else f"{v:.3g}").to_numpy()
+    out["method s / cell"] = table["seconds"].map(_seconds).to_numpy()
+    if (table["model_seconds"].fillna(0) > 0).any():
+        out["+ model training s"] = table["model_seconds"].map(lambda v: "–" if pd.isna(v) or v == 0 else _seconds(v)).to_numpy()
     for col, name in (("cells", "cells"), ("near_chance", "near chance"), ("failed", "failed"),
                       ("skipped", "over limit"), ("missing", "missing")):
         out[name] = table[col].to_numpy()
     out.index.name = "method"
     return out.to_markdown(disable_numparse=True)
+
+
+def _per_fit(models: pd.DataFrame, column: str) -> float:
+    """The mean of ``column`` over the fits of these :func:`~synthbench.report.tables.model_table` rows (each row
+    weighs its number of fits)."""
+    return float((models[column] * models["models"]).sum() / models["models"].sum())
+
+
+def _seconds(value: float) -> str:
+    return "–" if pd.isna(value) else f"{value:.3g}"
+
+
+def _method_link(entry: str) -> str:
+    """A table's method entry linked to its method's description (``saliency@sparse_mlp`` -> ``#method-saliency``)."""
+    return f"[{entry}](#{method_anchor(entry.partition('@')[0])})"
+
+
+def _anchor(name: str) -> str:
+    """An empty block with id ``name`` before the table it names: where the summary's links land."""
+    return f'<div id="{name}"></div>'
 
 
 def _breakpoint_markdown(points: pd.DataFrame, order: list[str], settings: list[str]) -> str:
@@ -100,6 +110,8 @@ def _models_markdown(models: pd.DataFrame) -> list[str]:
         by = g.set_index("n_decoys")
         row = {f"{d} decoys": _ci(*by.loc[d, ["auroc", "auroc_lo", "auroc_hi"]]) if d in by.index else "missing"
                for d in decoys}
+        row["accuracy"] = f"{_per_fit(g, 'accuracy'):.3f}"
+        row["training s / fit"] = _seconds(_per_fit(g, "train_seconds"))
         row["near chance"] = f"{g['near_chance'].sum()} / {g['models'].sum()}"
         rows[f"{kind} · {setting}"] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
@@ -109,24 +121,6 @@ def _models_markdown(models: pd.DataFrame) -> list[str]:
         users = sorted({m for ms in g["methods"] for m in ms})
         lines.append(f"- `{kind}` is explained by {len(users)} method(s): {', '.join(users)}.")
     return [*lines, ""]
-
-
-def _near_chance_sentence(models: pd.DataFrame) -> str:
-    """One sentence naming the models that were near chance on some folds, or '' when none was."""
-    totals = models.groupby("model", sort=False)[["near_chance", "models"]].sum()
-    near = totals[totals["near_chance"] > 0]
-    if near.empty:
-        return ""
-    parts = [f"`{kind}` on {r.near_chance} of its {r.models} fits" for kind, r in near.iterrows()]
-    return (f"**Models near chance.** A shared model scored a held-out AUROC below {NEAR_CHANCE_AUROC}: "
-            f"{' and '.join(parts)} (see [The models the methods explain](#the-models-the-methods-explain)). Where a "
-            "model learned little about the label, the methods that explain it (marked †) have little to find: their "
-            "scores there say as much about the model as about the method.")
-
-
-def _duration(seconds: float) -> str:
-    h, rest = divmod(int(round(seconds)), 3600)
-    return f"{h} h {rest // 60:02d} min" if h else f"{rest // 60} min {rest % 60:02d} s"
 
 
 def _provenance(results: Results) -> list[str]:
@@ -147,14 +141,17 @@ def _provenance(results: Results) -> list[str]:
         libs = json.loads(versions.iloc[-1])
         lines.append("- libraries (latest cell): " + ", ".join(f"{k} {v}" for k, v in sorted(libs.items())))
     lines.append(f"- cells stored from {cells['finished_at'].min()} to {cells['finished_at'].max()} (UTC)")
-    cell_seconds = (f"sum of per-cell seconds {_duration(cells['seconds'].fillna(0).sum())} (each cell counts the "
-                    "models it uses, so a model shared by several cells counts once per cell)")
+    fits = tables.model_fits(results)
+    cell_seconds = (f"the methods' own seconds summed over the cells {duration(cells['method_seconds'].fillna(0).sum())}"
+                    + (f", training the {len(fits)} shared models {duration(fits['train_seconds'].sum())}"
+                       if not fits.empty else "")
+                    + f", the scorers {duration(cells['scorer_seconds'].fillna(0).sum())}")
     if runs.empty:
         lines.append(f"- runs: not recorded (store written before synthbench recorded runs); {cell_seconds}")
         return lines
-    used = runs[runs["run_id"].isin(cells["run_id"].dropna())]
-    wall = used["wall_seconds"].where(used["wall_seconds"].notna(), _elapsed(used)).sum()
-    lines.append(f"- total wall time: {_duration(wall)} over {len(used)} run(s) that wrote these cells; {cell_seconds}")
+    used = used_runs(results)
+    lines.append(f"- total wall time: {duration(wall_seconds(used))} over {len(used)} run(s) that wrote these cells; "
+                 f"{cell_seconds}")
     for r in used.itertuples():
         machine = json.loads(r.machine) if r.machine else {}
         executor = json.loads(r.executor) if r.executor else {}
@@ -164,38 +161,6 @@ def _provenance(results: Results) -> list[str]:
                      f"{machine.get('host', '?')}: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, "
                      f"{memory}, {gpus}; engine {executor.get('name', '?')}")
     return lines
-
-
-def _elapsed(runs: pd.DataFrame) -> pd.Series:
-    """Start to last stored cell, for runs that never recorded their end (their process was killed)."""
-    start = pd.to_datetime(runs["started_at"])
-    end = pd.to_datetime(runs["last_cell_at"])
-    return (end - start).dt.total_seconds().fillna(0)
-
-
-def _groups(results: Results) -> list[tuple[str, str, Results]]:
-    """The store split into parts whose numbers may be compared: one per (input kind, scorer and its
-    parameters, explain mode).
-
-    Returns ``(label, kind, results)`` triples in store order; the label is empty for a store with
-    one part.
-    """
-    params = results.cells["scorer_params"].fillna("")
-    keys = list(dict.fromkeys(zip(results.cells["kind"], results.cells["scorer"], params, results.cells["explain"])))
-    variants = params.groupby([results.cells["kind"], results.cells["scorer"]]).nunique()
-    several = {scorer for (_, scorer), n in variants.items() if n > 1}  # scorers run at several settings
-    out = []
-    for kind, scorer, setting, explain in keys:
-        def pick(frame: pd.DataFrame) -> pd.DataFrame:
-            keep = ((frame["kind"] == kind) & (frame["scorer"] == scorer) & (frame["explain"] == explain)
-                    & (frame["scorer_params"].fillna("") == setting))
-            return frame[keep].reset_index(drop=True)
-
-        named = f"scorer {scorer}" + (f" {setting}" if scorer in several else "")
-        label = f"{kind} data, {named}, explaining the {explain} rows" if len(keys) > 1 else ""
-        curves = pick(results.curves) if not results.curves.empty else results.curves
-        out.append((label, kind, results.select(pick(results.scores), pick(results.cells), curves)))
-    return out
 
 
 def _figure(report: Report, enabled: bool, name: str, alt: str, draw) -> list[str]:
@@ -208,13 +173,14 @@ def _figure(report: Report, enabled: bool, name: str, alt: str, draw) -> list[st
 
 def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k"),
                  level: float = tables.BREAKPOINT_LEVEL, alpha: float = 0.05) -> Report:
-    """The report of ``results``: leaderboards, curves, maps, cost, statistics, provenance.
+    """The report of ``results``: what the store says, an overview, leaderboards, curves, maps, cost, statistics,
+    each verdict beside the truth, the methods' descriptions and the provenance.
 
-    The store is split into parts that may be compared (:func:`_groups`: input kind, scorer,
-    explain mode), each with its own sections, so two scorers or explain modes are never averaged
-    together. Tables: ``metrics[0]`` drives the curves, cost figure and rank test (best_k by
-    default); breakpoints are always on best_k (the largest decoy count with mean best_k >=
-    ``level``). Images: the localisation leaderboard and example maps.
+    The store is split into parts that may be compared (:func:`~synthbench.report.parts.store_parts`:
+    input kind, scorer, explain mode), each with its own sections, so two scorers or explain modes are
+    never averaged together. Tables: ``metrics[0]`` drives the summary, overview, curves, cost figure and
+    rank test (best_k by default); breakpoints are always on best_k (the largest decoy count with mean
+    best_k >= ``level``). Images: the localisation leaderboard and example maps.
     """
     report = Report("")
     md = ["# synthbench report", ""]
@@ -224,34 +190,72 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
                "not be comparable.", ""]
     status = results.cells["status"].value_counts()
     missing = len(results.missing())
-    groups = _groups(results)
+    parts = store_parts(results)
     md += [
+        "## What the store says", "",
+        *summary_lines(results, parts, metrics=metrics, alpha=alpha),
         f"This report reads `{results.path}`: {len(results.methods)} methods on {len(results.settings)} dataset "
         f"setting(s) ({', '.join(results.settings)}); {status.get('ok', 0)} cells finished, {status.get('failed', 0)} "
-        f"failed, {status.get('skipped', 0)} skipped with their reason (a method's declared feature limit, a method the scorer cannot judge), {missing} missing from the grid "
-        "the store implies (shown as missing, never as zero)."
-        + (f" It holds {len(groups)} parts that are reported apart and never averaged together: "
-           f"{'; '.join(label for label, _, _ in groups)}." if len(groups) > 1 else ""),
+        f"failed, {status.get('skipped', 0)} skipped with their reason (a method's declared feature limit, a method "
+        f"the scorer cannot judge), {missing} missing from the grid the store implies (shown as missing, never as "
+        "zero)."
+        + (f" It holds {len(parts)} parts that are reported apart and never averaged together: "
+           f"{'; '.join(part.label for part in parts)}." if len(parts) > 1 else ""),
         "",
+        *_overview(parts, report, metrics),
     ]
-    for i, (label, kind, part) in enumerate(groups):
-        prefix, heading = ("", "") if len(groups) == 1 else (f"part{i + 1}_", f" ({label})")
-        declared = get_scorer(part.cells["scorer"].iloc[0]).metrics
-        if not any(m in declared for m in (*metrics, *IMAGE_METRICS)):  # a verdict other than the ground truth
-            truth = _truth_part(groups, kind, part)
-            md += _verdict_sections(part, truth, report, metrics, prefix, heading)
-        elif kind == "image":
-            md += _image_sections(part, report, prefix, heading)
+    for part in parts:
+        if not part.is_truth:
+            md += _verdict_sections(part, truth_of(parts, part), report, metrics)
+        elif part.kind == "image":
+            md += _image_sections(part, report)
         else:
-            md += _tabular_sections(part, report, metrics, level, alpha, prefix, heading)
-    md += _trust_section(groups, metrics)
-    md += ["## Provenance", "", *_provenance(results), ""]
+            md += _tabular_sections(part, report, metrics, level, alpha)
+    md += _trust_section(parts, metrics)
+    md += _methods_section(results)
+    md += [_anchor("provenance"), "", "## Provenance", "", *_provenance(results), ""]
     report.markdown = "\n".join(md)
     return report
 
 
-def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...], level: float, alpha: float,
-                      prefix: str, heading: str) -> list[str]:
+def overview_figure(part: Part, metrics: tuple[str, ...] = ("best_k", "best_2k")) -> Figure | None:
+    """The overview heatmap of one part (:func:`~synthbench.report.figures.overview_heatmap` of its headline
+    metric, methods ordered by their mean over every cell); None when the part has no value of it."""
+    metric = headline(part, metrics)
+    if metric is None:
+        return None
+    table = tables.overview_table(part.results, metric, part.scorer)
+    order = list(tables.summary_table(part.results, metrics=(metric,)).dropna(subset=[metric]).index)
+    scores = part.results.scores
+    controls = set(scores.loc[scores["control"].fillna(False).astype(bool), "base_method"])
+    return figures.overview_heatmap(table, metric=metric, methods=order, scorer=part.scorer, controls=controls,
+                                    title=part.label)
+
+
+def overview_figures(results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k")) -> dict[str, Figure]:
+    """The report's overview, one heatmap per part of the store (its label, ``""`` for a store of one part)."""
+    return {part.label: fig for part in store_parts(results) if (fig := overview_figure(part, metrics)) is not None}
+
+
+def _overview(parts: list[Part], report: Report, metrics: tuple[str, ...]) -> list[str]:
+    """One heatmap per part (methods x settings of its headline metric), best methods on top."""
+    md = []
+    for part in parts:
+        metric = headline(part, metrics)
+        if metric is None:
+            continue
+        what = "the ground truth" if part.is_truth else f"the verdict {part.scorer}"
+        md += [f"**{part.label or 'All settings'}**: mean `{metric}`, {what}.", "",
+               *_figure(report, True, f"{part.prefix}overview.png", f"overview of {metric}",
+                        lambda p=part: overview_figure(p, metrics))]
+    intro = ("Every method (rows, best overall on top) in every setting (columns), coloured by its mean; greyed: no "
+             "better than chance (the 95 % interval reaches the chance level written under the column and drawn on the "
+             "colour bar); hatched: some folds explain a model near chance.")
+    return ["## Overview", "", intro, "", *md] if md else []
+
+
+def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], level: float, alpha: float) -> list[str]:
+    results, prefix, heading = part.results, part.prefix, part.heading
     metric = metrics[0]
     styles = figures.method_styles(results.methods, results.families)
     overall = tables.summary_table(results, metrics=metrics)
@@ -262,7 +266,6 @@ def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...]
     scorer = results.cells["scorer"].iloc[0]
     m = get_metric(metric, scorer)
     models = tables.model_table(results)
-    warning = _near_chance_sentence(models)
     plots = not curves.empty  # without a finished cell there is nothing to draw
     md = [
         f"**How to read it.** Each method ranks every feature by importance; `{metric}` is the {m.description} "
@@ -271,20 +274,24 @@ def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...]
         + " Means are over folds and seeds, with 95 % Student-t confidence intervals. † marks methods some of whose "
         f"cells explain a model that scored a held-out AUROC below {NEAR_CHANCE_AUROC} (`near chance` counts them).",
         "",
-        *([warning, ""] if warning else []),
         f"## Leaderboard, all datasets{heading}",
+        "",
+        _anchor(part.anchor("leaderboard")),
         "",
         _leaderboard_markdown(overall, metrics),
         "",
         *_controls_lines(results, metric),
+        "Per dataset (click to open):",
+        "",
     ]
     for setting in settings:
-        md += [f"### {setting}", "", _leaderboard_markdown(tables.summary_table(results, metrics=metrics, setting=setting),
-                                                          metrics), ""]
-    md += [f"## The models the methods explain{heading}", "",
+        md += _collapsed(part, setting, tables.summary_table(results, metrics=metrics, setting=setting), metrics)
+    md += [_anchor(part.anchor("models")), "", f"## The models the methods explain{heading}", "",
            "Attribution methods explain a model trained once per fold and shared by every method that needs it. Mean "
-           "held-out AUROC of that model (95 % CI over folds and seeds; 0.5 is a coin flip), and how many of its fits "
-           f"scored below {NEAR_CHANCE_AUROC}.", "", *_models_markdown(models)]
+           "held-out AUROC of that model (95 % CI over folds and seeds; 0.5 is a coin flip), its mean held-out "
+           "accuracy, the seconds one training took (once per fold and preset; a model loaded from the on-disk cache "
+           f"counts its loading), and how many of its fits scored below {NEAR_CHANCE_AUROC}.", "",
+           *_models_markdown(models)]
     md += [f"## Recovery against the number of decoys{heading}", "",
            f"Mean `{metric}` per decoy count, one column of panels per dataset and one row per method family "
            "(classical methods, neural selectors, the attribution methods of each MLP preset), the other families in "
@@ -310,9 +317,10 @@ def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...]
            *_figure(report, plots, f"{prefix}breakpoints.png", "breakpoints",
                     lambda: figures.breakpoint_figure(points, level=level, methods=order))]
     front = tables.pareto_front(overall, metric)
-    md += [f"## Cost against quality{heading}", "",
-           f"Mean `{metric}` over every cell against mean wall seconds per cell (the method plus the model it needs). "
-           f"Pareto front, fastest first: {', '.join(front.index) or 'none (no finished cell)'}.", "",
+    md += [_anchor(part.anchor("cost")), "", f"## Cost against quality{heading}", "",
+           f"Mean `{metric}` over every cell against the method's own mean wall seconds per cell, without training the "
+           f"shared model it explains. {_training_sentence(models)}Pareto front, fastest first: "
+           f"{', '.join(front.index) or 'none (no finished cell)'}.", "",
            *_figure(report, plots, f"{prefix}cost.png", "cost against quality",
                     lambda: figures.cost_quality(overall, styles, metric=metric))]
     md += [f"## Are the differences real?{heading}", "", test.sentence(), ""]
@@ -322,27 +330,37 @@ def _tabular_sections(results: Results, report: Report, metrics: tuple[str, ...]
     return md
 
 
-def _truth_part(groups: list[tuple[str, str, Results]], kind: str, part: Results) -> Results | None:
-    """The store's ground-truth part on the same input kind and explain mode as ``part``, if any."""
-    explain = part.cells["explain"].iloc[0]
-    for _, k, other in groups:
-        if k == kind and other.cells["scorer"].iloc[0] == "ground_truth" and other.cells["explain"].iloc[0] == explain:
-            return other
-    return None
+def _training_sentence(models: pd.DataFrame) -> str:
+    """What training the shared models cost, per model (the cost figure leaves it out); '' without models."""
+    if models.empty:
+        return ""
+    each = "; ".join(f"`{kind}` {_per_fit(g, 'train_seconds'):.3g} s per fit ({g['models'].sum()} fits)"
+                     for kind, g in models.groupby("model", sort=False))
+    return (f"Training the shared models, once per fold and preset and shared by every method that explains them, "
+            f"comes on top: {each}. ")
+
+
+def _collapsed(part: Part, setting: str, table: pd.DataFrame, metrics: tuple[str, ...]) -> list[str]:
+    """A setting's leaderboard in a collapsed section, its summary line naming the leader."""
+    scored = table.dropna(subset=[metrics[0]])
+    lead = (f": best {html.escape(str(scored.index[0]))} {scored.iloc[0][metrics[0]]:.2f}, {len(scored)} methods scored"
+            if not scored.empty else ": no finished cell")
+    return [f'<details markdown="1" id="{part.anchor("setting", setting)}" data-setting="{html.escape(setting)}">',
+            f"<summary>{html.escape(setting)}{lead}</summary>", "", _leaderboard_markdown(table, metrics), "",
+            "</details>", ""]
 
 
 #: The most metrics a verdict's leaderboard shows (its headline first), so a table fits a screen.
 LEADERBOARD_METRICS = 4
 
 
-def _verdict_sections(results: Results, truth: Results | None, report: Report, metrics: tuple[str, ...],
-                      prefix: str, heading: str) -> list[str]:
+def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metrics: tuple[str, ...]) -> list[str]:
     """A scorer other than the ground truth (ROAD, ...): its leaderboard, its curves, and its ranking of the
     methods beside the ground truth's on the same cells."""
-    scorer = results.cells["scorer"].iloc[0]
-    kind = results.cells["kind"].iloc[0]
+    results, prefix, heading, scorer, kind = part.results, part.prefix, part.heading, part.scorer, part.kind
+    truth = None if truth_part is None else truth_part.results
     declared = get_scorer(scorer).metrics
-    names = _scored_metrics(results)
+    names = scored_metrics(part)
     md = [f"## {scorer} leaderboard{heading}", ""]
     if not names:
         return md + [f"No finished cell has a {scorer} value.", ""]
@@ -356,9 +374,10 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
     shown = names[:LEADERBOARD_METRICS]
     if len(names) > len(shown):
         md += [f"The tables show the first {len(shown)} metrics; the store holds all {len(names)}.", ""]
+    md += ["Per dataset (click to open):", ""]
     for setting in results.settings:
         table = tables.summary_table(results, metrics=shown, setting=setting)
-        md += [f"### {setting}", "", _leaderboard_markdown(table.dropna(subset=[names[0]]), shown), ""]
+        md += _collapsed(part, setting, table.dropna(subset=[names[0]]), shown)
     all_curves = tables.scorer_curve_table(results)
     model_level = set(getattr(get_scorer(scorer), "model_curves", ()))
     curves = all_curves[~all_curves["curve"].isin(model_level)]
@@ -368,14 +387,14 @@ def _verdict_sections(results: Results, truth: Results | None, report: Report, m
         curves = curves.assign(order=curves["curve"].map(drawn.index)).sort_values("order", kind="stable").drop(columns="order")
     styles = figures.method_styles(results.methods, results.families)
     axis = getattr(get_scorer(scorer), "curve_axis", "share of inputs removed")
-    headline = declared[names[0]]
-    limits = headline.limits if all(map(np.isfinite, headline.limits)) else (-np.inf, np.inf)
+    lead = declared[names[0]]
+    limits = lead.limits if all(map(np.isfinite, lead.limits)) else (-np.inf, np.inf)
     if not curves.empty:
         md += [f"## {scorer} curves{heading}", "",
                f"Mean value of each curve {scorer} measured, per {axis}, per setting and decoy count; bands are 95 % "
                "confidence intervals over the cells.", "",
                *_figure(report, True, f"{prefix}{scorer}_curves.png", f"{scorer} curves",
-                        lambda: figures.scorer_curves(curves, styles, ylabel=headline.unit or names[0], limits=limits,
+                        lambda: figures.scorer_curves(curves, styles, ylabel=lead.unit or names[0], limits=limits,
                                                       xlabel=axis)),
                (f"Each curve's mean per method and {axis.split(' (')[0]}:" if drawn else
                 f"At the last point ({curves['x'].max():g}), the mean of each curve:"), "",
@@ -437,49 +456,54 @@ def _controls_lines(results: Results, metric: str) -> list[str]:
     return [verdict, ""] if verdict else []
 
 
-def _scored_metrics(part: Results) -> tuple[str, ...]:
-    """The metrics a part's scorer declares for its input kind that have a value in it, headline first."""
-    kind, scorer = part.cells["kind"].iloc[0], part.cells["scorer"].iloc[0]
-    present = set(part.scores["metric"])
-    return tuple(m for m, info in get_scorer(scorer).metrics.items() if kind in info.kinds and m in present)
-
-
-def _trust_section(groups: list[tuple[str, str, Results]], metrics: tuple[str, ...]) -> list[str]:
+def _trust_section(parts: list[Part], metrics: tuple[str, ...]) -> list[str]:
     """Which verdict to trust: every verdict of the store beside the ground truth, one table."""
-    rows = []
-    for label, kind, part in groups:
-        scorer = part.cells["scorer"].iloc[0]
-        truth = _truth_part(groups, kind, part)
-        metric = next(iter(_scored_metrics(part)), None)
-        if scorer == "ground_truth" or truth is None or metric is None:
-            continue
-        truth_metric = metrics[0] if kind == "tabular" else IMAGE_METRICS[0]
-        paired = tables.paired_cells(part, truth, metric, truth_metric)
-        if paired.empty:
-            continue
-        paired = paired.assign(fold=[f"{s}/{f}" for s, f in zip(paired["seed"], paired["fold"])])
-        agree = rank_agreement(paired, get_metric(metric, scorer).direction,
-                               get_metric(truth_metric, "ground_truth").direction,
-                               controls=set(paired.loc[paired["control"], "method"]))
-        params = part.cells["scorer_params"].fillna("").iloc[0]
-        several = sum(other.cells["scorer"].iloc[0] == scorer for _, _, other in groups) > 1
-        name = f"{scorer} `{metric}`" + (f" ({params})" if several and params else "")
-        for r in agree.itertuples():
-            interval = "" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]"
-            rows.append({"setting": tables.setting_label(r.setting, r.n_decoys), "verdict": name,
-                         "methods": r.methods, "folds": r.folds, "rho": r.spearman,
-                         "Spearman ρ [95 % CI]": "–" if pd.isna(r.spearman) else f"{r.spearman:+.2f}{interval}",
-                         "Kendall τ": "–" if pd.isna(r.kendall) else f"{r.kendall:+.2f}"})
-    if not rows:
+    agree = verdict_agreement(parts, metrics)
+    if agree.empty:
         return []
-    table = pd.DataFrame(rows).sort_values(["setting", "rho"], ascending=[True, False], na_position="last")
-    return ["## Which verdict to trust", "",
+    table = pd.DataFrame({
+        "setting": [tables.setting_label(s, d) for s, d in zip(agree["setting"], agree["n_decoys"])],
+        "verdict": agree["verdict"],
+        "methods": agree["methods"],
+        "folds": agree["folds"],
+        "rho": agree["spearman"],
+        "Spearman ρ [95 % CI]": ["–" if pd.isna(r.spearman) else f"{r.spearman:+.2f}" + (
+            "" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]") for r in agree.itertuples()],
+        "Kendall τ": agree["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+    }).sort_values(["setting", "rho"], ascending=[True, False], na_position="last")
+    return [_anchor("trust"), "", "## Which verdict to trust", "",
             "Every verdict in this store set beside the ground truth on the same cells: the rank correlation between "
             "the verdict's ordering of the methods (its headline metric) and the ground truth's (+1: the same order; "
             "0: unrelated; below 0: reversed), controls left out, with a 95 % percentile bootstrap interval over the "
             "folds (scipy.stats.bootstrap). A verdict whose interval holds 0 says nothing, on this data, about which "
             "method recovers what drives the label.", "",
             table.drop(columns="rho").to_markdown(index=False, disable_numparse=True), ""]
+
+
+def _methods_section(results: Results) -> list[str]:
+    """What each method of the store is: its family, what it computes, its parameters (as its cells ran it, per
+    input kind) and its reference; the tables' method names link here."""
+    info = results.methods_info
+    if info.empty:
+        return []
+    family_order = {f: i for i, f in enumerate(("classical", "neural selector", "attribution"))}
+    names = sorted(info.index, key=lambda m: (family_order.get(info.at[m, "family"], 9), m))
+    items = []
+    for name in names:
+        row = info.loc[name]
+        cells = results.cells[results.cells["base_method"] == name]
+        params = "; ".join(f"{kind}: <code>{html.escape(p)}</code>" for kind, p in
+                           cells[["kind", "method_params"]].drop_duplicates().itertuples(index=False))
+        family = row["family"] or "other"
+        about = [html.escape(row["description"] or "no description recorded")]
+        about += [f"Parameters: {params}."] if params else []
+        about += [f"Reference: {html.escape(row['reference'])}."] if row["reference"] else []
+        items.append(f'<dt id="{method_anchor(name)}" data-method="{html.escape(name)}" data-family="{html.escape(family)}">'
+                     f"{html.escape(name)} <small>({html.escape(family)})</small></dt><dd>{' '.join(about)}</dd>")
+    return ["## Methods", "",
+            "What each method of this store computes, with its parameters as the cells ran them and its reference; "
+            "every method name in the tables links here.", "",
+            '<dl class="methods">', *items, "</dl>", ""]
 
 
 def _attacked_maps(results: Results, truth: Results | None, report: Report, scorer: str, caption: str, prefix: str,
@@ -543,12 +567,8 @@ def _beside_markdown(paired: pd.DataFrame, truth: str, verdict: str) -> str:
     return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
 
 
-#: The localisation metrics of the image leaderboard, headline first.
-IMAGE_METRICS = ("rank_accuracy", "mass_accuracy", "pointing_game", "map_auroc", "top_k_intersection")
-
-
-def _image_sections(results: Results, report: Report, prefix: str, heading: str) -> list[str]:
-    scorer = results.cells["scorer"].iloc[0]
+def _image_sections(part: Part, report: Report) -> list[str]:
+    results, prefix, heading, scorer = part.results, part.prefix, part.heading, part.scorer
     metrics = tuple(m for m in IMAGE_METRICS if m in set(results.scores["metric"]))
     md = [f"## Localisation leaderboard{heading}", ""]
     if not metrics:
@@ -561,18 +581,19 @@ def _image_sections(results: Results, report: Report, prefix: str, heading: str)
         "of signal pixels. "
         + " ".join(f"`{m}`: the {get_metric(m, scorer).description}." for m in metrics)
         + " All are higher-is-better; the chance columns are the values of a random map. Means over the folds' cells "
-        "with 95 % Student-t confidence intervals; s / cell is the method's wall seconds with the CNN it explains. "
+        "with 95 % Student-t confidence intervals; method s / cell is the method's own wall seconds, the CNN's "
+        "training (once per fold, shared by every method) in the next column and in the models table. "
         "† marks methods some of whose cells explain a model near chance.",
         "",
         *_controls_lines(results, metrics[0]),
     ]
     scored = set(results.scores.dropna(subset=["metric"])["setting"])
+    md += ["Per image setting (click to open):", ""]
     for setting in results.settings:
         if setting not in scored:
             md += [f"### {setting}", "", _unscored_sentence(results, setting), ""]
             continue
-        table = tables.summary_table(results, metrics=metrics, setting=setting)
-        md += [f"### {setting}", "", _leaderboard_markdown(table, metrics), ""]
+        md += _collapsed(part, setting, tables.summary_table(results, metrics=metrics, setting=setting), metrics)
     curves = tables.decoy_table(results, metrics[0])
     curves = curves[curves.groupby("setting")["n_decoys"].transform("nunique") > 1]
     if not curves.empty:
@@ -586,8 +607,9 @@ def _image_sections(results: Results, report: Report, prefix: str, heading: str)
                                                      settings=settings, decoys="distractor patches"))]
     models = tables.model_table(results)
     if not models.empty:
-        md += [f"## The models the maps explain{heading}", "",
-               "Held-out accuracy of the CNN of each fold (mean over folds), per setting and distractor count:", "",
+        md += [_anchor(part.anchor("models")), "", f"## The models the maps explain{heading}", "",
+               "Held-out accuracy of the CNN of each fold (mean over folds), per setting and distractor count, and the "
+               "seconds one training took (once per fold, shared by every method that explains it):", "",
                _image_models_markdown(models), ""]
     examples = tables.example_maps(results)
     for setting, (images, masks, maps) in examples.items():
@@ -653,9 +675,11 @@ def _image_models_markdown(models: pd.DataFrame) -> str:
                           entry=models["model"] + " on " + models["setting"])
     out = table.pivot_table(index="entry", columns="decoys", values="accuracy", aggfunc="mean")
     order = table.assign(d=table["n_decoys"].fillna(-1)).drop_duplicates("decoys").sort_values("d")["decoys"]
-    out = out[[c for c in order if c in out.columns]]
+    out = out[[c for c in order if c in out.columns]].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}")
+    fits = {entry: _per_fit(g, "train_seconds") for entry, g in table.groupby("entry")}
+    out["training s / fit"] = [_seconds(fits[e]) for e in out.index]
     out.index.name, out.columns.name = "model", None
-    return out.map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_markdown(disable_numparse=True)
+    return out.to_markdown(disable_numparse=True)
 
 
 def write_report(report: Report, out_dir: str | Path) -> list[Path]:

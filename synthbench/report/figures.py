@@ -23,7 +23,8 @@ from synthbench.scoring import get_metric
 from synthbench.report.statistics import RankTest
 from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front, setting_label
 
-__all__ = ["Style", "entry_family", "method_styles", "decoy_curves", "sample_curves", "model_sample_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "scorer_curves", "truth_scatter", "TOL_MUTED"]
+__all__ = ["Style", "entry_family", "method_styles", "decoy_curves", "sample_curves", "model_sample_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "scorer_curves", "truth_scatter", "overview_heatmap",
+           "TOL_MUTED"]
 
 #: Paul Tol's "muted" qualitative scheme (colour-blind safe), without its pale grey.
 TOL_MUTED = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
@@ -444,5 +445,92 @@ def truth_scatter(table: pd.DataFrame, styles: dict[str, Style], *, truth: str, 
         ax.set_ylabel(verdict, fontsize=8)
         ax.grid(True, alpha=0.3)
     _legend_right(fig, list(handles.values()), list(handles))
+    fig.tight_layout()
+    return fig
+
+
+#: The overview writes each cell's value in it up to this many columns (wider grids rely on the colours).
+OVERVIEW_ANNOTATE_COLUMNS = 24
+
+
+def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], scorer: str | None = None,
+                     controls: frozenset[str] | set[str] = frozenset(), title: str = "") -> Figure:
+    """The overview: ``metric`` of every method (rows, in the order of ``methods``: best overall first) in every
+    setting and decoy count (columns, in store order), one glance for the whole part.
+
+    ``table`` is :func:`synthbench.report.tables.overview_table`'s output. Colour is the mean (viridis, the better
+    end yellow whichever the metric's direction); the value is written in each cell where the grid is narrow
+    enough. Marks: a cell whose 95 % interval reaches the chance level (the mean alone with one cell) is greyed
+    ("no better than chance"); a cell some of whose folds explain a model that scored near chance is hatched (its
+    value says as much about the model as about the method); each column's chance is written under its label and
+    every chance level drawn on the colour bar; a missing cell is blank. Control rows are in italics.
+    """
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Patch, Rectangle
+
+    m = get_metric(metric, scorer)
+    higher = m.direction == "higher"
+    table = table.assign(column=[setting_label(s, d) for s, d in zip(table["setting"], table["n_decoys"])])
+    columns = list(dict.fromkeys(table["column"]))
+    rows = [r for r in methods if r in set(table["method"])]
+    at = {(r.method, r.column): r for r in table.itertuples()}
+    values = np.array([[getattr(at.get((r, c)), "mean", np.nan) for c in columns] for r in rows], dtype=float)
+    chance = table.groupby("column", sort=False)["chance"].mean().reindex(columns)
+    finite = np.isfinite(m.limits[0]) and np.isfinite(m.limits[1])
+    low, high = m.limits if finite else (np.nanmin(values), np.nanmax(values)) if np.isfinite(values).any() else (0, 1)
+    norm = Normalize(vmin=low, vmax=high if high > low else low + 1)
+    cmap = matplotlib.colormaps["viridis" if higher else "viridis_r"]
+
+    width = max(6.0, 2.6 + 0.62 * len(columns) + 1.2)
+    fig = Figure(figsize=(width, 1.9 + 0.26 * max(len(rows), 3)))
+    ax = fig.subplots()
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+    annotate = len(columns) <= OVERVIEW_ANNOTATE_COLUMNS
+    greyed = hatched = False
+    for i, method in enumerate(rows):
+        for j, column in enumerate(columns):
+            r = at.get((method, column))
+            if r is None or np.isnan(r.mean):
+                continue
+            edge = r.mean if np.isnan(r.lo) else (r.lo if higher else r.hi)
+            near_chance_score = np.isfinite(chance[column]) and (edge <= chance[column] if higher else edge >= chance[column])
+            if near_chance_score:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#DDDDDD", edgecolor="white", linewidth=0.5))
+                greyed = True
+            if r.near_chance:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", edgecolor="#555555",
+                                       linewidth=0))
+                hatched = True
+            if annotate:  # dark text on the bright (yellow) end of viridis and on grey
+                position = norm(r.mean) if higher else 1 - norm(r.mean)
+                light = near_chance_score or position > 0.6
+                ax.text(j, i, f"{r.mean:.2f}", ha="center", va="center", fontsize=6.5,
+                        color="#222222" if light else "white")
+    ax.set_xticks(range(len(columns)))
+    ax.set_xticklabels([c if np.isnan(chance[c]) else f"{c}\nchance {chance[c]:.2f}" for c in columns], fontsize=7,
+                       rotation=45 if len(columns) > 6 else 0, ha="right" if len(columns) > 6 else "center")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(rows, fontsize=7.5)
+    for label in ax.get_yticklabels():
+        if label.get_text().partition("@")[0] in controls:
+            label.set_fontstyle("italic")
+    ax.tick_params(length=0)
+    ax.set_xticks(np.arange(-0.5, len(columns)), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(rows)), minor=True)
+    ax.grid(which="minor", color="white", linewidth=0.8)
+    ax.tick_params(which="minor", length=0)
+    bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    bar.set_label(_axis_label(metric, "mean ") + f" ({m.direction} is better)", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    levels = sorted({round(float(v), 3) for v in chance.dropna()})
+    for level in levels:
+        bar.ax.axhline(level, color="#CC3311", linewidth=1.2)
+    legend = [Patch(facecolor="#DDDDDD", edgecolor="#999999", label="no better than chance (95 % CI reaches it)")] if greyed else []
+    legend += [Patch(facecolor="white", edgecolor="#555555", hatch="////", label="some folds' model near chance")] if hatched else []
+    legend += [Patch(facecolor="#CC3311", label="chance level (colour bar)")] if levels else []
+    if legend:
+        ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False,
+                  ncol=len(legend), borderaxespad=0.3)
+    ax.set_title(title or f"Mean {metric} per setting (best methods on top)", fontsize=10, pad=22 if legend else 6)
     fig.tight_layout()
     return fig

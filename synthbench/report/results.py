@@ -15,6 +15,7 @@ method it holds; a combination with no stored cell is *missing*, never a zero.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,8 +48,10 @@ class Results:
     scores : tidy rows of cells with status ``ok``, one per (cell, metric): the columns of
         :meth:`ResultStore.scores` plus ``setting``.
     cells : one row per stored cell (any status) with ``setting``, ``method``, ``status``,
-        ``model_preset``,
-        ``seconds``, ``flags``, ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
+        ``model_preset``, ``seconds`` (as stored: the method and the training of the shared models it
+        needs), ``train_seconds`` (that training: the sum of the ``train_seconds`` its ``model`` records,
+        0 for a method that needs no model), ``method_seconds`` (the method's own: ``seconds −
+        train_seconds``), ``flags``, ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
     runs : one row per run (:meth:`ResultStore.runs`); empty for stores older than runs.
     path : the store's path.
     curves : the curve points of cells with status ``ok`` (:meth:`ResultStore.curves`: ``cell_id,
@@ -58,6 +61,9 @@ class Results:
         ``description``, ``plugin`` (what ``--plugin`` must name to register it; None for synthbench's
         own), ``registered`` (this process has it, as the store describes it, so its data can be made
         again: the example-map figure needs that).
+    methods_info : one row per method (registered name) of the cells, indexed by name: ``family``,
+        ``description``, ``reference`` (the publication it follows), as the store records them or, for
+        older cells, as registered here; None where neither knows.
     families : method (registered name) -> its report family (``classical``, ``neural selector``,
         ``attribution``), as the store records it or, for older cells, as registered here; methods
         known to neither are absent (figures call them ``other``).
@@ -70,6 +76,7 @@ class Results:
     path: Path
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
     datasets: pd.DataFrame = field(default_factory=pd.DataFrame)
+    methods_info: pd.DataFrame = field(default_factory=pd.DataFrame)
     families: dict[str, str] = field(default_factory=dict)
     data_dir: str | None = None
 
@@ -137,7 +144,8 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
                           "know; import the plugin that registers them (--plugin MODULE|PATH.py)")
     info = _dataset_info(described, list(dict.fromkeys(cells["dataset"])), store)
     cells, scores = _entries(cells), _entries(scores)
-    cells = cells.assign(kind=cells["dataset"].map(info["kind"]))
+    cells = cells.assign(kind=cells["dataset"].map(info["kind"]), train_seconds=cells["model"].map(_training_seconds))
+    cells = cells.assign(method_seconds=cells["seconds"] - cells["train_seconds"])
     scores = scores.assign(kind=scores["dataset"].map(info["kind"]))
     labels = _setting_labels(cells)
     cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
@@ -146,9 +154,17 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
     ok = cells.loc[cells["status"] == "ok", ["cell_id", "method", "base_method", "setting", "n_decoys", "fold", "seed",
                                              "scorer", "scorer_params", "explain", "kind"]]
     curves = curves.merge(ok, on="cell_id")
+    about = _method_info(methods, sorted(cells["base_method"].unique()))
     return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves,
-                   datasets=info, families=_families(methods, cells["base_method"].unique()),
+                   datasets=info, methods_info=about, families=about["family"].dropna().to_dict(),
                    data_dir=None if data_dir is None else str(data_dir))
+
+
+def _training_seconds(model: str | None) -> float:
+    """Seconds a cell spent training the shared models it needs, from its ``model`` JSON (0 without one)."""
+    if not isinstance(model, str):
+        return 0.0
+    return float(sum(info.get("train_seconds", 0.0) for info in json.loads(model).values()))
 
 
 _DATASET_COLUMNS = ["kind", "decoys", "family", "description", "plugin", "registered"]
@@ -179,18 +195,26 @@ def _dataset_info(described: pd.DataFrame, names: list[str], store: str | Path) 
     return pd.DataFrame.from_dict(rows, orient="index", columns=_DATASET_COLUMNS).rename_axis("dataset")
 
 
-def _families(described: pd.DataFrame, names: list[str]) -> dict[str, str]:
-    """Each method's report family: as the store records it, else as registered here (unknown ones left out)."""
+_METHOD_COLUMNS = ["family", "description", "reference"]
+
+
+def _method_info(described: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """What each method is (``family``, ``description``, ``reference``): as the store records it, else as
+    registered here; None where neither knows (a plugin's method from an older store)."""
     from synthbench.methods import get_method, method_names
 
-    stored = dict(zip(described["method"], described["family"]))
-    out = {}
+    stored = described.set_index("method")
+    rows = {}
     for name in names:
-        if isinstance(stored.get(name), str):
-            out[name] = stored[name]
-        elif name in method_names():
-            out[name] = get_method(name).family
-    return out
+        here = get_method(name) if name in method_names() else None
+        row = []
+        for column in _METHOD_COLUMNS:
+            value = stored.at[name, column] if name in stored.index and column in stored.columns else None
+            if not isinstance(value, str) and here is not None:
+                value = getattr(here, column, None) or None
+            row.append(value if isinstance(value, str) else None)
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index", columns=_METHOD_COLUMNS).rename_axis("method")
 
 
 def _entries(frame: pd.DataFrame) -> pd.DataFrame:

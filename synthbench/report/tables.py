@@ -23,7 +23,8 @@ from synthbench.runner.cells import NEAR_CHANCE_FLAG
 from synthbench.runner.grid import entry_label
 from synthbench.runner.judged import model_key
 
-__all__ = ["mean_ci", "summary_table", "scorer_curve_table", "beside_truth", "agreement", "setting_label", "decoy_table", "sample_table", "model_table", "breakpoints", "pareto_front",
+__all__ = ["mean_ci", "summary_table", "scorer_curve_table", "beside_truth", "agreement", "setting_label", "decoy_table", "sample_table", "model_fits", "model_table",
+           "overview_table", "breakpoints", "pareto_front",
            "example_maps", "BREAKPOINT_LEVEL"]
 
 #: best_k a method must keep at every decoy count up to its breakpoint.
@@ -80,8 +81,9 @@ def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "be
     Returns
     -------
     DataFrame indexed by method with, for each metric ``m``: ``m``, ``m_lo``, ``m_hi``,
-    ``m_chance``; then ``cells`` (ok cells averaged), ``seconds`` (mean wall seconds of an ok
-    cell), ``near_chance`` (ok cells whose model scored held-out AUROC < 0.6), ``failed``,
+    ``m_chance``; then ``cells`` (ok cells averaged), ``seconds`` (the method's own mean wall seconds
+    per ok cell, without training the shared models it explains), ``model_seconds`` (the mean
+    training seconds of those models per cell, 0 for a method that explains none), ``near_chance`` (ok cells whose model scored held-out AUROC < 0.6), ``failed``,
     ``skipped`` and ``missing`` cell counts.
     """
     scores, cells, missing = results.scores, results.cells, results.missing()
@@ -96,7 +98,8 @@ def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "be
     for b in blocks:
         table = table.join(b)
     ok = cells[cells["status"] == "ok"]
-    table["seconds"] = ok.groupby("method")["seconds"].mean()
+    table["seconds"] = ok.groupby("method")["method_seconds"].mean()
+    table["model_seconds"] = ok.groupby("method")["train_seconds"].mean()
     flagged = ok["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG)
     table["near_chance"] = flagged.groupby(ok["method"]).sum()
     for status in ("failed", "skipped"):
@@ -152,6 +155,33 @@ def _curve_points(sel: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFra
     return table
 
 
+def model_fits(results: Results) -> pd.DataFrame:
+    """Every shared model the store's cells record, once per training.
+
+    A fold's model (the MLP of a preset, the forest, the CNN) is trained once per (setting, decoy
+    count, seed, fold) in a run and shared by every cell of that fold that needs it; each such cell
+    records it, so fits are counted once per run whatever number of cells explain them.
+
+    Returns
+    -------
+    DataFrame with columns ``model`` (with its preset: ``mlp@sparse_mlp``), ``setting, n_decoys`` (-1
+    for a dataset without decoys), ``dataset, n_samples, seed, fold, run_id, auroc, accuracy`` (held
+    out), ``train_seconds`` (its training, or its loading from the on-disk model cache) and ``methods``
+    (the methods that explain it, by entry); in store order.
+    """
+    columns = ["model", "setting", "n_decoys", "dataset", "n_samples", "seed", "fold", "run_id", "auroc", "accuracy",
+               "train_seconds"]
+    cells = results.cells[(results.cells["status"] == "ok") & results.cells["model"].notna()]
+    rows = [(_model_label(kind, c.model_preset), c.setting, -1 if pd.isna(c.n_decoys) else int(c.n_decoys), c.dataset,
+             int(c.n_samples), c.seed, c.fold, -1 if pd.isna(c.run_id) else int(c.run_id), c.method,
+             info.get("test_auroc", np.nan), info.get("test_accuracy", np.nan), info.get("train_seconds", np.nan))
+            for c in cells.itertuples() for kind, info in json.loads(c.model).items()]
+    fits = pd.DataFrame(rows, columns=[*columns[:8], "method", *columns[8:]])
+    keys = columns[:8]
+    users = fits.groupby(keys, sort=False)["method"].unique().map(sorted).rename("methods")
+    return fits.drop_duplicates(keys).drop(columns="method").join(users, on=keys).reset_index(drop=True)
+
+
 def model_table(results: Results) -> pd.DataFrame:
     """Held-out quality of the shared models the methods explain, per model, setting and decoy count.
 
@@ -166,27 +196,22 @@ def model_table(results: Results) -> pd.DataFrame:
     -------
     DataFrame with columns ``model, setting, n_decoys, dataset, n_samples, auroc, auroc_lo, auroc_hi`` (mean held-out
     AUROC and its 95 % Student-t interval over folds and seeds), ``accuracy`` (mean held-out
-    accuracy), ``models`` (folds × seeds), ``near_chance`` (of them, AUROC below
-    :data:`~synthbench.models.shared.NEAR_CHANCE_AUROC`) and ``methods`` (the methods that explain
-    it, by name); sorted by model, setting (store order) and decoy count. Empty when no cell
-    records a model.
+    accuracy), ``train_seconds`` (mean seconds of one training), ``models`` (folds × seeds),
+    ``near_chance`` (of them, AUROC below :data:`~synthbench.models.shared.NEAR_CHANCE_AUROC`) and
+    ``methods`` (the methods that explain it, by name); sorted by model, setting (store order) and
+    decoy count. Empty when no cell records a model.
     """
     columns = ["model", "setting", "n_decoys", "dataset", "n_samples", "auroc", "auroc_lo", "auroc_hi", "accuracy",
-               "models", "near_chance", "methods"]
-    cells = results.cells[(results.cells["status"] == "ok") & results.cells["model"].notna()]
-    rows = [(_model_label(kind, c.model_preset), c.setting, -1 if pd.isna(c.n_decoys) else int(c.n_decoys), c.dataset,
-             int(c.n_samples), c.seed,
-             c.fold, c.method, info.get("test_auroc", np.nan), info.get("test_accuracy", np.nan))
-            for c in cells.itertuples() for kind, info in json.loads(c.model).items()]
-    fits = pd.DataFrame(rows, columns=["model", "setting", "n_decoys", "dataset", "n_samples", "seed", "fold", "method",
-                                       "auroc", "accuracy"])
+               "train_seconds", "models", "near_chance", "methods"]
+    fits = model_fits(results)
     keys = ["model", "setting", "n_decoys", "dataset", "n_samples"]
-    users = fits.groupby(keys)["method"].unique()
     out = []
-    for key, g in fits.drop_duplicates([*keys, "seed", "fold"]).groupby(keys):
-        mean, lo, hi, n = mean_ci(g["auroc"], limits=(0.0, 1.0))
-        near = int((g["auroc"] < NEAR_CHANCE_AUROC).sum())
-        out.append((*key, mean, lo, hi, g["accuracy"].mean(), n, near, sorted(users[key])))
+    for key, g in fits.groupby(keys):
+        once = g.drop_duplicates(["seed", "fold"])  # a fold trained again by a second run is one model
+        mean, lo, hi, _ = mean_ci(once["auroc"], limits=(0.0, 1.0))
+        near = int((once["auroc"] < NEAR_CHANCE_AUROC).sum())
+        users = sorted({m for ms in g["methods"] for m in ms})
+        out.append((*key, mean, lo, hi, once["accuracy"].mean(), g["train_seconds"].mean(), len(once), near, users))
     return _in_store_order(pd.DataFrame(out, columns=columns), results, "model")
 
 
@@ -365,3 +390,35 @@ def agreement(table: pd.DataFrame, verdict_direction: str, truth_direction: str)
         rows.append((setting, decoys, n, float(rho), float(rho_p), float(tau), float(tau_p)))
     return pd.DataFrame(rows, columns=["setting", "n_decoys", "methods", "spearman", "spearman_p", "kendall",
                                        "kendall_p"])
+
+
+def overview_table(results: Results, metric: str, scorer: str | None = None) -> pd.DataFrame:
+    """``metric`` per method and column of the overview (setting and decoy count), with what the overview marks.
+
+    Parameters
+    ----------
+    results : one part of a store (one scorer)
+    metric : the part's headline metric
+    scorer : the scorer that declares ``metric`` (needed where several declare it differently)
+
+    Returns
+    -------
+    DataFrame with columns ``method, setting, n_decoys`` (-1 for a dataset without decoys), ``mean, lo, hi``
+    (95 % Student-t interval over the cells), ``chance`` (the metric's chance in that column: its analytic
+    value, or the mean of its ``control`` method there; NaN when neither is known), ``cells`` and
+    ``near_chance`` (of those cells, how many explain a model that scored near chance), in store order.
+    """
+    m = get_metric(metric, scorer)
+    sel = results.scores[results.scores["metric"] == metric]
+    sel = sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int),
+                     near=sel["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG))
+    rows = []
+    for (method, setting, decoys), g in sel.groupby(["method", "setting", "n_decoys"], sort=False):
+        mean, lo, hi, n = mean_ci(g["value"], limits=m.limits)
+        rows.append((method, setting, decoys, mean, lo, hi, g["chance"].mean(), n, int(g["near"].sum())))
+    table = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells",
+                                       "near_chance"])
+    if m.control is not None:
+        controls = sel[sel["base_method"] == m.control].groupby(["setting", "n_decoys"])["value"].mean()
+        table["chance"] = [controls.get((s, d), np.nan) for s, d in zip(table["setting"], table["n_decoys"])]
+    return _in_store_order(table, results, "method")

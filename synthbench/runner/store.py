@@ -4,9 +4,9 @@ Every cell is written in a single transaction, so a run killed at any instant le
 whole cells behind; a rerun skips cells whose status is ``ok`` or ``skipped`` (the data exceed
 a limit the method declares) and retries failed ones.
 
-Schema (version 8)::
+Schema (version 9)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 8
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 9
     runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
          machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped,
          host, pid, heartbeat_at)
@@ -28,14 +28,17 @@ otherwise) and ``judged_model`` the model kind the cell's scorer measured (ROAD,
 ``mlp``, ``cnn``, ``forest``; null for a scorer that judges no model and for cells written before
 schema 8): reports pair each method with the control measured on the same model.
     datasets(dataset PRIMARY KEY, kind, decoys, family, description, plugin)
-    methods(method PRIMARY KEY, family, description, inputs, plugin, control)
+    methods(method PRIMARY KEY, family, description, inputs, plugin, control, reference)
                                                  what each dataset and method of the store is, as
                                                  registered when its cells were written: input kind
                                                  (``tabular``, ``image``), whether it takes decoys,
                                                  report family, and ``plugin``, what to pass to
                                                  ``--plugin`` to register it again (null: built in);
                                                  ``control`` (0 or 1) whether a method is a control
-                                                 (null for rows written before schema 8)
+                                                 (null for rows written before schema 8);
+                                                 ``reference`` the publication or software it follows
+                                                 (``MethodSpec.reference``; '' when its plugin gives
+                                                 none, null for rows written before schema 9)
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
     claims(cell_id PRIMARY KEY, run_id, claimed_at)
     examples(cell_id PRIMARY KEY, shape, maps)   the first images' relevance maps of an image cell
@@ -59,9 +62,11 @@ MLP preset of their time and carry none; version 4 no claims; version 5 no curve
 datasets and methods tables and no data columns on cells: a store opened for writing records there
 the datasets and methods this process has registered, so a report never needs the plugin that
 registered them; version 7 no judged columns on cells and no control flag on methods: a store
-opened for writing flags the methods this process has registered); opened read-only, they are
-upgraded in a private in-memory copy. No upgrade changes a cell's id or its results, so a resumed
-run recomputes nothing.
+opened for writing flags the methods this process has registered; version 8 no reference of
+methods: a store opened for writing records the references of the methods this process has
+registered); opened read-only, they are upgraded in a private in-memory copy, where what the file
+does not record stays null. No upgrade changes a cell's id or its results, so a resumed run
+recomputes nothing.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ from synthbench.runner.grid import Cell
 
 __all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS", "plugin_of"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 APPLICATION = "synthbench"
 
 _CELLS_V2 = """
@@ -174,6 +179,8 @@ CREATE TABLE methods (
     family TEXT, description TEXT, inputs TEXT, plugin TEXT{extra}
 )"""
 _METHODS_V8_COLUMNS = ("control INTEGER",)
+#: Schema 9: the publication or software each method follows (``MethodSpec.reference``).
+_METHODS_V9_COLUMNS = ("reference TEXT",)
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     _RUNS.format(extra="".join(f", {c}" for c in _RUN_LIVENESS)),
@@ -188,7 +195,7 @@ _SCHEMA = (
     _EXAMPLES,
     _CURVES,
     _DATASETS,
-    _METHODS.format(extra="".join(f", {c}" for c in _METHODS_V8_COLUMNS)),
+    _METHODS.format(extra="".join(f", {c}" for c in (*_METHODS_V8_COLUMNS, *_METHODS_V9_COLUMNS))),
 )
 
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
@@ -199,7 +206,8 @@ _SCHEMA = (
 #: example maps, and a nullable ``n_decoys`` (datasets without decoys; the cells table is rebuilt
 #: again). 5 -> 6: the curves scorers measure. 6 -> 7: the datasets and methods tables and the data
 #: columns of cells (tables and columns added, nothing rebuilt: every cell keeps its id and row).
-#: 7 -> 8: the judged columns of cells and the control flag of methods (columns added).
+#: 7 -> 8: the judged columns of cells and the control flag of methods (columns added). 8 -> 9: the
+#: reference of methods (a column added).
 _UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -227,6 +235,7 @@ _UPGRADES = {
     "6": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V7_COLUMNS), _DATASETS, _METHODS.format(extra="")),
     "7": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V8_COLUMNS),
           *(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V8_COLUMNS)),
+    "8": tuple(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V9_COLUMNS),
 }
 
 #: Default seconds after which a silent run's claims lapse (the running process refreshes its
@@ -388,8 +397,9 @@ class ResultStore:
 
     def _describe_stored(self) -> None:
         """Record the datasets and methods of stored cells that the store does not describe yet (cells
-        written before schema 7), and the control flag of methods described before schema 8, for
-        those this process has registered, so reports need no plugin."""
+        written before schema 7), the control flag of methods described before schema 8 and the
+        reference of those described before schema 9, for those this process has registered, so
+        reports need no plugin."""
         missing = {
             table: [r[0] for r in self._con.execute(
                 f"SELECT DISTINCT {column} FROM cells WHERE {column} NOT IN (SELECT {column} FROM {table})")
@@ -397,15 +407,18 @@ class ResultStore:
             for table, column, registry in (("datasets", "dataset", datasets.DATASETS), ("methods", "method", METHODS))
         }
         unflagged = [r[0] for r in self._con.execute("SELECT method FROM methods WHERE control IS NULL") if r[0] in METHODS]
-        if not any(missing.values()) and not unflagged:
+        uncited = [r[0] for r in self._con.execute("SELECT method FROM methods WHERE reference IS NULL") if r[0] in METHODS]
+        if not any(missing.values()) and not unflagged and not uncited:
             return
         with self._transaction():
             for name in missing["datasets"]:
                 self._con.execute("INSERT OR IGNORE INTO datasets VALUES (?, ?, ?, ?, ?, ?)", _dataset_row(name))
             for name in missing["methods"]:
-                self._con.execute("INSERT OR IGNORE INTO methods VALUES (?, ?, ?, ?, ?, ?)", _method_row(name))
+                self._con.execute("INSERT OR IGNORE INTO methods VALUES (?, ?, ?, ?, ?, ?, ?)", _method_row(name))
             self._con.executemany("UPDATE methods SET control = ? WHERE method = ? AND control IS NULL",
                                   [(int(METHODS[name].control), name) for name in unflagged])
+            self._con.executemany("UPDATE methods SET reference = ? WHERE method = ? AND reference IS NULL",
+                                  [(METHODS[name].reference, name) for name in uncited])
 
     def _transaction(self):
         return _Transaction(self._con)
@@ -474,7 +487,7 @@ class ResultStore:
         try:
             with self._transaction():
                 self._con.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, ?, ?, ?)", described[0])
-                self._con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?, ?, ?, ?, ?)", described[1])
+                self._con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?, ?, ?, ?, ?, ?)", described[1])
                 self._con.execute("DELETE FROM claims WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute("DELETE FROM cells WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute(f"INSERT INTO cells VALUES ({','.join('?' * len(row))})", row)
@@ -605,7 +618,12 @@ class ResultStore:
 
     def methods(self) -> pd.DataFrame:
         """One row per method the store describes: ``method, family`` (what report figures group by),
-        ``description``, ``inputs`` (JSON list of input kinds), ``plugin`` (as for :meth:`datasets`)."""
+        ``description``, ``inputs`` (JSON list of input kinds), ``plugin`` (as for :meth:`datasets`),
+        ``control`` (1 for a control, 0 otherwise; null for rows written before schema 8) and
+        ``reference`` (the publication or software the method follows, :attr:`MethodSpec.reference
+        <synthbench.methods.registry.MethodSpec.reference>`; '' when its plugin gives none; null for rows
+        written before schema 9 in a store not opened for writing since by a process that registers the
+        method, such as an old store opened read-only)."""
         return pd.read_sql_query("SELECT * FROM methods ORDER BY method", self._con)
 
     def examples(self, cell_ids: Iterable[str]) -> dict[str, np.ndarray]:
@@ -685,7 +703,8 @@ def _dataset_row(name: str) -> tuple:
 def _method_row(name: str) -> tuple:
     """The ``methods`` row of the registered method ``name``."""
     spec = METHODS[name]
-    return name, spec.family, spec.description, json.dumps(list(spec.inputs)), plugin_of(spec.fn), int(spec.control)
+    return (name, spec.family, spec.description, json.dumps(list(spec.inputs)), plugin_of(spec.fn), int(spec.control),
+            spec.reference)
 
 
 def plugin_of(obj: Any) -> str | None:
