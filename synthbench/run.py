@@ -56,8 +56,8 @@ GRID_FLAGS = {
 DEFAULT_METRICS = {"tabular": "best_k", "image": "rank_accuracy"}
 EXPORT_COLUMNS = ["dataset", "dataset_params", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset",
                   "judged", "judged_model", "control", "explain", "scorer", "scorer_params", "fold", "seed", "metric",
-                  "value", "chance", "seconds", "scorer_seconds", "peak_memory_bytes", "status", "message", "flags",
-                  "suite", "suite_hash", "cell_id"]
+                  "value", "chance", "seconds", "train_seconds", "scorer_seconds", "peak_memory_bytes", "status", "message",
+                  "flags", "suite", "suite_hash", "cell_id"]
 
 
 def _integers(text: str, flag: str, positive: bool = False) -> tuple[int, ...]:

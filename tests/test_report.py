@@ -100,7 +100,7 @@ def test_model_table_counts_each_folds_shared_model_once_and_flags_the_near_chan
     assert (row["auroc"], row["auroc_lo"]) == pytest.approx(mean_ci(list(aurocs.values()), limits=(0, 1))[:2])
     assert row["methods"] == ["deeplift", "saliency"]
     md = build_report(results).markdown
-    assert "**Near chance, nothing to say:** `mlp` on xor/4 ([2 of 3](#models) fits)" in md  # the summary says where
+    assert "**Near chance, nothing to say:** `mlp` on [2 of 3](#models) fits (some on xor/4)" in md  # the summary
     section = md.split("## The models the methods explain")[1].split("## ")[0]
     assert "| mlp · xor " in section and "0.57 [" in section and "2 / 3" in section and "saliency" in section
 

@@ -13,6 +13,7 @@ from synthbench.report import build_report, figures, load_results, mean_ci, mode
 from synthbench.report.page import SCRIPT, html_page
 from synthbench.report.summary import holm, leaders, store_summary
 from synthbench.runner import ResultStore
+from synthbench.runner.leaderboard import leaderboard
 from synthbench.runner.grid import Cell
 from synthbench.runner.store import CellResult
 
@@ -42,7 +43,12 @@ def _store(path, *, verdict=False):
 
 
 def test_a_methods_own_seconds_leave_out_the_shared_models_training(tmp_path):
-    results = load_results(_store(tmp_path / "s.sqlite"))
+    with ResultStore(_store(tmp_path / "s.sqlite"), readonly=True) as db:
+        cells, rows = db.cells().set_index("method"), db.scores()
+    assert cells.loc["saliency", "train_seconds"].tolist() == [8.0] * 4 and (cells.loc["anova", "train_seconds"] == 0).all()
+    board = leaderboard(rows)  # the printed leaderboard too
+    assert board.loc["saliency@sparse_mlp", "s/cell"] == pytest.approx(1.0) and board.loc["anova", "s/cell"] == 0.5
+    results = load_results(tmp_path / "s.sqlite")
     table = summary_table(results)
     assert table.loc["saliency@sparse_mlp", "seconds"] == pytest.approx(1.0)  # 9 s of which 8 s training the MLP
     assert table.loc["saliency@sparse_mlp", "model_seconds"] == pytest.approx(8.0)
@@ -83,7 +89,7 @@ def test_the_summary_is_written_from_the_data_and_every_value_links_to_its_table
     assert f"[saliency@sparse_mlp](#method-saliency) leads with [{mean:.2f} [{lo:.2f}, {hi:.2f}]](#part1-setting-xor)" in text
     assert "not significantly apart from it" in text and "[deeplift@sparse_mlp](#method-deeplift)" in text
     assert "1 other is significantly below" in text
-    assert "`mlp@sparse_mlp` on xor/4 ([1 of 4](#part1-models) fits)" in text  # near chance: nothing to say there
+    assert "`mlp@sparse_mlp` on [1 of 4](#part1-models) fits (some on xor/4)" in text  # near chance: nothing to say
     assert "road `road_gap` agrees with the ground truth" in text and "(#trust) on xor/4" in text
     assert "[24 cells (24 finished, 0 failed, 0 skipped, 0 missing) of 4 method entries" in text
     assert "Training the shared models took [32 s](#part1-cost) (4 fits" in text

@@ -15,7 +15,6 @@ method it holds; a combination with no stored cell is *missing*, never a zero.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,8 +48,7 @@ class Results:
         :meth:`ResultStore.scores` plus ``setting``.
     cells : one row per stored cell (any status) with ``setting``, ``method``, ``status``,
         ``model_preset``, ``seconds`` (as stored: the method and the training of the shared models it
-        needs), ``train_seconds`` (that training: the sum of the ``train_seconds`` its ``model`` records,
-        0 for a method that needs no model), ``method_seconds`` (the method's own: ``seconds −
+        needs), ``train_seconds`` (that training, :meth:`ResultStore.cells`), ``method_seconds`` (the method's own: ``seconds −
         train_seconds``), ``flags``, ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
     runs : one row per run (:meth:`ResultStore.runs`); empty for stores older than runs.
     path : the store's path.
@@ -144,8 +142,7 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
                           "know; import the plugin that registers them (--plugin MODULE|PATH.py)")
     info = _dataset_info(described, list(dict.fromkeys(cells["dataset"])), store)
     cells, scores = _entries(cells), _entries(scores)
-    cells = cells.assign(kind=cells["dataset"].map(info["kind"]), train_seconds=cells["model"].map(_training_seconds))
-    cells = cells.assign(method_seconds=cells["seconds"] - cells["train_seconds"])
+    cells = cells.assign(kind=cells["dataset"].map(info["kind"]), method_seconds=cells["seconds"] - cells["train_seconds"])
     scores = scores.assign(kind=scores["dataset"].map(info["kind"]))
     labels = _setting_labels(cells)
     cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
@@ -158,13 +155,6 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
     return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves,
                    datasets=info, methods_info=about, families=about["family"].dropna().to_dict(),
                    data_dir=None if data_dir is None else str(data_dir))
-
-
-def _training_seconds(model: str | None) -> float:
-    """Seconds a cell spent training the shared models it needs, from its ``model`` JSON (0 without one)."""
-    if not isinstance(model, str):
-        return 0.0
-    return float(sum(info.get("train_seconds", 0.0) for info in json.loads(model).values()))
 
 
 _DATASET_COLUMNS = ["kind", "decoys", "family", "description", "plugin", "registered"]

@@ -149,8 +149,17 @@ def _near_chance_sentence(part: Part) -> str:
         return (f"Every explained model learned its task: no fit scored a held-out AUROC below {NEAR_CHANCE_AUROC} "
                 f"(lowest mean [{worst['auroc']:.2f}](#{link}), `{worst['model']}` on "
                 f"{tables.setting_label(worst['setting'], int(worst['n_decoys']))}).")
-    where = [f"`{r.model}` on {tables.setting_label(r.setting, int(r.n_decoys))} ([{r.near_chance} of {r.models}]"
-             f"(#{link}) fits)" for r in near.itertuples()]
+    where = []
+    for model, g in models.groupby("model", sort=False):
+        bad = g[g["near_chance"] > 0]
+        if bad.empty:
+            continue
+        label = [tables.setting_label(r.setting, int(r.n_decoys)) for r in bad.itertuples()]
+        every = [x for x, r in zip(label, bad.itertuples()) if r.near_chance == r.models]
+        some = [x for x, r in zip(label, bad.itertuples()) if r.near_chance < r.models]
+        detail = "; ".join(filter(None, (f"every fit on {', '.join(every)}" if every else "",
+                                         f"some on {', '.join(some)}" if some else "")))
+        where.append(f"`{model}` on [{bad['near_chance'].sum()} of {g['models'].sum()}](#{link}) fits ({detail})")
     return (f"**Near chance, nothing to say:** {_names(where)} scored a held-out AUROC below {NEAR_CHANCE_AUROC}; "
             "there the methods that explain those models (marked † in the tables, hatched in the overview) have "
             "little to find, and their scores say more about the model than about the method.")
@@ -168,12 +177,14 @@ def _verdict_sentences(parts: list[Part], metrics: tuple[str, ...]) -> list[str]
                          "([table](#trust)).")
             continue
         above = int((shown["spearman_lo"] > 0).sum())
+        below = int((shown["spearman_hi"] < 0).sum())
         values = ", ".join(
             f"[{r.spearman:+.2f}" + ("" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]")
             + f"](#trust) on {tables.setting_label(r.setting, r.n_decoys)}" for r in shown.itertuples())
-        word = ("agrees with" if above == len(shown) else "does not agree with" if above == 0 else "partly agrees with")
+        word = ("agrees with" if above == len(shown) else "reverses" if below == len(shown)
+                else "does not agree with" if above == 0 else "partly agrees with")
         lines.append(f"- {verdict} {word} the ground truth: rank correlation ρ {values} (interval above 0 on "
-                     f"{above} of {len(shown)} settings).")
+                     f"{above} of {len(shown)} settings, below 0 on {below}).")
     return ["**Which verdict to trust.** Each verdict's ordering of the methods against the ground truth's on the "
             "same cells (Spearman ρ, 95 % bootstrap interval over folds, controls left out):", "", *lines, ""]
 

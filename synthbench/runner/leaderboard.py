@@ -22,8 +22,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     row (the metric's expected value under a random ranking or, for a metric whose chance
     reference is a control method such as ROAD's ``random``, that control's mean in ``rows``; one
     row per model it was judged on, ``chance@sparse_mlp``, ``chance@forest``, when several: each
-    method's chance is the row of its own model), a ``s/cell`` column (mean wall
-    seconds per cell over every cell of the method), ``failed`` and ``skipped`` (over the method's
+    method's chance is the row of its own model), a ``s/cell`` column (the method's own mean
+    wall seconds per finished cell, without training the shared model it explains), ``failed`` and ``skipped`` (over the method's
     declared feature limit) counts, and a ``near_chance``
     column counting cells whose model was near chance on held-out rows (still averaged in). Methods are
     sorted best first by their mean over all columns, following the metric's direction.
@@ -77,7 +77,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     order = table.mean(axis=1).sort_values(ascending=m.direction == "lower").index
     table = table.loc[order]
     cells = rows.drop_duplicates("cell_id")
-    table["s/cell"] = cells[cells["status"] == "ok"].groupby("method")["seconds"].mean()
+    finished = cells[cells["status"] == "ok"]
+    table["s/cell"] = (finished["seconds"] - finished["train_seconds"]).groupby(finished["method"]).mean()
     for status in ("failed", "skipped"):
         table[status] = cells.groupby("method")["status"].apply(lambda s, st=status: int((s == st).sum()))
     flagged = cells["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG)
