@@ -24,8 +24,8 @@ from synthbench import datasets
 from synthbench.scoring import get_metric, get_scorer
 from synthbench.report import figures, tables
 from synthbench.report.page import html_page
-from synthbench.report.parts import (IMAGE_METRICS, Part, headline, method_anchor, scored_metrics, store_parts,
-                                     truth_of, verdict_agreement)
+from synthbench.report.parts import (IMAGE_METRICS, Part, headline, method_anchor, method_link, scored_metrics,
+                                     store_parts, truth_of, verdict_agreement)
 from synthbench.report.results import Results
 from synthbench.report.summary import duration, summary_lines, used_runs, wall_seconds
 from synthbench.report.statistics import rank_test
@@ -55,13 +55,13 @@ def _ci(mean: float, lo: float, hi: float) -> str:
 
 def _leaderboard_markdown(table: pd.DataFrame, metrics: tuple[str, ...]) -> str:
     """A summary table as Markdown: CI columns merged, chance beside the first metric, counts last."""
-    out = pd.DataFrame(index=[_method_link(m) + (" †" if table.at[m, "near_chance"] else "") for m in table.index])
+    out = pd.DataFrame(index=[method_link(m) + (" †" if table.at[m, "near_chance"] else "") for m in table.index])
     for metric in metrics:
         out[f"{metric} [95 % CI]"] = [_ci(*r) for r in table[[metric, f"{metric}_lo", f"{metric}_hi"]].to_numpy()]
         out[f"{metric} chance"] = table[f"{metric}_chance"].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_numpy()
     out["method s / cell"] = table["seconds"].map(_seconds).to_numpy()
     if (table["model_seconds"].fillna(0) > 0).any():
-        out["+ model training s"] = table["model_seconds"].map(lambda v: "–" if pd.isna(v) or v == 0 else _seconds(v)).to_numpy()
+        out["+ model training s"] = table["model_seconds"].map(lambda v: _seconds(v) if v else "–").to_numpy()
     for col, name in (("cells", "cells"), ("near_chance", "near chance"), ("failed", "failed"),
                       ("skipped", "over limit"), ("missing", "missing")):
         out[name] = table[col].to_numpy()
@@ -77,11 +77,6 @@ def _per_fit(models: pd.DataFrame, column: str) -> float:
 
 def _seconds(value: float) -> str:
     return "–" if pd.isna(value) else f"{value:.3g}"
-
-
-def _method_link(entry: str) -> str:
-    """A table's method entry linked to its method's description (``saliency@sparse_mlp`` -> ``#method-saliency``)."""
-    return f"[{entry}](#{method_anchor(entry.partition('@')[0])})"
 
 
 def _anchor(name: str) -> str:
@@ -498,7 +493,8 @@ def _methods_section(results: Results) -> list[str]:
         about = [html.escape(row["description"] or "no description recorded")]
         about += [f"Parameters: {params}."] if params else []
         about += [f"Reference: {html.escape(row['reference'])}."] if row["reference"] else []
-        items.append(f'<dt id="{method_anchor(name)}" data-method="{html.escape(name)}" data-family="{html.escape(family)}">'
+        items.append(f'<dt id="{method_anchor(name)}" data-method="{html.escape(name)}" '
+                     f'data-family="{html.escape(family)}">'
                      f"{html.escape(name)} <small>({html.escape(family)})</small></dt><dd>{' '.join(about)}</dd>")
     return ["## Methods", "",
             "What each method of this store computes, with its parameters as the cells ran them and its reference; "

@@ -19,7 +19,8 @@ from synthbench.report.results import Results
 from synthbench.report.trust import rank_agreement
 from synthbench.scoring import get_metric, get_scorer
 
-__all__ = ["Part", "slug", "method_anchor", "store_parts", "truth_of", "scored_metrics", "headline", "verdict_agreement", "IMAGE_METRICS"]
+__all__ = ["Part", "slug", "method_anchor", "method_link", "store_parts", "truth_of", "scored_metrics", "headline",
+           "verdict_agreement", "IMAGE_METRICS"]
 
 #: The localisation metrics of the image leaderboard, headline first.
 IMAGE_METRICS = ("rank_accuracy", "mass_accuracy", "pointing_game", "map_auroc", "top_k_intersection")
@@ -62,6 +63,12 @@ def slug(*names: str) -> str:
 def method_anchor(method: str) -> str:
     """The HTML id of a registered method's description in the report."""
     return slug("method", method)
+
+
+def method_link(entry: str) -> str:
+    """A table's method entry as a Markdown link to its method's description (``saliency@sparse_mlp`` ->
+    ``#method-saliency``)."""
+    return f"[{entry}](#{method_anchor(entry.partition('@')[0])})"
 
 
 def store_parts(results: Results) -> list[Part]:

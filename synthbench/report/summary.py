@@ -23,7 +23,7 @@ from scipy import stats
 
 from synthbench.models.shared import NEAR_CHANCE_AUROC
 from synthbench.report import tables
-from synthbench.report.parts import Part, headline, method_anchor, store_parts, verdict_agreement
+from synthbench.report.parts import Part, headline, method_link, store_parts, verdict_agreement
 from synthbench.report.results import Results
 from synthbench.scoring import get_metric
 
@@ -113,10 +113,6 @@ def _value(table: pd.DataFrame, method: str, metric: str, link: str) -> str:
     return f"[{r[metric]:.2f}{interval}](#{link})"
 
 
-def _method(name: str) -> str:
-    return f"[{name}](#{method_anchor(name.partition('@')[0])})"
-
-
 def _names(items: list[str]) -> str:
     if len(items) <= 2:
         return " and ".join(items)
@@ -127,10 +123,10 @@ def _setting_sentence(part: Part, found: Leaders, setting: str, alpha: float) ->
     link = part.anchor("setting", setting)
     t, metric = found.table, found.metric
     cells = int(t.loc[found.best, "cells"])
-    head = f"**{setting}** ({cells} cells per method): {_method(found.best)} leads with {_value(t, found.best, metric, link)}"
+    head = f"**{setting}** ({cells} cells per method): {method_link(found.best)} leads with {_value(t, found.best, metric, link)}"
     if not found.tied:
         return head + ("; it is significantly ahead of every other method" if found.below else "") + "."
-    shown = [f"{_method(m)} {_value(t, m, metric, link)}" for m in found.tied[:NAMED]]
+    shown = [f"{method_link(m)} {_value(t, m, metric, link)}" for m in found.tied[:NAMED]]
     more = len(found.tied) - len(shown)
     shown += [f"{more} more"] if more else []
     rest = f"; {found.below} other{' is' if found.below == 1 else 's are'} significantly below" if found.below else ""
