@@ -188,6 +188,19 @@ def test_a_partial_store_shows_missing_cells_as_missing(store, tmp_path):
     assert "| missing" in report.markdown.split("## Breakpoints")[1]  # mrmr has no xor breakpoint
 
 
+def test_a_method_of_one_input_kind_is_never_missing_from_the_other(tmp_path):
+    with ResultStore(tmp_path / "k.sqlite") as db:
+        for fold in range(2):
+            db.write(CellResult(Cell("xor", 100, 3, 0, 2, fold, "anova"), "ok", scores={"best_k": 1.0},
+                                chance={"best_k": 0.1}, seconds=0.1))
+            db.write(CellResult(Cell("shapes", 100, 2, 0, 2, fold, "sobel"), "ok", scores={"rank_accuracy": 0.2},
+                                chance={"rank_accuracy": 0.1}, seconds=0.1))
+        db.write(CellResult(Cell("shapes", 100, 2, 0, 2, 0, "random"), "ok", scores={"rank_accuracy": 0.1},
+                            chance={"rank_accuracy": 0.1}, seconds=0.1))
+    missing = load_results(tmp_path / "k.sqlite").missing()
+    assert missing[["method", "setting", "fold"]].values.tolist() == [["random", "shapes", 1]]  # not sobel on xor
+
+
 def test_a_store_without_a_finished_cell_still_reports_its_failures(tmp_path):
     with ResultStore(tmp_path / "f.sqlite") as db:
         db.write(CellResult(Cell("xor", 100, 3, 0, 2, 0, "random"), "failed", "boom"))

@@ -142,7 +142,10 @@ def verdict_agreement(parts: list[Part], metrics: tuple[str, ...]) -> pd.DataFra
                                get_metric(truth_metric, "ground_truth").direction,
                                controls=set(paired.loc[paired["control"], "method"]))
         params = part.results.cells["scorer_params"].fillna("").iloc[0]
-        several = sum(other.scorer == part.scorer for other in parts) > 1
-        name = f"{part.scorer} `{metric}`" + (f" ({params})" if several and params else "")
+        same = [other for other in parts if other.scorer == part.scorer]
+        kinds = len({other.kind for other in same}) > 1  # the scorer on tables and on images
+        settings = sum(other.kind == part.kind for other in same) > 1  # the scorer at several settings
+        name = (f"{part.scorer} `{metric}`" + (f" on {'images' if part.kind == 'image' else 'tables'}" if kinds else "")
+                + (f" ({params})" if settings and params else ""))
         frames.append(agree.assign(part=i, scorer=part.scorer, metric=metric, truth_metric=truth_metric, verdict=name))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -95,12 +95,15 @@ class Results:
     def missing(self) -> pd.DataFrame:
         """Cells of the implied grid that the store does not hold.
 
+        The grid crosses each input kind's configurations with the methods the store holds on that kind
+        (a method that only runs on images is not missing from a table).
+
         Returns
         -------
         DataFrame with columns ``method, setting, n_decoys, seed, fold`` (one row per missing cell).
         """
-        configs = self.cells[_CONFIG].drop_duplicates()
-        grid = configs.merge(pd.DataFrame({"method": self.methods}), how="cross")
+        configs = self.cells[[*_CONFIG, "kind"]].drop_duplicates()
+        grid = configs.merge(self.cells[["kind", "method"]].drop_duplicates(), on="kind").drop(columns="kind")
         held = self.cells[["method", *_CONFIG]].drop_duplicates()
         merged = grid.merge(held, how="left", on=["method", *_CONFIG], indicator=True)
         return merged.loc[merged["_merge"] == "left_only", ["method", *_CONFIG]].reset_index(drop=True)
