@@ -36,9 +36,38 @@ def test_every_generated_dataset_passes_check_dataset(name):
 SLOW_CHECKS = {"lassonet_2023"}
 
 
+def _fewer_epochs(monkeypatch) -> None:
+    """The 2023 FSNet and concrete autoencoder train for fewer epochs (FSNet 2000 -> 30; the autoencoder's
+    k- and 2k-runs 300 and 30 -> 30 and 3). The code is the same: their temperature schedules still run
+    from start to end value, over fewer steps."""
+    import functools
+
+    import synthbench.methods.selectors_2023 as s23
+
+    monkeypatch.setattr(s23, "fit_fsnet_2023", functools.partial(s23.fit_fsnet_2023, epochs=30))
+    monkeypatch.setattr(s23, "CAE_RUNS", ((1, 30), (2, 3)))
+
+
+#: Methods checked in the default run with fewer epochs (every check of the battery still runs); at their
+#: own settings, 10-20 s each on two cores, by test_quick_checked_methods_pass_check_method_as_registered
+#: (slow).
+QUICK_METHODS = {"fsnet_2023": _fewer_epochs, "concrete_autoencoder_2023": _fewer_epochs}
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CHECKS else n
                                   for n in method_names()])
-def test_every_method_passes_check_method(name, cache):
+def test_every_method_passes_check_method(name, cache, monkeypatch):
+    if name in QUICK_METHODS:
+        QUICK_METHODS[name](monkeypatch)
+    passed = check_method(name, cache=cache)
+    assert any(c.endswith("same fold, same output") for c in passed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(QUICK_METHODS))
+def test_quick_checked_methods_pass_check_method_as_registered(name, cache):
+    """The battery at the methods' own epochs; the default run's test_every_method_passes_check_method[name]
+    runs the same checks through the same code with fewer epochs."""
     passed = check_method(name, cache=cache)
     assert any(c.endswith("same fold, same output") for c in passed)
 
@@ -90,6 +119,8 @@ def test_check_method_catches_wrong_shapes_nan_nondeterminism_and_held_models(ca
 
 
 def test_check_model_kind_catches_layers_that_do_not_exist_or_do_not_matter(cache):
+    import functools
+
     from conftest import registrations_undone
 
     from synthbench.models import ModelKind, register_model
@@ -101,9 +132,11 @@ def test_check_model_kind_catches_layers_that_do_not_exist_or_do_not_matter(cach
     broken = {"missing": lambda model: (Layer("99", initialise_linear),),
               "inert": lambda model: tuple(Layer(layer.name, lambda m, g: None) for layer in mlp_layers(model))}
     messages = {"missing": "declares its layers, each a submodule", "inert": "re-drawing every layer changes"}
+    # The MLP trained for 5 epochs at most: what the layer checks catch does not depend on how well it learnt.
+    train = functools.partial(train_fold_mlp, training={"max_epochs": 5})
     for name, layers in broken.items():
         with registrations_undone():
-            register_model(ModelKind(f"mlp_{name}", train_fold_mlp, "test: the MLP with broken layers", layers=layers))
+            register_model(ModelKind(f"mlp_{name}", train, "test: the MLP with broken layers", layers=layers))
             with pytest.raises(CheckFailed, match=messages[name]):
                 check_model_kind(f"mlp_{name}", data=fold)
 

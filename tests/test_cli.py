@@ -134,7 +134,7 @@ def test_cells_over_a_methods_declared_feature_limit_are_skipped_with_the_reason
         assert "0 cells run, 8 already" in capsys.readouterr().out  # skipped cells are not retried
 
 
-@pytest.mark.parametrize("args,message", [
+BAD_INPUT = [
     (["--datasets", "xor,nope"], "unknown dataset 'nope'; valid: "),
     (["--methods", "rf,nope"], "unknown method 'nope'; valid: "),
     (["--decoys", "10,-5"], "non-negative"),
@@ -146,8 +146,38 @@ def test_cells_over_a_methods_declared_feature_limit_are_skipped_with_the_reason
     (["--max-retries", "-1"], "--max-retries must be non-negative"),
     (["--address", "127.0.0.1:6379"], "--address and --gpus-per-cell need --executor ray"),
     (["--executor", "ray", "--gpus-per-cell", "1.5"], "gpus per cell must be within [0, 1]"),
-])
-def test_bad_input_is_one_line_exit_2_store_untouched(tmp_path, args, message):
+]
+
+#: Warnings Python prints by default (a run's stderr would show them); DeprecationWarning and the like it hides.
+_HIDDEN = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+def _shown(recwarn, caplog) -> list[str]:
+    """What a real run would have added to its stderr besides the error line: warnings Python shows by
+    default and log records of level WARNING or above (setup_logging sends those to stderr; in this
+    process pytest collects both instead)."""
+    return ([str(w.message) for w in recwarn if not issubclass(w.category, _HIDDEN)]
+            + [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING])
+
+
+@pytest.mark.parametrize("args,message", BAD_INPUT)
+def test_bad_input_is_one_line_exit_2_store_untouched(tmp_path, capsys, recwarn, caplog, args, message):
+    """In this process through ``main``; test_bad_input_through_the_module_entry_point runs one case as
+    ``python -m synthbench.run``, the exit status and stderr of the real process."""
+    store = tmp_path / "r.sqlite"
+    code = cli.main([*args, "--store", str(store)])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], err
+    assert not _shown(recwarn, caplog)
+    assert not store.exists()
+
+
+def test_bad_input_through_the_module_entry_point(tmp_path):
+    """One case of the list above as a real process: its exit status is main's 2 and its stderr the one
+    line, with nothing else (import-time warnings or logging included)."""
+    args, message = BAD_INPUT[4]
     store = tmp_path / "r.sqlite"
     proc = sb(*args, "--store", str(store))
     assert proc.returncode == 2
@@ -156,7 +186,7 @@ def test_bad_input_is_one_line_exit_2_store_untouched(tmp_path, args, message):
     assert not store.exists()
 
 
-def test_bad_stores_are_refused_untouched(tmp_path):
+def test_bad_stores_are_refused_untouched(tmp_path, capsys, recwarn, caplog):
     foreign = tmp_path / "notes.db"
     foreign.write_text("hello")
     other = tmp_path / "other.db"
@@ -170,8 +200,10 @@ def test_bad_stores_are_refused_untouched(tmp_path):
     for store, message in [(foreign, "not a synthbench results database"), (other, "schema version 0"),
                            (blocker / "r.sqlite", "cannot create store")]:
         before = hashlib.sha256(store.read_bytes()).hexdigest() if store.exists() else None
-        proc = sb(*SMALL, "--store", str(store))
-        assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+        code = cli.main([*SMALL, "--store", str(store)])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+        assert not _shown(recwarn, caplog)
         assert (hashlib.sha256(store.read_bytes()).hexdigest() if store.exists() else None) == before
 
 
@@ -204,9 +236,11 @@ FINISHED_WHEN_BLOCKED = {"1": 10, "2": 13}
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, jobs):
+def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, monkeypatch, capsys, jobs):
     """kill -9 lands mid-run at a known point: while every worker is blocked in a cell of the test
-    plugin's ``gate`` method, after a known number of cells was stored."""
+    plugin's ``gate`` method, after a known number of cells was stored. The killed run is a real
+    process; the rerun, an ordinary run on the store it left, runs here through ``main`` (its
+    worker processes, with ``--jobs 2``, are real ones)."""
     store, gate_dir = tmp_path / "r.sqlite", tmp_path / "gate"
     gate_dir.mkdir()
     args = ["--datasets", "xor", "--decoys", "0,5", "--n-samples", "150", "--folds", "3", "--jobs", jobs,
@@ -238,10 +272,16 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, jobs):
     assert len(before) == expected
     workers = [int(p.read_text()) for p in gate_dir.glob("blocked-*") if int(p.read_text()) != proc.pid]
 
-    rerun = subprocess.run([sys.executable, "-m", "synthbench.run", *args], capture_output=True, text=True,
-                           timeout=300, env=env)  # no SYNTHBENCH_GATE_AFTER: the gate lets every call through
-    assert rerun.returncode == 0, rerun.stderr
-    assert f"{total - len(before)} cells run, {len(before)} already" in rerun.stdout
+    monkeypatch.setenv("SYNTHBENCH_GATE_DIR", str(gate_dir))
+    monkeypatch.delenv("SYNTHBENCH_GATE_AFTER", raising=False)  # the gate lets every call through
+    try:
+        with registry.METHODS.restoring():  # the plugin's gate, for this test only
+            code = cli.main(args)
+    finally:
+        sys.modules.pop("gated_methods", None)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"{total - len(before)} cells run, {len(before)} already" in out
     con = sqlite3.connect(store)
     after = dict(con.execute("SELECT cell_id, finished_at FROM cells").fetchall())
     n_rows = con.execute("SELECT count(*) FROM cells").fetchone()[0]

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import os
+import io
 import runpy
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,12 +19,6 @@ from synthbench.scoring import get_scorer, scorer_names
 TESTS = Path(__file__).parent
 GRID = ["--datasets", "shapes,digits", "--decoys", "0,2", "--n-samples", "60", "--folds", "2",
         "--methods", "gradient,smoothgrad_sq,random,sobel", "--quiet", "--jobs", "1"]
-
-
-def sb(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "synthbench.run", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
 
 
 @contextlib.contextmanager
@@ -60,10 +53,23 @@ def test_the_plugin_scorer_is_registered_only_where_a_test_asks_for_it():
 
 @pytest.fixture(scope="module")
 def image_store(tmp_path_factory):
+    """The grid run by the command line's ``main`` in this process (tests/test_cli.py runs the module entry
+    point as a process), the plugin imported by ``--plugin`` as on the command line and its registration
+    undone afterwards."""
+    from conftest import registrations_undone
+
+    from synthbench.run import main
+
     store = tmp_path_factory.mktemp("images") / "s.sqlite"
-    proc = sb(*GRID, "--store", str(store), "--plugin", "extra_scorers", "--scorer", "ground_truth,ground_truth_max")
-    assert proc.returncode == 0, proc.stderr
-    return store, proc.stdout
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with registrations_undone(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*GRID, "--store", str(store), "--plugin", "extra_scorers",
+                         "--scorer", "ground_truth,ground_truth_max"])
+    finally:
+        sys.modules.pop("extra_scorers", None)
+    assert code == 0, err.getvalue()
+    return store, out.getvalue()
 
 
 def test_the_image_grid_runs_and_stores_what_the_report_needs(image_store):
@@ -83,11 +89,20 @@ def test_the_image_grid_runs_and_stores_what_the_report_needs(image_store):
     assert {m.shape for m in maps.values()} == {(4, 32, 32), (4, 8, 8)}
 
 
-def test_two_scorers_in_one_store_are_never_averaged_together(image_store, plugin_scorer):
-    store, stdout = image_store
+@pytest.fixture(scope="module")
+def image_report(image_store):
+    """The store's results and their report, built once for the two tests that read them, with the plugin's
+    scorer registered while they are built."""
+    store, _ = image_store
+    with plugin_scorer_registered():
+        results = load_results(store)
+        return results, build_report(results)
+
+
+def test_two_scorers_in_one_store_are_never_averaged_together(image_store, image_report):
+    _, stdout = image_store
     assert "gradient@cnn [ground_truth]" in stdout and "gradient@cnn [ground_truth_max]" in stdout
-    results = load_results(store)
-    report = build_report(results)
+    results, report = image_report
     assert report.markdown.count("## Localisation leaderboard (image data, scorer") == 2
     for scorer in ("ground_truth", "ground_truth_max"):
         assert f"scorer {scorer}, explaining the test rows" in report.markdown
@@ -98,9 +113,8 @@ def test_two_scorers_in_one_store_are_never_averaged_together(image_store, plugi
     assert gt != gm
 
 
-def test_the_report_shows_the_localisation_leaderboard_and_example_maps(image_store, plugin_scorer, tmp_path):
-    store, _ = image_store
-    written = write_report(build_report(load_results(store)), tmp_path / "report")
+def test_the_report_shows_the_localisation_leaderboard_and_example_maps(image_report, plugin_scorer, tmp_path):
+    written = write_report(image_report[1], tmp_path / "report")
     names = {p.name for p in written}
     assert {"report.md", "report.html"} <= names and any(n.endswith("maps_shapes.png") for n in names)
     assert any(n.endswith("distractor_curves.png") for n in names)  # shapes at 0 and 2 distractors; digits has none
