@@ -27,7 +27,7 @@ def test_notebook_runs_top_to_bottom_and_draws_its_figures(path, tmp_path, monke
     summary = [o["data"]["text/markdown"] for o in outputs if "text/markdown" in o.get("data", {})]
     assert len(summary) == 1 and "**Best methods**" in summary[0] and "leads with" in summary[0]  # what the store says
     text = "".join(o.get("text", "") for o in outputs)
-    assert "Friedman test" in text and "ran 168 cells" in text  # saliency on two MLP presets
+    assert "Friedman test" in text and "ran 126 cells" in text  # saliency on two MLP presets
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any("best_k" in h for h in html)
     assert any("mlp@sparse_mlp" in h and "mlp@passemiers2023" in h and "auroc" in h for h in html)  # the models table
