@@ -476,8 +476,10 @@ def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], sc
     at = {(r.method, r.column): r for r in table.itertuples()}
     values = np.array([[getattr(at.get((r, c)), "mean", np.nan) for c in columns] for r in rows], dtype=float)
     chance = table.groupby("column", sort=False)["chance"].mean().reindex(columns)
-    finite = np.isfinite(m.limits[0]) and np.isfinite(m.limits[1])
-    low, high = m.limits if finite else (np.nanmin(values), np.nanmax(values)) if np.isfinite(values).any() else (0, 1)
+    if np.isfinite(m.limits).all():  # the metric's range, so colours mean the same in every store
+        low, high = m.limits
+    else:  # an unbounded metric: the values' range
+        low, high = (np.nanmin(values), np.nanmax(values)) if np.isfinite(values).any() else (0.0, 1.0)
     norm = Normalize(vmin=low, vmax=high if high > low else low + 1)
     cmap = matplotlib.colormaps["viridis" if higher else "viridis_r"]
 
