@@ -213,12 +213,9 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
     return report
 
 
-def overview_figure(part: Part, metrics: tuple[str, ...] = ("best_k", "best_2k")) -> Figure | None:
-    """The overview heatmap of one part (:func:`~synthbench.report.figures.overview_heatmap` of its headline
-    metric, methods ordered by their mean over every cell); None when the part has no value of it."""
-    metric = headline(part, metrics)
-    if metric is None:
-        return None
+def overview_figure(part: Part, metric: str) -> Figure:
+    """The overview heatmap of one part (:func:`~synthbench.report.figures.overview_heatmap` of ``metric``, its
+    :func:`~synthbench.report.parts.headline`), methods ordered by their mean over every cell."""
     table = tables.overview_table(part.results, metric, part.scorer)
     order = list(tables.summary_table(part.results, metrics=(metric,)).dropna(subset=[metric]).index)
     scores = part.results.scores
@@ -229,7 +226,8 @@ def overview_figure(part: Part, metrics: tuple[str, ...] = ("best_k", "best_2k")
 
 def overview_figures(results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k")) -> dict[str, Figure]:
     """The report's overview, one heatmap per part of the store (its label, ``""`` for a store of one part)."""
-    return {part.label: fig for part in store_parts(results) if (fig := overview_figure(part, metrics)) is not None}
+    return {part.label: overview_figure(part, metric) for part in store_parts(results)
+            if (metric := headline(part, metrics)) is not None}
 
 
 def _overview(parts: list[Part], report: Report, metrics: tuple[str, ...]) -> list[str]:
@@ -242,7 +240,7 @@ def _overview(parts: list[Part], report: Report, metrics: tuple[str, ...]) -> li
         what = "the ground truth" if part.is_truth else f"the verdict {part.scorer}"
         md += [f"**{part.label or 'All settings'}**: mean `{metric}`, {what}.", "",
                *_figure(report, True, f"{part.prefix}overview.png", f"overview of {metric}",
-                        lambda p=part: overview_figure(p, metrics))]
+                        lambda p=part, m=metric: overview_figure(p, m))]
     intro = ("Every method (rows, best overall on top) in every setting (columns), coloured by its mean; greyed: no "
              "better than chance (the 95 % interval reaches the chance level written under the column and drawn on the "
              "colour bar); hatched: some folds explain a model near chance.")
@@ -404,8 +402,8 @@ def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metri
                       lambda: figures.scorer_curves(model_curves.assign(method=model_curves["curve"]), {},
                                                     ylabel="Spearman correlation", limits=(-1.0, 1.0), xlabel=axis))
         md += [""]
-    truth_metric = metrics[0] if kind == "tabular" else IMAGE_METRICS[0]
-    paired = pd.DataFrame() if truth is None else tables.beside_truth(results, truth, names[0], truth_metric)
+    truth_metric = None if truth_part is None else headline(truth_part, metrics)
+    paired = pd.DataFrame() if truth_metric is None else tables.beside_truth(results, truth, names[0], truth_metric)
     md += [f"## {scorer} beside the ground truth{heading}", ""]
     if paired.empty:
         return md + [f"This store holds no ground-truth cell paired with a {scorer} cell (run the same grid with "

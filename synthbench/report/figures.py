@@ -495,8 +495,8 @@ def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], sc
             if r is None or np.isnan(r.mean):
                 continue
             edge = r.mean if np.isnan(r.lo) else (r.lo if higher else r.hi)
-            near_chance_score = np.isfinite(chance[column]) and (edge <= chance[column] if higher else edge >= chance[column])
-            if near_chance_score:
+            at_chance = np.isfinite(chance[column]) and (edge <= chance[column] if higher else edge >= chance[column])
+            if at_chance:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#DDDDDD", edgecolor="white", linewidth=0.5))
                 greyed = True
             if r.near_chance:
@@ -505,7 +505,7 @@ def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], sc
                 hatched = True
             if annotate:  # dark text on the bright (yellow) end of viridis and on grey
                 position = norm(r.mean) if higher else 1 - norm(r.mean)
-                light = near_chance_score or position > 0.6
+                light = at_chance or position > 0.6
                 ax.text(j, i, f"{r.mean:.2f}", ha="center", va="center", fontsize=6.5,
                         color="#222222" if light else "white")
     ax.set_xticks(range(len(columns)))
