@@ -26,7 +26,7 @@ from synthbench import datasets
 from synthbench.protocol import FoldData, make_folds
 from synthbench.models import TrainSettings
 from synthbench.models.neural import train_fold_mlp
-from synthbench.models.shared import held_out_quality
+from synthbench.models.competence import held_out_quality
 
 #: Published held-out AUROC, n = 1000, mean over 6 folds: dataset -> {m: AUROC}.
 PUBLISHED = {

@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 
 from synthbench.datasets.files import DATA_DIR_ENV
+from synthbench.models.competence import COMPETENCE_THRESHOLD, check_threshold
 from synthbench.runner.cells import PluginError, import_plugin, is_plugin_path
 
 __all__ = ["DEFAULT_STORE", "UsageError", "OneLineParser", "parse_names", "add_common_options", "add_data_dir_option",
-           "data_dir", "setup_logging", "load_plugins", "print_error"]
+           "data_dir", "setup_logging", "load_plugins", "print_error", "add_competence_options", "competence_threshold"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,24 @@ def add_data_dir_option(parser: argparse.ArgumentParser, purpose: str) -> None:
     parser.add_argument("--data-dir", type=Path, default=os.environ.get(DATA_DIR_ENV) or None,
                         help=f"folder of local image files (mnist, fashion_mnist, cifar10), {purpose}; "
                              f"default: ${DATA_DIR_ENV}")
+
+
+def add_competence_options(parser: argparse.ArgumentParser) -> None:
+    """``--competence T`` (the threshold below which an explained model did not learn) and ``--all-models``."""
+    parser.add_argument("--competence", type=float, default=COMPETENCE_THRESHOLD, metavar="T",
+                        help="a model whose competence, (accuracy - chance) / (ceiling - chance) on held-out rows, is "
+                             "below T did not learn: cells explaining it are left out of the leaderboard, summary and "
+                             "verdict agreement (default: %(default)s; strictly between 0 and 1)")
+    parser.add_argument("--all-models", action="store_true",
+                        help="average in the cells of models below the competence threshold too (marked)")
+
+
+def competence_threshold(args: argparse.Namespace) -> float:
+    """``--competence`` checked; :class:`UsageError` unless strictly between 0 and 1."""
+    try:
+        return check_threshold(args.competence)
+    except ValueError as exc:
+        raise UsageError(f"--competence: {exc}") from None
 
 
 def data_dir(args: argparse.Namespace) -> str | None:

@@ -94,6 +94,8 @@ class FoldData:
         explained examples (image masks)
     seed : int, the run seed; fold : int, the fold index
     n_classes : int, ``K`` of the whole data set (a fold may lack a class)
+    bayes_accuracy : float or None, the expected accuracy of the Bayes classifier on the held-out
+        rows, where the generator can compute it (:attr:`~synthbench.datasets.Dataset.bayes`)
     """
 
     X_train: np.ndarray
@@ -107,6 +109,7 @@ class FoldData:
     seed: int
     fold: int
     n_classes: int = 2
+    bayes_accuracy: float | None = None
 
     @classmethod
     def from_dataset(cls, ds: Dataset, fold: Fold, *, explain: Literal["test", "train"] = "test") -> FoldData:
@@ -134,6 +137,7 @@ class FoldData:
             seed=ds.seed,
             fold=fold.index,
             n_classes=ds.n_classes,
+            bayes_accuracy=None if ds.bayes is None or not len(fold.test) else float(ds.bayes[fold.test].mean()),
         )
 
     @property

@@ -15,8 +15,9 @@ from typing import Any
 from pathlib import Path
 
 from synthbench import __version__, datasets
-from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_data_dir_option, data_dir,
-                            load_plugins, parse_names, print_error, setup_logging)
+from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_competence_options,
+                            add_data_dir_option, competence_threshold, data_dir, load_plugins, parse_names, print_error,
+                            setup_logging)
 from synthbench.methods import default_methods, get_method, method_names
 from synthbench.models import TrainSettings
 from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
@@ -28,7 +29,7 @@ from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, Execut
                                          SerialExecutor)
 from synthbench.runner.grid import Cell, GridSpec
 from synthbench.runner.judged import entry_labels
-from synthbench.runner.leaderboard import format_leaderboard, leaderboard
+from synthbench.runner.leaderboard import format_competence, format_leaderboard, leaderboard
 from synthbench.runner.store import ResultStore, StoreError
 from synthbench.suites import SuiteError, load_suite, suite_names
 
@@ -56,7 +57,7 @@ GRID_FLAGS = {
 DEFAULT_METRICS = {"tabular": "best_k", "image": "rank_accuracy"}
 EXPORT_COLUMNS = ["dataset", "dataset_params", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset",
                   "judged", "judged_model", "control", "explain", "scorer", "scorer_params", "fold", "seed", "metric",
-                  "value", "chance", "seconds", "train_seconds", "scorer_seconds", "peak_memory_bytes", "status", "message",
+                  "value", "chance", "seconds", "train_seconds", "competence", "scorer_seconds", "peak_memory_bytes", "status", "message",
                   "flags", "suite", "suite_hash", "cell_id"]
 
 
@@ -107,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", help="metric of the printed leaderboard (default: best_k on tables, rank_accuracy on "
                                     "images)")
     add_data_dir_option(p, "carried with every cell to the workers")
+    add_competence_options(p)
     p.add_argument("--force", action="store_true", help="recompute cells already in the store")
     p.add_argument("--list", action="store_true", help="list datasets and methods, then exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -229,6 +231,7 @@ def _fitting(cells: list[Cell]) -> list[Cell]:
 
 def _check_run_options(args: argparse.Namespace) -> None:
     args.data_dir = data_dir(args)  # absolute: the cells carry it to every worker
+    args.competence = competence_threshold(args)
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     if args.max_retries < 0:
@@ -274,13 +277,14 @@ def _listing() -> str:
         if scorer_options(n):
             lines.append(f"  {'':<24} options: {', '.join(scorer_options(n))}")
     lines.append("methods (* = run by default):")
+    width = max(map(len, method_names())) + 1
     for n in method_names():
         spec = get_method(n)
         limit = f" [at most {spec.max_features} features]" if spec.max_features else ""
         kinds = "" if spec.inputs == ("tabular",) else f" [{' / '.join(spec.inputs)}]"
         access = {attack_access(spec, kind) for kind in spec.inputs}
         fragility = f" [fragility: {' / '.join(sorted(access))}]"
-        lines.append(f"  {n:<22}{'*' if spec.default else ' '} {spec.description}{kinds}{limit}{fragility}")
+        lines.append(f"  {n:<{width}}{'*' if spec.default else ' '} {spec.description}{kinds}{limit}{fragility}")
     return "\n".join(lines)
 
 
@@ -328,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             if bar is not None:
                 bar.close()
             rows = store.scores(c.cell_id for c in cells)
+            fitted = store.cells(c.cell_id for c in cells)
     except KeyboardInterrupt:
         newline = "\n" if bar is not None and not bar.disable else ""  # below the progress bar
         print(f"{newline}synthbench.run: interrupted; finished cells are stored, rerun the command to resume",
@@ -339,7 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"synthbench.run: error: {exc}; the run stopped, cells finished before are kept in {args.store}",
               file=sys.stderr)
         return 2
-    print(format_leaderboard(leaderboard(rows, args.metric), args.metric))
+    board = leaderboard(rows, args.metric, competence=args.competence, all_models=args.all_models)
+    print(format_leaderboard(board, args.metric))
+    print(format_competence(fitted, args.competence))
     over = (f", {summary.over_limit} skipped with their reason (a method's feature limit, a method the scorer cannot "
             "judge)" if summary.over_limit else "")
     busy = (f", {summary.busy} left to another run computing them (rerun to collect them)"

@@ -94,7 +94,8 @@ def test_mrmr_method_matches_pymrmr_method(xor_fold):
 
 def test_default_methods_are_registered():
     assert set(default_methods()) <= set(ALL) | set(IMAGES) and "sobel" in default_methods()
-    assert {"random", "rf", "treeshap", "mi", "anova", "mrmr"} <= set(default_methods())
+    assert {"random", "gbm_treeshap", "gbm_gain", "mi", "anova", "mrmr"} <= set(default_methods())
+    assert not {"rf", "treeshap"} & set(default_methods())  # the forest learns too little by default
 
 
 def test_malformed_outputs_are_rejected(tiny_fold):

@@ -82,11 +82,12 @@ def test_summary_means_match_the_stored_cells_and_counts_failed_skipped_missing(
     assert curves[(curves.method == "mrmr") & (curves.setting == "ring")]["n_decoys"].tolist() == [0, 4]  # absent, not 0
 
 
-def test_model_table_counts_each_folds_shared_model_once_and_flags_the_near_chance_ones(tmp_path):
+def test_model_table_counts_each_folds_shared_model_once_and_flags_the_incompetent_ones(tmp_path):
     aurocs = {0: 0.55, 1: 0.70, 2: 0.45}  # the MLP of each fold; two methods explain each
     with ResultStore(tmp_path / "m.sqlite") as db:
         for fold, auroc in aurocs.items():
-            mlp = {"mlp": {"test_auroc": auroc, "test_accuracy": 0.5, "train_seconds": 1.0}}
+            mlp = {"mlp": {"test_auroc": auroc, "test_accuracy": 0.5, "train_seconds": 1.0,
+                           "competence": {0: 0.3, 1: 0.6, 2: 0.1}[fold]}}
             for method in ("saliency", "deeplift"):
                 db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, method), "ok", scores={"best_k": 0.5},
                                     chance={"best_k": 0.1}, seconds=1.0, model=mlp))
@@ -95,12 +96,12 @@ def test_model_table_counts_each_folds_shared_model_once_and_flags_the_near_chan
         db.write(CellResult(Cell("xor", 150, 4, 0, 3, 0, "rf"), "failed", "boom"))
     results = load_results(tmp_path / "m.sqlite")
     table = model_table(results)
-    assert table[["model", "setting", "n_decoys", "models", "near_chance"]].values.tolist() == [["mlp", "xor", 4, 3, 2]]
+    assert table[["model", "setting", "n_decoys", "models", "incompetent"]].values.tolist() == [["mlp", "xor", 4, 3, 2]]
     row = table.iloc[0]
     assert (row["auroc"], row["auroc_lo"]) == pytest.approx(mean_ci(list(aurocs.values()), limits=(0, 1))[:2])
     assert row["methods"] == ["deeplift", "saliency"]
     md = build_report(results).markdown
-    assert "**Near chance, nothing to say:** `mlp` on [2 of 3](#models) fits (some on xor/4)" in md  # the summary
+    assert "**Did not learn, nothing to say:** `mlp` on [2 of 3](#models) fits (some on xor/4)" in md  # the summary
     section = md.split("## The models the methods explain")[1].split("## ")[0]
     assert "| mlp · xor " in section and "0.57 [" in section and "2 / 3" in section and "saliency" in section
 

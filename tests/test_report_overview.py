@@ -23,17 +23,18 @@ VALUES = {"a": [0.90, 0.92, 0.88, 0.91], "b": [0.89, 0.93, 0.86, 0.90], "c": [0.
 
 def _store(path, *, verdict=False):
     """xor with 4 decoys, four folds: methods a (saliency), b (deeplift), c (anova); the MLP of each fold trained in 8 s
-    (a and b each ran 1 s more), fold 2's near chance. With ``verdict``, ROAD beside it on the same cells."""
+    (a and b each ran 1 s more), fold 2's below the competence threshold. With ``verdict``, ROAD beside it on the same
+    cells. The tests load it with every model (fold 2's cells averaged in, marked) unless they say otherwise."""
     names = {"a": "saliency", "b": "deeplift", "c": "anova"}
     with ResultStore(path) as db:
         for fold in range(4):
-            mlp = {"mlp": {"test_auroc": 0.55 if fold == 2 else 0.9, "test_accuracy": 0.8, "train_seconds": 8.0}}
+            mlp = {"mlp": {"test_auroc": 0.55 if fold == 2 else 0.9, "test_accuracy": 0.8, "train_seconds": 8.0,
+                           "competence": 0.1 if fold == 2 else 0.9}}
             for key, method in names.items():
                 explains = method != "anova"
-                flags = ("model_near_chance",) if explains and fold == 2 else ()
                 db.write(CellResult(Cell("xor", 150, 4, 0, 4, fold, method, model="sparse_mlp" if explains else None),
                                     "ok", scores={"best_k": VALUES[key][fold]}, chance={"best_k": 0.05},
-                                    seconds=9.0 if explains else 0.5, model=mlp if explains else None, flags=flags))
+                                    seconds=9.0 if explains else 0.5, model=mlp if explains else None))
                 if verdict:  # ROAD orders the methods as the truth does, a little noisily
                     gap = VALUES[key][fold] / 2 + 0.01 * fold
                     db.write(CellResult(Cell("xor", 150, 4, 0, 4, fold, method, scorer="road",
@@ -48,7 +49,13 @@ def test_a_methods_own_seconds_leave_out_the_shared_models_training(tmp_path):
     assert cells.loc["saliency", "train_seconds"].tolist() == [8.0] * 4 and (cells.loc["anova", "train_seconds"] == 0).all()
     board = leaderboard(rows)  # the printed leaderboard too
     assert board.loc["saliency@sparse_mlp", "s/cell"] == pytest.approx(1.0) and board.loc["anova", "s/cell"] == 0.5
-    results = load_results(tmp_path / "s.sqlite")
+    # fold 2's MLP did not learn: its cells are left out of the means unless every model is asked for
+    assert board.loc["saliency@sparse_mlp", "xor/4"] == pytest.approx(np.mean(np.delete(VALUES["a"], 2)))
+    assert board.loc["saliency@sparse_mlp", "incompetent"] == 1 and board.loc["anova", "incompetent"] == 0
+    assert leaderboard(rows, all_models=True).loc["saliency@sparse_mlp", "xor/4"] == pytest.approx(np.mean(VALUES["a"]))
+    default = load_results(tmp_path / "s.sqlite")
+    assert summary_table(default).loc["saliency@sparse_mlp", ["cells", "incompetent"]].tolist() == [3, 1]
+    results = load_results(tmp_path / "s.sqlite", all_models=True)
     table = summary_table(results)
     assert table.loc["saliency@sparse_mlp", "seconds"] == pytest.approx(1.0)  # 9 s of which 8 s training the MLP
     assert table.loc["saliency@sparse_mlp", "model_seconds"] == pytest.approx(8.0)
@@ -57,7 +64,8 @@ def test_a_methods_own_seconds_leave_out_the_shared_models_training(tmp_path):
     assert len(fits) == 4 and fits["train_seconds"].tolist() == [8.0] * 4  # once per fold, not once per cell
     assert fits["methods"].iloc[0] == ["deeplift@sparse_mlp", "saliency@sparse_mlp"]
     models = model_table(results)
-    assert models[["models", "near_chance", "train_seconds", "accuracy"]].values.tolist() == [[4, 1, 8.0, 0.8]]
+    assert models[["models", "incompetent", "train_seconds", "accuracy"]].values.tolist() == [[4, 1, 8.0, 0.8]]
+    assert models["competence"].iloc[0] == pytest.approx(0.7)
     # The cost figure puts each method at its own seconds.
     fig = figures.cost_quality(table, figures.method_styles(results.methods), metric="best_k")
     plotted = {round(float(x), 3) for line in fig.axes[0].lines for x in np.atleast_1d(line.get_xdata())}
@@ -67,13 +75,13 @@ def test_a_methods_own_seconds_leave_out_the_shared_models_training(tmp_path):
     row = next(line for line in board.splitlines() if line.startswith("| [saliency@sparse_mlp]"))
     assert "method s / cell" in board and "+ model training s" in board and "| 1 " in row and "| 8 " in row
     models_md = md.split("## The models the methods explain")[1].split("## ")[0]
-    assert "training s / fit" in models_md and re.search(r"\| 0\.800 +\| 8 +\| 1 / 4", models_md)
+    assert "training s / fit" in models_md and re.search(r"\| 0\.800 +\| 8 +\| 0\.70 +\| – +\| 1 / 4", models_md)
     cost = md.split("## Cost against quality")[1].split("## ")[0]
     assert "method's own mean wall seconds" in cost and "`mlp@sparse_mlp` 8 s per fit (4 fits)" in cost
 
 
 def test_the_leaders_are_the_best_mean_and_those_a_paired_holm_corrected_test_cannot_tell_apart(tmp_path):
-    results = load_results(_store(tmp_path / "s.sqlite"))
+    results = load_results(_store(tmp_path / "s.sqlite"), all_models=True)
     found = leaders(results, "best_k", "xor")
     assert found.best == "saliency@sparse_mlp" and found.tied == ["deeplift@sparse_mlp"] and found.below == 1
     raw = {m: stats.ttest_rel(VALUES[k], VALUES["a"]).pvalue for m, k in (("deeplift@sparse_mlp", "b"), ("anova", "c"))}
@@ -83,13 +91,13 @@ def test_the_leaders_are_the_best_mean_and_those_a_paired_holm_corrected_test_ca
 
 
 def test_the_summary_is_written_from_the_data_and_every_value_links_to_its_table(tmp_path):
-    results = load_results(_store(tmp_path / "s.sqlite", verdict=True))
+    results = load_results(_store(tmp_path / "s.sqlite", verdict=True), all_models=True)
     text = store_summary(results)
     mean, lo, hi, _ = mean_ci(VALUES["a"], limits=(0, 1))
     assert f"[saliency@sparse_mlp](#method-saliency) leads with [{mean:.2f} [{lo:.2f}, {hi:.2f}]](#part1-setting-xor)" in text
     assert "not significantly apart from it" in text and "[deeplift@sparse_mlp](#method-deeplift)" in text
     assert "1 other is significantly below" in text
-    assert "`mlp@sparse_mlp` on [1 of 4](#part1-models) fits (some on xor/4)" in text  # near chance: nothing to say
+    assert "`mlp@sparse_mlp` on [1 of 4](#part1-models) fits (some on xor/4) fell below a competence of 0.5" in text
     assert "road `road_gap` agrees with the ground truth" in text and "(#trust) on xor/4" in text
     assert "[24 cells (24 finished, 0 failed, 0 skipped, 0 missing) of 4 method entries" in text
     assert "Training the shared models took [32 s](#part1-cost) (4 fits" in text
@@ -100,10 +108,10 @@ def test_the_summary_is_written_from_the_data_and_every_value_links_to_its_table
         assert f'id="{target}"' in md, target
 
 
-def test_the_overview_marks_chance_near_chance_models_and_orders_the_rows(tmp_path):
-    results = load_results(_store(tmp_path / "s.sqlite"))
+def test_the_overview_marks_chance_incompetent_models_and_orders_the_rows(tmp_path):
+    results = load_results(_store(tmp_path / "s.sqlite"), all_models=True)
     table = tables.overview_table(results, "best_k")
-    assert table.set_index("method").loc["deeplift@sparse_mlp", ["mean", "cells", "near_chance"]].tolist() == \
+    assert table.set_index("method").loc["deeplift@sparse_mlp", ["mean", "cells", "incompetent"]].tolist() == \
         pytest.approx([np.mean(VALUES["b"]), 4, 1])
     assert (table["chance"] == 0.05).all()
     order = ["anova", "saliency@sparse_mlp", "deeplift@sparse_mlp"]
@@ -126,7 +134,7 @@ def test_the_overview_stays_readable_with_forty_methods():
     rng = np.random.default_rng(0)
     table = pd.DataFrame([(m, s, d, v, v - 0.1, v + 0.1, 0.05, 6, 0) for m in methods for s, d in columns
                           for v in [rng.uniform()]], columns=["method", "setting", "n_decoys", "mean", "lo", "hi",
-                                                                "chance", "cells", "near_chance"])
+                                                                "chance", "cells", "incompetent"])
     fig = figures.overview_heatmap(table, metric="best_k", methods=methods)
     ax = fig.axes[0]
     assert len(ax.get_yticklabels()) == 40 and min(t.get_fontsize() for t in ax.get_yticklabels()) >= 7

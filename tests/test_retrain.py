@@ -179,10 +179,10 @@ def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys
     assert main([*grid, "--scorer", "roar", "--scorer-option", "repeats=1"]) == 0
     with ResultStore(store, readonly=True) as db:
         board = leaderboard(db.scores(), "roar_accuracy")
-    # rf, and random judged on each MLP preset the grid explains (the CLI's two) and on the forest rf explains,
+    # rf, and random judged on the MLP preset the grid explains (the CLI's default) and on the forest rf explains,
     # x 2 settings, + a chance row per model
-    assert {i for i in board.index if i.startswith("rf [roar {")} and len(board) == 11
-    assert {"chance@passemiers2023", "chance@sparse_mlp", "chance@forest"} <= set(board.index)
+    assert {i for i in board.index if i.startswith("rf [roar {")} and len(board) == 8
+    assert {"chance@sparse_mlp", "chance@forest"} <= set(board.index)
     assert len([i for i in board.index if i.startswith("random@forest [roar {")]) == 2
     md = build_report(load_results(store)).markdown
     assert md.count("## roar leaderboard") == 2

@@ -408,17 +408,6 @@ def test_multi_class_mlp_has_one_logit_per_class_and_learns() -> None:
     np.testing.assert_array_equal(again.predict_proba(X[400:]), proba)
 
 
-def test_near_chance_reads_auroc_for_binary_models_and_the_majority_rate_otherwise() -> None:
-    from synthbench.models.shared import near_chance
-
-    assert near_chance({"test_auroc": 0.55, "test_accuracy": 0.9}) and not near_chance({"test_auroc": 0.7})
-    # majority 0.5: near chance below 0.5 + 0.2 * 0.5 = 0.6
-    assert near_chance({"test_accuracy": 0.59, "test_majority_rate": 0.5})
-    assert not near_chance({"test_accuracy": 0.61, "test_majority_rate": 0.5})
-    # 10 balanced classes: 10 % is chance, 28 % is still near it
-    assert near_chance({"test_accuracy": 0.27, "test_majority_rate": 0.1})
-
-
 def test_fixed_epoch_training_without_validation_passes_each_step_to_the_loss() -> None:
     X, y = _linear_problem(n=100, p=3)
     steps: list[int] = []

@@ -62,6 +62,10 @@ class Dataset:
     params : dict
         Every parameter that defines the data (including defaults), for provenance.
     seed : int
+    bayes : ndarray of float64, shape (n_samples,), or None
+        Where the label rule makes it computable: for each row, the probability that the Bayes
+        classifier (which knows the rule and sees the inputs) names the row's label correctly,
+        ``max_c P(y = c | x)`` (1 for a noiseless rule). Its mean over rows is their Bayes accuracy.
     """
 
     X: np.ndarray
@@ -71,6 +75,7 @@ class Dataset:
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    bayes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         input_kind(self.X)
@@ -85,6 +90,8 @@ class Dataset:
             self.relevant_local.dtype != np.bool_ or self.relevant_local.shape != (n, *shape)
         ):
             raise TypeError(f"Dataset.relevant_local must be bool of shape {(n, *shape)} or None")
+        if self.bayes is not None and (self.bayes.shape != (n,) or not np.all((self.bayes >= 0) & (self.bayes <= 1))):
+            raise TypeError(f"Dataset.bayes must be probabilities of shape ({n},) or None")
 
     @property
     def kind(self) -> str:

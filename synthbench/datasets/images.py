@@ -11,7 +11,9 @@ pixel noise of sd ``noise`` is added everywhere. A model must find the signal an
 
 Ground truth: ``relevant_local`` marks, in every channel, the pixels of each signal glyph's
 ``patch x patch`` square (the glyph and its background: what the label rule reads); there is
-no global truth (``relevant`` is None), since the signal moves from image to image. Labels are
+no global truth (``relevant`` is None), since the signal moves from image to image, so no model can
+be trained "on the relevant inputs only": a fold's learnability ceiling is the Bayes accuracy,
+bounded from below by :func:`template_bayes` (1 to within 1e-6 at the default noise). Labels are
 exactly balanced (a seeded permutation of ``0..K-1`` repeated).
 
 Both take 4 distractor glyphs unless told otherwise.
@@ -31,7 +33,7 @@ import numpy as np
 
 from synthbench.datasets.base import Dataset, register
 
-__all__ = ["GLYPHS", "glyph", "render", "DISTRACTOR_INTENSITY", "XOR_GLYPHS"]
+__all__ = ["GLYPHS", "glyph", "render", "DISTRACTOR_INTENSITY", "XOR_GLYPHS", "template_bayes"]
 
 
 def _plus(s: int) -> np.ndarray:
@@ -167,6 +169,25 @@ def _balanced(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return rng.permutation(np.arange(n) % k).astype(np.int64)
 
 
+def template_bayes(names: tuple[str, ...], patch: int, noise: float, misreads: int = 1) -> float:
+    """A lower bound on the Bayes accuracy of telling the signal glyphs ``names`` apart under pixel noise ``noise``.
+
+    Two glyphs whose strokes (value 1 on a 0 background) differ in ``m`` pixels are confused by the
+    likelihood-ratio test with probability ``Phi(-sqrt(m) / (2 * noise))``; a union bound over the
+    other glyphs of ``names``, and over the ``misreads`` signal glyphs whose misreading changes
+    the label, bounds the Bayes error from above. It takes the signal's position as known (the
+    colour cue shows it at any noise this module draws) and is 1 without noise.
+    """
+    from scipy.stats import norm
+
+    if noise <= 0:
+        return 1.0
+    masks = [glyph(n, patch) for n in names]
+    m = min(int((a != b).sum()) for i, a in enumerate(masks) for b in masks[i + 1:])
+    error = misreads * (len(names) - 1) * float(norm.cdf(-np.sqrt(m) / (2.0 * noise)))
+    return max(0.0, 1.0 - error)
+
+
 def _check(n_decoys: int, noise: float) -> None:
     if n_decoys < 0:
         raise ValueError(f"n_decoys must be >= 0, got {n_decoys}")
@@ -189,7 +210,8 @@ def shapes(*, n_samples: int, n_decoys: int = 4, seed: int, n_classes: int = 2, 
     signal = np.array([True] + [False] * n_decoys)
     X, mask = render(glyphs, signal, rng, size=size, channels=channels, patch=patch, noise=noise)
     params = dict(n_decoys=n_decoys, n_classes=n_classes, size=size, channels=channels, patch=patch, noise=noise)
-    return Dataset(X, y, None, mask, "shapes", params, seed)
+    bayes = np.full(n_samples, template_bayes(GLYPHS[:n_classes], patch, noise))
+    return Dataset(X, y, None, mask, "shapes", params, seed, bayes)
 
 
 @register("shapes_xor", description="images: two signal glyphs (plus or cross each); class = whether they differ, so "
@@ -209,7 +231,8 @@ def shapes_xor(*, n_samples: int, n_decoys: int = 4, seed: int, size: int = 32, 
     signal = np.array([True, True] + [False] * n_decoys)
     X, mask = render(glyphs, signal, rng, size=size, channels=channels, patch=patch, noise=noise)
     params = dict(n_decoys=n_decoys, size=size, channels=channels, patch=patch, noise=noise)
-    return Dataset(X, y, None, mask, "shapes_xor", params, seed)
+    bayes = np.full(n_samples, template_bayes(XOR_GLYPHS, patch, noise, misreads=2))
+    return Dataset(X, y, None, mask, "shapes_xor", params, seed, bayes)
 
 
 @register("digits", description="scikit-learn's bundled 8x8 handwritten digits (10 classes, 1797 images, pixels / 16); "

@@ -20,6 +20,7 @@ from synthbench.methods.registry import (
 # Register the built-in methods (import order = listing order).
 from synthbench.methods import controls as _controls  # noqa: E402,F401
 from synthbench.methods import trees as _trees  # noqa: E402,F401
+from synthbench.methods import boosted as _boosted  # noqa: E402,F401
 from synthbench.methods import filters as _filters  # noqa: E402,F401
 from synthbench.methods import neural as _neural  # noqa: E402,F401
 from synthbench.methods import embedded as _embedded  # noqa: E402,F401

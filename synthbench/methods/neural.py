@@ -1,7 +1,8 @@
-"""Attribution methods on the shared networks, registered as benchmark methods.
+"""Attribution methods on the shared networks (and, for the perturbation methods, the shared booster).
 
 Each explains the fold's explained examples with :func:`synthbench.attribution.attribute` on the
-fold's shared model: the MLP of tables, the CNN of images (for the methods that accept images).
+fold's shared model: the MLP of tables, the CNN of images (for the methods that accept images);
+the perturbation methods also run on the gradient-boosted trees as ``gbm_<name>``.
 Target: the single logit of a binary MLP (evidence for ``y = 1``); for a model with one logit
 per class (the CNN, multi-class MLPs), each example's own label. ``local`` is the signed
 attribution of input shape ``(n_explain, *input_shape)``; the global score is its mean absolute
@@ -23,7 +24,7 @@ from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 
-__all__ = ["NEURAL_METHODS", "VARIANTS", "IMAGE_PARAMS", "IMAGE_ONLY", "REFERENCES", "patch_mask"]
+__all__ = ["NEURAL_METHODS", "VARIANTS", "IMAGE_PARAMS", "IMAGE_ONLY", "BOOSTER_METHODS", "REFERENCES", "patch_mask"]
 
 _NOISE_IMAGE = {"n_samples": 15, "noise_level": 0.15, "per_feature": False}
 
@@ -73,6 +74,16 @@ NEURAL_METHODS: dict[str, tuple[str, bool, dict]] = {
     "feature_permutation": ("output change when each feature is permuted across rows", True, {}),
     "shapley_sampling": ("Shapley value sampling, 25 permutations, zero baseline", True, {"n_samples": 25}),
     "gradient_shap": ("GradientSHAP (expected gradients), 50 samples", True, {"n_samples": 50}),
+}
+
+
+#: The model-agnostic (perturbation) methods that also explain the shared booster, registered as ``gbm_<name>``:
+#: name -> (run by default, parameters). They perturb its raw score (log-odds) through its forward-only
+#: torch view; Shapley sampling costs ``n_samples * (p + 1)`` booster predictions per row, so it is not a default.
+BOOSTER_METHODS: dict[str, tuple[bool, dict]] = {
+    "feature_ablation": (True, {}),
+    "feature_permutation": (True, {}),
+    "shapley_sampling": (False, {"n_samples": 25}),
 }
 
 
@@ -149,7 +160,7 @@ def _make(name: str, recipe: AttributionRecipe, needs: dict[str, tuple[str, ...]
         return MethodOutput(np.abs(local).mean(axis=0), local)
 
     method.__name__ = name
-    method.__doc__ = (f"{name} on the fold's shared network ({recipe.function}, target rule {recipe.target!r}); "
+    method.__doc__ = (f"{name} on the fold's shared model ({recipe.function}, target rule {recipe.target!r}); "
                       "local attributions (n_explain, *input_shape), score = mean |attribution|.")
     return method
 
@@ -157,10 +168,11 @@ def _make(name: str, recipe: AttributionRecipe, needs: dict[str, tuple[str, ...]
 _NEEDS_BOTH = {"tabular": ("mlp",), "image": ("cnn",)}
 
 
-def _register(name: str, attribution: str, description: str, needs: dict[str, tuple[str, ...]], **options) -> None:
+def _register(name: str, attribution: str, description: str, needs: dict[str, tuple[str, ...]], *,
+              reference: str | None = None, **options) -> None:
     recipe = AttributionRecipe(attribution)
-    register_method(name, description=description, reference=REFERENCES[name], needs=needs, recipe=recipe,
-                    **options)(_make(name, recipe, needs))
+    register_method(name, description=description, reference=REFERENCES[name] if reference is None else reference,
+                    needs=needs, recipe=recipe, **options)(_make(name, recipe, needs))
 
 
 for _name, (_description, _default, _params) in NEURAL_METHODS.items():
@@ -172,3 +184,6 @@ for _name, (_attribution, _description, _params) in VARIANTS.items():
     _register(_name, _attribution, f"MLP: {_description}", {"tabular": ("mlp",)}, default=False, params=_params)
 for _name, (_attribution, _description, _params) in IMAGE_ONLY.items():
     _register(_name, _attribution, f"CNN: {_description}", {"image": ("cnn",)}, default=False, params=_params)
+for _name, (_default, _params) in BOOSTER_METHODS.items():
+    _register(f"gbm_{_name}", _name, f"gradient-boosted trees: {NEURAL_METHODS[_name][0]} (of the raw score)",
+              {"tabular": ("gbm",)}, reference=REFERENCES[_name], default=_default, params=_params)

@@ -92,8 +92,9 @@ class AttributionRecipe:
 
         Parameters
         ----------
-        model : a trained network of the fold's input kind (``module``, ``classes_``, ``predict``),
-            the fold's own or one a scorer supplies (randomised, retrained)
+        model : a trained model of the fold's input kind (``module``, ``device``, ``classes_``, ``predict``),
+            the fold's own or one a scorer supplies (randomised, retrained); a forward-only
+            ``module`` (the booster's) suits the perturbation functions
         data : the fold; its input kind, shape and labels
         rng : the generator of the method's cell; a stochastic function draws its torch seed from it
         params : the method's parameters on this kind (``spec.params_for(data.kind)``);
@@ -109,7 +110,7 @@ class AttributionRecipe:
         torch.Tensor
             Signed attributions on the model's device; detached unless ``create_graph``.
         """
-        device = next(model.module.parameters()).device
+        device = torch.device(model.device)
         x = data.X_explain if inputs is None else inputs
         target_rows = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
         x = torch.as_tensor(x, device=device)

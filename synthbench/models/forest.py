@@ -21,4 +21,5 @@ def train_forest(data: FoldData, settings: TrainSettings, *, replicate: int = 0)
     return model.fit(data.X_train, data.y_train)
 
 
-FOREST = register_model(ModelKind("forest", train_forest, "random forest, 500 trees, scikit-learn defaults"))
+FOREST = register_model(ModelKind("forest", train_forest, "random forest, 500 trees, scikit-learn defaults",
+                                 ceiling=True))

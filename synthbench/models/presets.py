@@ -106,8 +106,10 @@ for _preset in (
 DEFAULT_PRESET = "passemiers2023_corrected"
 #: Per model kind, the preset used when a grid names none of that kind.
 DEFAULT_PRESETS = {"mlp": DEFAULT_PRESET, "cnn": "cnn"}
-#: The presets ``python -m synthbench.run`` explains without ``--model``: the paper's, and a competent one.
-RUN_PRESETS = ("passemiers2023", "sparse_mlp")
+#: The presets ``python -m synthbench.run`` explains without ``--model``: the most competent one. The paper's
+#: ``passemiers2023`` learns on almost no default setting (competence below 0.5 on 40 of 48 fits); it runs in the
+#: 2023 suites, and wherever ``--model`` names it.
+RUN_PRESETS = ("sparse_mlp",)
 
 
 def preset_names() -> list[str]:

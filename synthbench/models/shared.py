@@ -8,16 +8,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from sklearn.metrics import accuracy_score, roc_auc_score
-
+from synthbench.models.competence import Ceiling, competence_fields, held_out_quality, learnability_ceiling
 from synthbench.models.loop import EpochInputs
 from synthbench.models.randomise import Layer
 from synthbench.protocol import FoldData
 from synthbench.registry import Registry
 
-__all__ = ["ModelKind", "SharedModels", "TrainSettings", "MODEL_KINDS", "register_model", "kinds", "model_kind", "held_out_quality",
-           "near_chance", "NEAR_CHANCE_AUROC", "NEAR_CHANCE_GAIN"]
+__all__ = ["ModelKind", "SharedModels", "TrainSettings", "MODEL_KINDS", "register_model", "kinds", "model_kind"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +61,9 @@ class ModelKind:
     forward order with their initialisers (:mod:`synthbench.models.randomise`), for the
     model-randomisation checks; None for a kind without layers (the forest), which those checks
     refuse before anything runs.
+    ``ceiling``: the kind takes part in each fold's learnability ceiling (it is trained on the
+    relevant inputs only; :mod:`synthbench.models.competence`). Only kinds that are cheap to train
+    on a few columns and take no preset should declare it.
     """
 
     name: str
@@ -76,6 +76,7 @@ class ModelKind:
     inputs: tuple[str, ...] = ("tabular",)
     training: bool = False
     layers: Callable[[Any], tuple[Layer, ...]] | None = None
+    ceiling: bool = False
 
 
 #: Every registered model kind, by name.
@@ -113,18 +114,34 @@ class SharedModels:
         self.preset = preset
         self._models: dict[str, Any] = {}
         self._shared: dict[tuple, Any] = {}
-        self.info: dict[str, dict[str, float]] = {}
+        self.info: dict[str, dict[str, Any]] = {}
         self.trainings = 0
+        self._ceiling: Ceiling | None = None
 
     @property
     def settings(self) -> TrainSettings:
         """How models are trained (device, threads, cache); methods that train their own nets read it too."""
         return self._settings
 
+    @property
+    def ceiling(self) -> Ceiling:
+        """The fold's learnability ceiling (:func:`~synthbench.models.competence.learnability_ceiling`), computed on
+        first request: every registered kind declaring ``ceiling`` that trains on the fold's inputs, fitted on the
+        relevant inputs only with the seed it has on the whole fold."""
+        if self._ceiling is None:
+            trainers = {name: (lambda d, k=kind: k.train(d, self._settings, replicate=0))
+                        for name, kind in MODEL_KINDS.items() if kind.ceiling and self._data.kind in kind.inputs}
+            self._ceiling = learnability_ceiling(self._data, trainers)
+            log.debug("learnability ceiling of fold %d: %s", self._data.fold, self._ceiling)
+        return self._ceiling
+
     def get(self, name: str, replicate: int = 0) -> Any:
         """The trained model of kind ``name`` (its ``replicate``-th independent training), trained on first request.
 
-        ``info`` records replicate 0 under ``name`` and replicate ``r > 0`` under ``"name#r"``.
+        ``info`` records replicate 0 under ``name`` and replicate ``r > 0`` under ``"name#r"``: its
+        held-out accuracy, AUROC (binary labels) and majority-class ``chance``, the fold's
+        ceiling and the model's competence (:func:`~synthbench.models.competence.competence_fields`),
+        and ``train_seconds`` (the training, and the ceiling's when this model asked for it first).
         """
         key = name if replicate == 0 else f"{name}#{int(replicate)}"
         if key not in self._models:
@@ -136,10 +153,12 @@ class SharedModels:
                 model = kind.train(self._data, self._settings, self.preset, replicate=int(replicate))
             else:
                 model = kind.train(self._data, self._settings, replicate=int(replicate))
+            quality = held_out_quality(model, self._data)
+            fields = competence_fields(quality, self.ceiling)
             seconds = time.perf_counter() - t0
             self.trainings += 1
             self._models[key] = model
-            self.info[key] = {**held_out_quality(model, self._data), "train_seconds": seconds}
+            self.info[key] = {**quality, **fields, "train_seconds": seconds}
             log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
         return self._models[key]
 
@@ -212,6 +231,10 @@ class _ModelView(SharedModels):
         self._substitutes = substitutes
         self.info = base.info
 
+    @property
+    def ceiling(self) -> Ceiling:
+        return self._base.ceiling
+
     def get(self, name: str, replicate: int = 0) -> Any:
         if replicate == 0 and name in self._substitutes:
             return self._substitutes[name]
@@ -220,37 +243,3 @@ class _ModelView(SharedModels):
     def with_model(self, name: str, model: Any) -> SharedModels:
         model_kind(name)
         return _ModelView(self._base, {**self._substitutes, name: model})
-
-
-#: A binary model whose held-out AUROC is below this is *near chance*: an explanation of a model
-#: that learned nothing says nothing about the method.
-NEAR_CHANCE_AUROC = 0.6
-#: A multi-class model is near chance when its held-out accuracy closes less than this share of
-#: the gap between always answering the majority class and a perfect score.
-NEAR_CHANCE_GAIN = 0.2
-
-
-def held_out_quality(model: Any, data: FoldData) -> dict[str, float]:
-    """Accuracy of ``model`` on the fold's held-out rows, and AUROC (binary labels) or the majority-class rate (more classes)."""
-    proba = model.predict_proba(data.X_test)
-    pred = model.classes_[np.argmax(proba, axis=1)]
-    out = {"test_accuracy": float(accuracy_score(data.y_test, pred))}
-    if len(model.classes_) == 2 and len(np.unique(data.y_test)) == 2:
-        out["test_auroc"] = float(roc_auc_score(data.y_test, proba[:, 1]))
-    elif len(data.y_test):
-        out["test_majority_rate"] = float(np.bincount(data.y_test).max() / len(data.y_test))
-    return out
-
-
-def near_chance(info: dict[str, float]) -> bool:
-    """Whether a model's :func:`held_out_quality` says it learned next to nothing.
-
-    Binary models: held-out AUROC below :data:`NEAR_CHANCE_AUROC`. Multi-class models: accuracy
-    below ``m + NEAR_CHANCE_GAIN * (1 - m)``, ``m`` the held-out majority-class rate.
-    """
-    if "test_auroc" in info:
-        return info["test_auroc"] < NEAR_CHANCE_AUROC
-    if "test_majority_rate" in info:
-        m = info["test_majority_rate"]
-        return info["test_accuracy"] < m + NEAR_CHANCE_GAIN * (1.0 - m)
-    return False

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_data_dir_option, data_dir,
-                            load_plugins, parse_names, print_error, setup_logging)
+from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_competence_options,
+                            add_data_dir_option, competence_threshold, data_dir, load_plugins, parse_names, print_error,
+                            setup_logging)
 from synthbench.scoring import metrics
 
 __all__ = ["main"]
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mean best_k a method must keep up to its breakpoint (default: %(default)s)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of the rank tests (default: %(default)s)")
     add_data_dir_option(p, "to draw their example images again")
+    add_competence_options(p)
     add_common_options(p, "import a plugin first (the scorers, datasets or methods the store's cells came from)")
     return p
 
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         chosen = parse_names(args.metrics, metrics.names("global"), "metrics")
         if not 0 < args.alpha < 1:
             raise UsageError(f"--alpha must be within (0, 1), got {args.alpha}")
-        results = load_results(args.store, suite=args.suite, data_dir=data_dir(args))
+        threshold = competence_threshold(args)
+        results = load_results(args.store, suite=args.suite, data_dir=data_dir(args), competence=threshold,
+                               all_models=args.all_models)
         report = build_report(results, metrics=chosen, level=args.level, alpha=args.alpha)
         written = write_report(report, args.out)
     except (UsageError, ReportError) as exc:

@@ -30,7 +30,6 @@ from synthbench.report.results import Results
 from synthbench.report.summary import duration, summary_lines, used_runs, wall_seconds
 from synthbench.report.statistics import rank_test
 from synthbench.runner.judged import control_verdict
-from synthbench.models.shared import NEAR_CHANCE_AUROC
 
 __all__ = ["Report", "build_report", "write_report", "overview_figure", "overview_figures"]
 
@@ -55,18 +54,28 @@ def _ci(mean: float, lo: float, hi: float) -> str:
 
 def _leaderboard_markdown(table: pd.DataFrame, metrics: tuple[str, ...]) -> str:
     """A summary table as Markdown: CI columns merged, chance beside the first metric, counts last."""
-    out = pd.DataFrame(index=[method_link(m) + (" †" if table.at[m, "near_chance"] else "") for m in table.index])
+    out = pd.DataFrame(index=[method_link(m) + (" †" if table.at[m, "incompetent"] else "") for m in table.index])
     for metric in metrics:
         out[f"{metric} [95 % CI]"] = [_ci(*r) for r in table[[metric, f"{metric}_lo", f"{metric}_hi"]].to_numpy()]
         out[f"{metric} chance"] = table[f"{metric}_chance"].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_numpy()
     out["method s / cell"] = table["seconds"].map(_seconds).to_numpy()
     if (table["model_seconds"].fillna(0) > 0).any():
         out["+ model training s"] = table["model_seconds"].map(lambda v: _seconds(v) if v else "–").to_numpy()
-    for col, name in (("cells", "cells"), ("near_chance", "near chance"), ("failed", "failed"),
+    for col, name in (("cells", "cells"), ("incompetent", "incompetent"), ("failed", "failed"),
                       ("skipped", "over limit"), ("missing", "missing")):
         out[name] = table[col].to_numpy()
     out.index.name = "method"
     return out.to_markdown(disable_numparse=True)
+
+
+def _competence_rule(results: Results) -> str:
+    """The sentence that states the competence threshold and what became of the cells below it."""
+    rule = (f"A model's competence is (accuracy − chance) / (ceiling − chance) on its held-out rows; below "
+            f"{results.competence_threshold:g} it did not learn, and an explanation of it says nothing of the method.")
+    if results.all_models:
+        return rule + " Such cells are averaged in here, and † marks methods some of whose cells explain one."
+    return rule + (" Such cells are left out of every mean here (`incompetent` counts them in the tables, "
+                   "† marks the methods that had some); `--all-models` shows them.")
 
 
 def _per_fit(models: pd.DataFrame, column: str) -> float:
@@ -107,7 +116,9 @@ def _models_markdown(models: pd.DataFrame) -> list[str]:
                for d in decoys}
         row["accuracy"] = f"{_per_fit(g, 'accuracy'):.3f}"
         row["training s / fit"] = _seconds(_per_fit(g, "train_seconds"))
-        row["near chance"] = f"{g['near_chance'].sum()} / {g['models'].sum()}"
+        row["competence"] = "–" if g["competence"].isna().all() else f"{_per_fit(g, 'competence'):.2f}"
+        row["ceiling"] = "–" if g["ceiling"].isna().all() else f"{_per_fit(g, 'ceiling'):.3f}"
+        row["incompetent"] = f"{g['incompetent'].sum()} / {g['models'].sum()}"
         rows[f"{kind} · {setting}"] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "model · dataset"
@@ -243,7 +254,8 @@ def _overview(parts: list[Part], report: Report, metrics: tuple[str, ...]) -> li
                         lambda p=part, m=metric: overview_figure(p, m))]
     intro = ("Every method (rows, best overall on top) in every setting (columns), coloured by its mean; greyed: no "
              "better than chance (the 95 % interval reaches the chance level written under the column and drawn on the "
-             "colour bar); hatched: some folds explain a model near chance.")
+             "colour bar)" + ("; hatched: some folds explain a model below the competence threshold." if any(
+                 p.results.all_models for p in parts) else "."))
     return ["## Overview", "", intro, "", *md] if md else []
 
 
@@ -264,8 +276,8 @@ def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], leve
         f"**How to read it.** Each method ranks every feature by importance; `{metric}` is the {m.description} "
         f"({m.direction} is better), and the *chance* column gives its expected value under a random ranking. "
         + " ".join(f"`{other}`: the {get_metric(other, scorer).description}." for other in metrics[1:])
-        + " Means are over folds and seeds, with 95 % Student-t confidence intervals. † marks methods some of whose "
-        f"cells explain a model that scored a held-out AUROC below {NEAR_CHANCE_AUROC} (`near chance` counts them).",
+        + " Means are over folds and seeds, with 95 % Student-t confidence intervals. "
+        + _competence_rule(results),
         "",
         f"## Leaderboard, all datasets{heading}",
         "",
@@ -282,8 +294,11 @@ def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], leve
     md += [_anchor(part.anchor("models")), "", f"## The models the methods explain{heading}", "",
            "Attribution methods explain a model trained once per fold and shared by every method that needs it. Mean "
            "held-out AUROC of that model (95 % CI over folds and seeds; 0.5 is a coin flip), its mean held-out "
-           "accuracy, the seconds one training took (once per fold and preset; a model loaded from the on-disk cache "
-           f"counts its loading), and how many of its fits scored below {NEAR_CHANCE_AUROC}.", "",
+           "accuracy, its mean competence against the fold's learnability ceiling (the best held-out accuracy the "
+           "forest and the booster reach on the relevant features alone, shown beside it; where there are no relevant "
+           "columns, the Bayes accuracy), the seconds one training took (once per fold and preset; a model loaded "
+           "from the on-disk cache counts its loading), and how many of its fits fell below the competence "
+           f"threshold of {results.competence_threshold:g}.", "",
            *_models_markdown(models)]
     md += [f"## Recovery against the number of decoys{heading}", "",
            f"Mean `{metric}` per decoy count, one column of panels per dataset and one row per method family "
@@ -463,13 +478,18 @@ def _trust_section(parts: list[Part], metrics: tuple[str, ...]) -> list[str]:
         "Spearman ρ [95 % CI]": ["–" if pd.isna(r.spearman) else f"{r.spearman:+.2f}" + (
             "" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]") for r in agree.itertuples()],
         "Kendall τ": agree["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+        "truth spread": agree["truth_spread"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
+        "methods ranked": [", ".join(m) for m in agree["ranked"]],
     }).sort_values(["setting", "rho"], ascending=[True, False], na_position="last")
     return [_anchor("trust"), "", "## Which verdict to trust", "",
             "Every verdict in this store set beside the ground truth on the same cells: the rank correlation between "
             "the verdict's ordering of the methods (its headline metric) and the ground truth's (+1: the same order; "
             "0: unrelated; below 0: reversed), controls left out, with a 95 % percentile bootstrap interval over the "
             "folds (scipy.stats.bootstrap). A verdict whose interval holds 0 says nothing, on this data, about which "
-            "method recovers what drives the label.", "",
+            "method recovers what drives the label. Each row names the methods it ranked: a check of how maps depend "
+            "on the model's parameters (MPRT, sMPRT, eMPRT, RandomLogit) ranks only methods that read a model; the "
+            "truth spread is the range of their truth means, and where it is 0 the truth does not separate them and "
+            "there is no agreement to measure (–).", "",
             table.drop(columns="rho").to_markdown(index=False, disable_numparse=True), ""]
 
 
@@ -577,7 +597,7 @@ def _image_sections(part: Part, report: Report) -> list[str]:
         + " All are higher-is-better; the chance columns are the values of a random map. Means over the folds' cells "
         "with 95 % Student-t confidence intervals; method s / cell is the method's own wall seconds, the CNN's "
         "training (once per fold, shared by every method) in the next column and in the models table. "
-        "† marks methods some of whose cells explain a model near chance.",
+        + _competence_rule(results),
         "",
         *_controls_lines(results, metrics[0]),
     ]

@@ -461,7 +461,7 @@ def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], sc
     ``table`` is :func:`synthbench.report.tables.overview_table`'s output. Colour is the mean (viridis, the better
     end yellow whichever the metric's direction); the value is written in each cell where the grid is narrow
     enough. Marks: a cell whose 95 % interval reaches the chance level (the mean alone with one cell) is greyed
-    ("no better than chance"); a cell some of whose folds explain a model that scored near chance is hatched (its
+    ("no better than chance"); a cell some of whose folds explain a model below the competence threshold is hatched (its
     value says as much about the model as about the method); each column's chance is written under its label and
     every chance level drawn on the colour bar; a missing cell is blank. Control rows are in italics.
     """
@@ -499,7 +499,7 @@ def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], sc
             if at_chance:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#DDDDDD", edgecolor="white", linewidth=0.5))
                 greyed = True
-            if r.near_chance:
+            if r.incompetent:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", edgecolor="#555555",
                                        linewidth=0))
                 hatched = True
@@ -528,7 +528,7 @@ def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], sc
     for level in levels:
         bar.ax.axhline(level, color="#CC3311", linewidth=1.2)
     legend = [Patch(facecolor="#DDDDDD", edgecolor="#999999", label="no better than chance (95 % CI reaches it)")] if greyed else []
-    legend += [Patch(facecolor="white", edgecolor="#555555", hatch="////", label="some folds' model near chance")] if hatched else []
+    legend += [Patch(facecolor="white", edgecolor="#555555", hatch="////", label="some folds' model below competence")] if hatched else []
     legend += [Patch(facecolor="#CC3311", label="chance level (colour bar)")] if levels else []
     if legend:
         ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False,

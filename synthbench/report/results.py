@@ -21,6 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from synthbench import datasets
+from synthbench.models.competence import COMPETENCE_THRESHOLD
+from synthbench.runner.competence import below_competence
 from synthbench.runner.judged import entry_labels
 from synthbench.runner.store import ResultStore, StoreError, plugin_of
 
@@ -45,11 +47,13 @@ class Results:
     Attributes
     ----------
     scores : tidy rows of cells with status ``ok``, one per (cell, metric): the columns of
-        :meth:`ResultStore.scores` plus ``setting``.
+        :meth:`ResultStore.scores` plus ``setting`` and ``incompetent``; unless ``all_models``, only
+        cells whose models reached the competence threshold (or whose competence is unknown).
     cells : one row per stored cell (any status) with ``setting``, ``method``, ``status``,
         ``model_preset``, ``seconds`` (as stored: the method and the training of the shared models it
         needs), ``train_seconds`` (that training, :meth:`ResultStore.cells`), ``method_seconds`` (the method's own: ``seconds −
-        train_seconds``), ``flags``, ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
+        train_seconds``), ``flags``, ``competence`` (of the least competent model the cell explains, or NaN),
+        ``incompetent`` (below ``competence_threshold``), ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
     runs : one row per run (:meth:`ResultStore.runs`); empty for stores older than runs.
     path : the store's path.
     curves : the curve points of cells with status ``ok`` (:meth:`ResultStore.curves`: ``cell_id,
@@ -66,6 +70,8 @@ class Results:
         ``attribution``), as the store records it or, for older cells, as registered here; methods
         known to neither are absent (figures call them ``other``).
     data_dir : the folder of data sets read from files, or None (their example maps are drawn alone).
+    competence_threshold : a model below this competence did not learn (:mod:`synthbench.models.competence`)
+    all_models : whether ``scores`` and ``curves`` keep the cells of such models (marked) or leave them out
     """
 
     scores: pd.DataFrame
@@ -77,6 +83,8 @@ class Results:
     methods_info: pd.DataFrame = field(default_factory=pd.DataFrame)
     families: dict[str, str] = field(default_factory=dict)
     data_dir: str | None = None
+    competence_threshold: float = COMPETENCE_THRESHOLD
+    all_models: bool = False
 
     def select(self, scores: pd.DataFrame, cells: pd.DataFrame, curves: pd.DataFrame) -> Results:
         """The same store restricted to these rows (a part of the report)."""
@@ -109,7 +117,8 @@ class Results:
         return merged.loc[merged["_merge"] == "left_only", ["method", *_CONFIG]].reset_index(drop=True)
 
 
-def load_results(store: str | Path, *, suite: str | None = None, data_dir: str | Path | None = None) -> Results:
+def load_results(store: str | Path, *, suite: str | None = None, data_dir: str | Path | None = None,
+                 competence: float = COMPETENCE_THRESHOLD, all_models: bool = False) -> Results:
     """Read a results database (read-only) for reporting.
 
     Parameters
@@ -118,6 +127,8 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
     suite : keep only the cells of this suite (by name)
     data_dir : the folder of data sets read from files (MNIST, CIFAR-10), for the figures that
         draw their images; None draws their maps alone
+    competence : the competence threshold (strictly between 0 and 1); cells explaining a model below it are
+        left out of ``scores`` and ``curves`` unless ``all_models``
 
     Raises
     ------
@@ -145,19 +156,24 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
                           "know; import the plugin that registers them (--plugin MODULE|PATH.py)")
     info = _dataset_info(described, list(dict.fromkeys(cells["dataset"])), store)
     cells, scores = _entries(cells), _entries(scores)
-    cells = cells.assign(kind=cells["dataset"].map(info["kind"]), method_seconds=cells["seconds"] - cells["train_seconds"])
-    scores = scores.assign(kind=scores["dataset"].map(info["kind"]))
+    cells = cells.assign(kind=cells["dataset"].map(info["kind"]), method_seconds=cells["seconds"] - cells["train_seconds"],
+                         incompetent=below_competence(cells, competence))
+    scores = scores.assign(kind=scores["dataset"].map(info["kind"]), incompetent=below_competence(scores, competence))
     labels = _setting_labels(cells)
     cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
-    scores = scores[scores["status"] == "ok"]
+    def kept(frame: pd.DataFrame) -> pd.Series:  # finished, of a model that learned unless every model is asked for
+        return (frame["status"] == "ok") & (all_models | ~frame["incompetent"])
+
+    scores = scores[kept(scores)]
     scores = scores.assign(setting=labels.loc[scores["cell_id"]].to_numpy()).reset_index(drop=True)
-    ok = cells.loc[cells["status"] == "ok", ["cell_id", "method", "base_method", "setting", "n_decoys", "fold", "seed",
-                                             "scorer", "scorer_params", "explain", "kind"]]
+    ok = cells.loc[kept(cells), ["cell_id", "method", "base_method", "setting", "n_decoys", "fold", "seed", "scorer",
+                                 "scorer_params", "explain", "kind"]]
     curves = curves.merge(ok, on="cell_id")
     about = _method_info(methods, sorted(cells["base_method"].unique()))
     return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves,
                    datasets=info, methods_info=about, families=about["family"].dropna().to_dict(),
-                   data_dir=None if data_dir is None else str(data_dir))
+                   data_dir=None if data_dir is None else str(data_dir), competence_threshold=competence,
+                   all_models=all_models)
 
 
 _DATASET_COLUMNS = ["kind", "decoys", "family", "description", "plugin", "registered"]

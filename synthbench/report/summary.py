@@ -2,8 +2,8 @@
 
 For every part judged against the truth, per setting: the best method with its 95 % interval, the
 methods a paired test cannot tell apart from it, and how many are significantly below. Then
-where the explained models were near chance (where nothing can be said about the methods that
-explain them), how each verdict in the store agrees with the ground truth, and the run's size and
+where the explained models fell below the competence threshold (where nothing can be said about
+the methods that explain them), how each verdict in the store agrees with the ground truth, and the run's size and
 cost (the shared models' training apart from the methods' own time). Every number links to the
 table it comes from (:meth:`~synthbench.report.parts.Part.anchor`).
 
@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from synthbench.models.shared import NEAR_CHANCE_AUROC
 from synthbench.report import tables
 from synthbench.report.parts import Part, headline, method_link, store_parts, verdict_agreement
 from synthbench.report.results import Results
+from synthbench.runner.competence import learnability
 from synthbench.scoring import get_metric
 
 __all__ = ["store_summary", "summary_lines", "Leaders", "leaders", "holm", "duration", "used_runs", "wall_seconds"]
@@ -134,31 +134,60 @@ def _setting_sentence(part: Part, found: Leaders, setting: str, alpha: float) ->
             f"{_names(shown)}{rest}.")
 
 
-def _near_chance_sentence(part: Part) -> str:
+def _unlearnable_sentence(part: Part) -> str:
+    """The settings no model learns at their sample size, and the smallest sample size of the store where one does."""
+    fits = tables.model_fits(part.results)
+    if fits.empty:
+        return ""
+    threshold = part.results.competence_threshold
+    table = learnability(fits, threshold)
+    table = table[table["learnable"] == False]  # noqa: E712 - None is unknown
+    if table.empty:
+        return ""
+    where = []
+    for r in table.itertuples():
+        at = (f"learnt at n = {int(r.learnable_at)}" if np.isfinite(r.learnable_at)
+              else "at no sample size of this store")
+        decoys = f"/{r.n_decoys}" if r.n_decoys >= 0 else ""
+        where.append(f"{r.dataset}{decoys} at n = {r.n_samples} (best: `{r.best_model}` at competence "
+                     f"[{r.best_competence:.2f}](#{part.anchor('models')}); {at})")
+    return (f"**Not learnable at this sample size:** {_names(where)}: no model kind reaches a competence of "
+            f"{threshold:g} there, so no method can be judged on it; a larger `--n-samples` is where the question "
+            "becomes answerable.")
+
+
+def _incompetent_sentence(part: Part) -> str:
     models = tables.model_table(part.results)
     if models.empty:
         return ""
     link = part.anchor("models")
-    near = models[models["near_chance"] > 0]
+    threshold = part.results.competence_threshold
+    near = models[models["incompetent"] > 0]
     if near.empty:
-        worst = models.loc[models["auroc"].idxmin()]
-        return (f"Every explained model learned its task: no fit scored a held-out AUROC below {NEAR_CHANCE_AUROC} "
-                f"(lowest mean [{worst['auroc']:.2f}](#{link}), `{worst['model']}` on "
+        known = models.dropna(subset=["competence"])
+        if known.empty:
+            return ("No explained model's competence is known here (no fold records a learnability ceiling: the data "
+                    "have neither relevant columns nor a Bayes accuracy, or the cells predate ceilings).")
+        worst = known.loc[known["competence"].idxmin()]
+        return (f"Every explained model learned what the data allow: no fit fell below a competence of {threshold:g} "
+                f"(lowest mean [{worst['competence']:.2f}](#{link}), `{worst['model']}` on "
                 f"{tables.setting_label(worst['setting'], int(worst['n_decoys']))}).")
     where = []
     for model, g in models.groupby("model", sort=False):
-        bad = g[g["near_chance"] > 0]
+        bad = g[g["incompetent"] > 0]
         if bad.empty:
             continue
         label = [tables.setting_label(r.setting, int(r.n_decoys)) for r in bad.itertuples()]
-        every = [x for x, r in zip(label, bad.itertuples()) if r.near_chance == r.models]
-        some = [x for x, r in zip(label, bad.itertuples()) if r.near_chance < r.models]
+        every = [x for x, r in zip(label, bad.itertuples()) if r.incompetent == r.models]
+        some = [x for x, r in zip(label, bad.itertuples()) if r.incompetent < r.models]
         detail = "; ".join(filter(None, (f"every fit on {', '.join(every)}" if every else "",
                                          f"some on {', '.join(some)}" if some else "")))
-        where.append(f"`{model}` on [{bad['near_chance'].sum()} of {g['models'].sum()}](#{link}) fits ({detail})")
-    return (f"**Near chance, nothing to say:** {_names(where)} scored a held-out AUROC below {NEAR_CHANCE_AUROC}; "
-            "there the methods that explain those models (marked † in the tables, hatched in the overview) have "
-            "little to find, and their scores say more about the model than about the method.")
+        where.append(f"`{model}` on [{bad['incompetent'].sum()} of {g['models'].sum()}](#{link}) fits ({detail})")
+    fate = ("averaged in on request: marked † in the tables, hatched in the overview" if part.results.all_models
+            else "left out of every mean and ordering here")
+    return (f"**Did not learn, nothing to say:** {_names(where)} fell below a competence of {threshold:g} "
+            "((accuracy − chance) / (learnability ceiling − chance) on held-out rows); the cells that explain those "
+            f"fits are {fate}, since they say more about the model than about the method.")
 
 
 def _verdict_sentences(parts: list[Part], metrics: tuple[str, ...]) -> list[str]:
@@ -236,8 +265,8 @@ def summary_lines(results: Results, parts: list[Part], *, metrics: tuple[str, ..
                 sentences.append(f"- {_setting_sentence(part, found, setting, alpha)}")
         md += [f"**Best methods{heading}** on `{metric}` (the {what}; mean over the setting's cells with its 95 % "
                "interval):", "", *sentences, ""]
-        near = _near_chance_sentence(part)
-        md += [near, ""] if near else []
+        for sentence in (_incompetent_sentence(part), _unlearnable_sentence(part)):
+            md += [sentence, ""] if sentence else []
     md += _verdict_sentences(parts, metrics)
     md += [_cost_sentence(results, parts), ""]
     return md

@@ -16,11 +16,9 @@ from scipy import stats
 
 from synthbench import datasets
 from synthbench.report.results import Results
-from synthbench.scoring import get_metric
-from synthbench.models import kinds, model_kind
-from synthbench.models.shared import NEAR_CHANCE_AUROC
-from synthbench.runner.cells import NEAR_CHANCE_FLAG
-from synthbench.runner.grid import entry_label
+from synthbench.scoring import get_metric, get_scorer
+from synthbench.runner.competence import below_competence
+from synthbench.runner.competence import model_fits as runner_model_fits
 from synthbench.runner.judged import model_key
 
 __all__ = ["mean_ci", "summary_table", "scorer_curve_table", "beside_truth", "agreement", "setting_label", "decoy_table", "sample_table", "model_fits", "model_table",
@@ -83,8 +81,8 @@ def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "be
     DataFrame indexed by method with, for each metric ``m``: ``m``, ``m_lo``, ``m_hi``,
     ``m_chance``; then ``cells`` (ok cells averaged), ``seconds`` (the method's own mean wall seconds
     per ok cell, without training the shared models it explains), ``model_seconds`` (the mean
-    training seconds of those models per cell, 0 for a method that explains none), ``near_chance`` (ok cells whose model scored held-out AUROC < 0.6), ``failed``,
-    ``skipped`` and ``missing`` cell counts.
+    training seconds of those models per cell, 0 for a method that explains none), ``incompetent`` (ok cells
+    whose model's competence is below the results' threshold), ``failed``, ``skipped`` and ``missing`` cell counts.
     """
     scores, cells, missing = results.scores, results.cells, results.missing()
     if setting is not None:
@@ -100,12 +98,11 @@ def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "be
     ok = cells[cells["status"] == "ok"]
     table["seconds"] = ok.groupby("method")["method_seconds"].mean()
     table["model_seconds"] = ok.groupby("method")["train_seconds"].mean()
-    flagged = ok["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG)
-    table["near_chance"] = flagged.groupby(ok["method"]).sum()
+    table["incompetent"] = ok["incompetent"].groupby(ok["method"]).sum()
     for status in ("failed", "skipped"):
         table[status] = (cells["status"] == status).groupby(cells["method"]).sum()
     table["missing"] = missing.groupby("method").size()
-    counts = ["near_chance", "failed", "skipped", "missing"]
+    counts = ["incompetent", "failed", "skipped", "missing"]
     table[counts] = table[counts].fillna(0).astype(int)
     ascending = get_metric(metrics[0]).direction == "lower"
     return table.sort_values(metrics[0], ascending=ascending, na_position="last")
@@ -156,30 +153,22 @@ def _curve_points(sel: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFra
 
 
 def model_fits(results: Results) -> pd.DataFrame:
-    """Every shared model the store's cells record, once per training.
+    """Every shared model the store's cells record, once per training (:func:`synthbench.runner.competence.model_fits`).
 
-    A fold's model (the MLP of a preset, the forest, the CNN) is trained once per (setting, decoy
+    A fold's model (the MLP of a preset, the forest, the booster, the CNN) is trained once per (setting, decoy
     count, seed, fold) in a run and shared by every cell of that fold that needs it; each such cell
     records it, so fits are counted once per run whatever number of cells explain them.
 
     Returns
     -------
-    DataFrame with columns ``model`` (with its preset: ``mlp@sparse_mlp``), ``setting, n_decoys`` (-1
-    for a dataset without decoys), ``dataset, n_samples, seed, fold, run_id, auroc, accuracy`` (held
-    out), ``train_seconds`` (its training, or its loading from the on-disk model cache) and ``methods``
-    (the methods that explain it, by entry); in store order.
+    DataFrame with the columns of :data:`~synthbench.runner.competence.FIT_COLUMNS` and ``setting`` after
+    ``model``; in store order.
     """
-    columns = ["model", "setting", "n_decoys", "dataset", "n_samples", "seed", "fold", "run_id", "auroc", "accuracy",
-               "train_seconds"]
-    cells = results.cells[(results.cells["status"] == "ok") & results.cells["model"].notna()]
-    rows = [(_model_label(kind, c.model_preset), c.setting, -1 if pd.isna(c.n_decoys) else int(c.n_decoys), c.dataset,
-             int(c.n_samples), c.seed, c.fold, -1 if pd.isna(c.run_id) else int(c.run_id), c.method,
-             info.get("test_auroc", np.nan), info.get("test_accuracy", np.nan), info.get("train_seconds", np.nan))
-            for c in cells.itertuples() for kind, info in json.loads(c.model).items()]
-    fits = pd.DataFrame(rows, columns=[*columns[:8], "method", *columns[8:]])
-    keys = columns[:8]
-    users = fits.groupby(keys, sort=False)["method"].unique().map(sorted).rename("methods")
-    return fits.drop_duplicates(keys).drop(columns="method").join(users, on=keys).reset_index(drop=True)
+    fits = runner_model_fits(results.cells)
+    settings = results.cells.drop_duplicates(["dataset", "dataset_params", "n_samples"]).set_index(
+        ["dataset", "dataset_params", "n_samples"])["setting"]
+    setting = [settings.get((d, p, n)) for d, p, n in zip(fits["dataset"], fits["dataset_params"], fits["n_samples"])]
+    return fits.assign(setting=setting)[["model", "setting", *fits.columns[1:]]]
 
 
 def model_table(results: Results) -> pd.DataFrame:
@@ -197,26 +186,25 @@ def model_table(results: Results) -> pd.DataFrame:
     DataFrame with columns ``model, setting, n_decoys, dataset, n_samples, auroc, auroc_lo, auroc_hi`` (mean held-out
     AUROC and its 95 % Student-t interval over folds and seeds), ``accuracy`` (mean held-out
     accuracy), ``train_seconds`` (mean seconds of one training), ``models`` (folds × seeds),
-    ``near_chance`` (of them, AUROC below :data:`~synthbench.models.shared.NEAR_CHANCE_AUROC`) and
+    ``competence`` and ``ceiling`` (means over the fits that record them), ``incompetent`` (of the fits, those
+    below the results' competence threshold; a fit recorded before ceilings, by the flag its run wrote:
+    held-out AUROC below 0.6) and
     ``methods`` (the methods that explain it, by name); sorted by model, setting (store order) and
     decoy count. Empty when no cell records a model.
     """
     columns = ["model", "setting", "n_decoys", "dataset", "n_samples", "auroc", "auroc_lo", "auroc_hi", "accuracy",
-               "train_seconds", "models", "near_chance", "methods"]
+               "competence", "ceiling", "train_seconds", "models", "incompetent", "methods"]
     fits = model_fits(results)
     keys = ["model", "setting", "n_decoys", "dataset", "n_samples"]
     out = []
     for key, g in fits.groupby(keys):
         once = g.drop_duplicates(["seed", "fold"])  # a fold trained again by a second run is one model
         mean, lo, hi, _ = mean_ci(once["auroc"], limits=(0.0, 1.0))
-        near = int((once["auroc"] < NEAR_CHANCE_AUROC).sum())
+        below = below_competence(once, results.competence_threshold)
         users = sorted({m for ms in g["methods"] for m in ms})
-        out.append((*key, mean, lo, hi, once["accuracy"].mean(), g["train_seconds"].mean(), len(once), near, users))
+        out.append((*key, mean, lo, hi, once["accuracy"].mean(), once["competence"].mean(), once["ceiling"].mean(),
+                    g["train_seconds"].mean(), len(once), int(below.sum()), users))
     return _in_store_order(pd.DataFrame(out, columns=columns), results, "model")
-
-
-def _model_label(kind: str, preset: str | None) -> str:
-    return entry_label(kind, preset) if kind in kinds() and model_kind(kind).uses_preset else kind
 
 
 def _in_store_order(table: pd.DataFrame, results: Results, first: str) -> pd.DataFrame:
@@ -342,8 +330,12 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
     Cells are paired by configuration (setting, decoy count, seed, fold, method); a method that
     explains no model (``random``) pairs its one truth cell with its verdict on each model it
     was judged on (``random@sparse_mlp``). Only pairs where both are finished count. Returns the
-    columns ``setting, n_decoys, seed, fold, method, control, truth, verdict`` (``n_decoys`` -1
-    for a dataset without decoys; ``control`` True for a control method's rows).
+    columns ``setting, n_decoys, seed, fold, method, control, reads_model, truth, verdict`` (``n_decoys`` -1
+    for a dataset without decoys; ``control`` True for a control method's rows; ``reads_model`` True where the
+    verdict's cell explains a model, as its recorded ``model`` says). Under a verdict that judges how maps depend
+    on the model's parameters (a scorer declaring ``judges_parameters``: MPRT, sMPRT, eMPRT, RandomLogit), the
+    methods that read no model are left out (their maps are the same on every model by construction); the
+    controls stay.
     """
     keys = ["setting", "n_decoys", "seed", "fold", "pair"]
     model_free = set(truth.scores.loc[truth.scores["model_preset"].isna(), "base_method"])
@@ -352,13 +344,18 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
         sel = results.scores[results.scores["metric"] == name]
         pair = sel["method"].where(~sel["base_method"].isin(model_free), sel["base_method"])
         control = sel["control"].fillna(False).astype(bool)
-        return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair, control=control)[
-            [*keys, "method", "control", "value"]]
+        reads = sel["cell_id"].map(results.cells.set_index("cell_id")["model"].notna()).fillna(False).astype(bool)
+        return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair, control=control,
+                          reads_model=reads)[[*keys, "method", "control", "reads_model", "value"]]
 
-    paired = values(truth, truth_metric).drop(columns=["method", "control"]).merge(
+    paired = values(truth, truth_metric).drop(columns=["method", "control", "reads_model"]).merge(
         values(verdict, metric), on=keys, suffixes=("_truth", "_verdict"))
-    return paired.rename(columns={"value_truth": "truth", "value_verdict": "verdict"})[
-        ["setting", "n_decoys", "seed", "fold", "method", "control", "truth", "verdict"]]
+    paired = paired.rename(columns={"value_truth": "truth", "value_verdict": "verdict"})[
+        ["setting", "n_decoys", "seed", "fold", "method", "control", "reads_model", "truth", "verdict"]]
+    scorers = set(verdict.cells["scorer"])
+    if any(getattr(get_scorer(s), "judges_parameters", False) for s in scorers):
+        paired = paired[paired["reads_model"] | paired["control"]].reset_index(drop=True)
+    return paired
 
 
 def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: str) -> pd.DataFrame:
@@ -406,18 +403,18 @@ def overview_table(results: Results, metric: str, scorer: str | None = None) -> 
     DataFrame with columns ``method, setting, n_decoys`` (-1 for a dataset without decoys), ``mean, lo, hi``
     (95 % Student-t interval over the cells), ``chance`` (the metric's chance in that column: its analytic
     value, or the mean of its ``control`` method there; NaN when neither is known), ``cells`` and
-    ``near_chance`` (of those cells, how many explain a model that scored near chance), in store order.
+    ``incompetent`` (of those cells, how many explain a model below the competence threshold), in store order.
     """
     m = get_metric(metric, scorer)
     sel = results.scores[results.scores["metric"] == metric]
     sel = sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int),
-                     near=sel["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG))
+                     near=sel["incompetent"])
     rows = []
     for (method, setting, decoys), g in sel.groupby(["method", "setting", "n_decoys"], sort=False):
         mean, lo, hi, n = mean_ci(g["value"], limits=m.limits)
         rows.append((method, setting, decoys, mean, lo, hi, g["chance"].mean(), n, int(g["near"].sum())))
     table = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells",
-                                       "near_chance"])
+                                       "incompetent"])
     if m.control is not None:
         controls = sel[sel["base_method"] == m.control].groupby(["setting", "n_decoys"])["value"].mean()
         table["chance"] = [controls.get((s, d), np.nan) for s, d in zip(table["setting"], table["n_decoys"])]

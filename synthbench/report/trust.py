@@ -7,7 +7,8 @@ folds are ranked, and the two orderings compared by Spearman's and Kendall's ran
 methods exactly as the truth does"). The uncertainty comes from the folds: a percentile
 bootstrap over the folds (scipy.stats.bootstrap; folds drawn with replacement, each method's
 means recomputed, Spearman again) gives the interval. Controls are left out of the ordering:
-they are the chance reference, not methods.
+they are the chance reference, not methods. Where the truth gives every ranked method the same
+mean it does not separate them, and there is no agreement to measure (NaN).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from scipy import stats
 __all__ = ["rank_agreement", "AGREEMENT_COLUMNS"]
 
 #: The columns of :func:`rank_agreement`'s table.
-AGREEMENT_COLUMNS = ["setting", "n_decoys", "methods", "folds", "spearman", "spearman_lo", "spearman_hi", "kendall"]
+AGREEMENT_COLUMNS = ["setting", "n_decoys", "methods", "folds", "spearman", "spearman_lo", "spearman_hi", "kendall",
+                     "ranked", "truth_spread"]
 
 
 def _correlations(truth: np.ndarray, verdict: np.ndarray) -> tuple[float, float]:
@@ -49,7 +51,9 @@ def rank_agreement(paired: pd.DataFrame, verdict_direction: str, truth_direction
     -------
     DataFrame with :data:`AGREEMENT_COLUMNS`: per setting and decoy count, the number of methods
     and folds, Spearman's rho with its interval and Kendall's tau of the fold-mean orderings; NaN
-    with fewer than three methods or a constant ordering, and no interval with a single fold.
+    with fewer than three methods or a constant ordering (the truth separating none of them), and no
+    interval with a single fold; ``ranked`` the methods ordered (a tuple of names) and ``truth_spread``
+    the range of their truth means (0: the truth does not separate them).
     """
     sign = 1.0 if verdict_direction == truth_direction else -1.0
     controls = set(controls)
@@ -69,5 +73,6 @@ def rank_agreement(paired: pd.DataFrame, verdict_direction: str, truth_direction
                                      confidence_level=level, n_resamples=n_resamples,
                                      random_state=np.random.default_rng(seed))
             lo, hi = float(result.confidence_interval.low), float(result.confidence_interval.high)
-        rows.append((setting, decoys, len(methods), len(truth), rho, lo, hi, tau))
+        spread = float(np.ptp(truth.mean(axis=0))) if methods else np.nan
+        rows.append((setting, decoys, len(methods), len(truth), rho, lo, hi, tau, tuple(methods), spread))
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)

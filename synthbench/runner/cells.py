@@ -18,7 +18,6 @@ from types import ModuleType
 
 from synthbench.methods import run_method
 from synthbench.models import SharedModels, TrainSettings
-from synthbench.models.shared import near_chance
 from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, cell_fold
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
@@ -27,7 +26,7 @@ from synthbench.scoring import Scorer, Scores, SkipCell
 from synthbench.scoring.localisation import aggregate_channels
 
 __all__ = ["run_task", "import_plugins", "import_plugin", "is_plugin_path", "PluginError", "package_versions",
-           "NEAR_CHANCE_FLAG", "EXAMPLE_IMAGES"]
+           "EXAMPLE_IMAGES"]
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +115,8 @@ def import_plugins(modules: Iterable[str]) -> None:
 #: for the report's example figure.
 EXAMPLE_IMAGES = 4
 
-#: The flag a cell carries in the store's ``flags`` column when a model it explains is near chance
-#: (:func:`synthbench.models.shared.near_chance`).
-NEAR_CHANCE_FLAG = "model_near_chance"
-
-_VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", "skrebate", "pymrmr", "torch", "lassonet")
+_VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", "skrebate", "pymrmr", "torch", "lassonet",
+              "lightgbm")
 
 
 def package_versions() -> dict[str, str]:
@@ -204,10 +200,9 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
     elif cached[2] is not None:  # the method's own peak, measured when it ran
         peak_bytes = max(cached[2], peak_bytes or 0)
     model_info = {k: models.info[k] for k in needs if k in models.info} or None
-    flags = (NEAR_CHANCE_FLAG,) if any(near_chance(info) for info in (model_info or {}).values()) else ()
     maps = getattr(scores, "examples", None)  # a scorer's own maps (fragility: attacked), else the method's
     maps = output.local if maps is None else maps
     examples = None if data.kind != "image" or maps is None else aggregate_channels(maps[:EXAMPLE_IMAGES]).astype("float32")
     curves = scores.curves if isinstance(scores, Scores) else {}
     return CellResult(cell, "ok", None, dict(scores), scorer.chance(data), seconds, peak_bytes, model=model_info,
-                      flags=flags, scorer_seconds=scorer_seconds, examples=examples, curves=curves, **base)
+                      scorer_seconds=scorer_seconds, examples=examples, curves=curves, **base)

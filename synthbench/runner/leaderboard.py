@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from synthbench.runner.cells import NEAR_CHANCE_FLAG
+from synthbench.models.competence import COMPETENCE_THRESHOLD
+from synthbench.runner.competence import below_competence, competence_table, learnability_lines
 from synthbench.runner.grid import entry_label
 from synthbench.runner.judged import control_verdict, entry_labels, model_key
 from synthbench.scoring import get_metric, get_scorer
 
-__all__ = ["leaderboard", "format_leaderboard"]
+__all__ = ["leaderboard", "format_leaderboard", "format_competence"]
 
 
-def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
+def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, competence: float = COMPETENCE_THRESHOLD,
+                all_models: bool = False) -> pd.DataFrame:
     """Mean ``metric`` over folds for each method (rows) and ``dataset/n_decoys`` (columns; ``dataset n=N/n_decoys``
     for a dataset run at several sample sizes).
 
@@ -24,9 +26,10 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     row per model it was judged on, ``chance@sparse_mlp``, ``chance@forest``, when several: each
     method's chance is the row of its own model), a ``s/cell`` column (the method's own mean
     wall seconds per finished cell, without training the shared model it explains), ``failed`` and ``skipped`` (over the method's
-    declared feature limit) counts, and a ``near_chance``
-    column counting cells whose model was near chance on held-out rows (still averaged in). Methods are
-    sorted best first by their mean over all columns, following the metric's direction.
+    declared feature limit) counts, and an ``incompetent`` column counting the finished cells whose model's
+    competence is below ``competence`` (:mod:`synthbench.models.competence`): left out of the means, unless
+    ``all_models`` (then averaged in, and the column marks them). Methods are sorted best first by their
+    mean over all columns, following the metric's direction.
 
     Results that are not comparable are never averaged together: rows are kept apart by scorer
     (the metric is read from the scorers of ``rows`` that declare it; with several, each method's
@@ -53,13 +56,15 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
         label = [f"{x} [{s} {p}]" for x, s, p in zip(label, rows["scorer"], params)]
     elif len(scorers) > 1:
         label = [f"{x} [{s}]" for x, s in zip(label, rows["scorer"])]
-    rows = rows.assign(method=label, base_method=rows["method"])
+    rows = rows.assign(method=label, base_method=rows["method"], incompetent=below_competence(rows, competence))
     ok = rows[(rows["status"] == "ok") & (rows["metric"] == metric)]
     if ok.empty:
         return pd.DataFrame()
+    if not all_models:  # a cell of a model that did not learn keeps its place in the table, not its value
+        ok = ok.assign(value=ok["value"].where(~ok["incompetent"]))
     by = ["dataset", "dataset_params", "n_samples", "n_decoys"]
     ok = ok.fillna({"n_decoys": -1})
-    table = ok.pivot_table(index="method", columns=by, values="value", aggfunc="mean")
+    table = ok.groupby(["method", *by])["value"].mean().unstack(by)  # a method whose cells were all left out: NaN
     control = m.control  # a metric whose chance reference is a control run beside the methods
     if control:
         # the control judged on each model (preset or kind): one chance row per model when it ran on several
@@ -81,11 +86,12 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
     table["s/cell"] = (finished["seconds"] - finished["train_seconds"]).groupby(finished["method"]).mean()
     for status in ("failed", "skipped"):
         table[status] = cells.groupby("method")["status"].apply(lambda s, st=status: int((s == st).sum()))
-    flagged = cells["flags"].fillna("").str.contains(NEAR_CHANCE_FLAG)
-    table["near_chance"] = flagged.groupby(cells["method"]).sum().astype(int)
+    table["incompetent"] = (finished["incompetent"].groupby(finished["method"]).sum()
+                            .reindex(table.index, fill_value=0).astype(int))
     chance.index = ["chance"] if len(chance) == 1 else [entry_label("chance", p or None) for p in chance.index]
     board = pd.concat([table, chance])
     board.attrs["controls"] = control_verdict(rows, metric)
+    board.attrs["competence"] = (competence, all_models)
     return board
 
 
@@ -94,7 +100,7 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     if table.empty:
         return f"(no finished cell has {metric})"
     t = table.copy()
-    for col in ("failed", "skipped", "near_chance"):
+    for col in ("failed", "skipped", "incompetent"):
         if col in t:
             t[col] = t[col].map(lambda v: "" if pd.isna(v) else str(int(v)))
     if "s/cell" in t:
@@ -102,5 +108,20 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     body = t.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
     direction = get_metric(metric).direction
     verdict = table.attrs.get("controls")
-    return f"mean {metric} over folds (columns: dataset/decoys; {direction} is better)\n{body}" + (
+    threshold, shown = table.attrs.get("competence", (COMPETENCE_THRESHOLD, False))
+    note = (f"incompetent: finished cells whose model reached a competence below {threshold:g} (accuracy − chance "
+            f"over ceiling − chance), {'averaged in' if shown else 'left out of the means'}")
+    return f"mean {metric} over folds (columns: dataset/decoys; {direction} is better)\n{body}\n{note}" + (
         f"\n{verdict}" if verdict else "")
+
+
+def format_competence(cells: pd.DataFrame, threshold: float = COMPETENCE_THRESHOLD) -> str:
+    """Plain-text competence of every explained model per ``dataset/decoys`` (:func:`competence_table`, from
+    :meth:`ResultStore.cells` rows), then the settings no model learns at their sample size; "" without a model."""
+    table = competence_table(cells)
+    if table.empty:
+        return ""
+    body = table.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
+    head = (f"\ncompetence of the explained models, mean over folds ((accuracy − chance) / (ceiling − chance); the "
+            f"ceiling: the best of the forest and the booster on the relevant features alone; threshold {threshold:g})")
+    return "\n".join([head, body, *learnability_lines(cells, threshold)])

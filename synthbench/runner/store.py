@@ -243,6 +243,10 @@ _UPGRADES = {
 _TRAIN_SECONDS = ("(SELECT total(json_extract(j.value, '$.train_seconds')) FROM json_each({table}.model) j)"
                   " AS train_seconds")
 
+#: The competence of the least competent model a cell needs (:mod:`synthbench.models.competence`), from its ``model``
+#: JSON; null when it records none (a method that explains no model, data without a ceiling, an older cell).
+_COMPETENCE = "(SELECT min(json_extract(j.value, '$.competence')) FROM json_each({table}.model) j) AS competence"
+
 #: Default seconds after which a silent run's claims lapse (the running process refreshes its
 #: heartbeat far more often; see :func:`synthbench.runner.execute.execute`).
 STALE_AFTER_SECONDS = 600.0
@@ -580,8 +584,11 @@ class ResultStore:
         """One row per stored cell (all, or those of ``cell_ids``): its columns, then ``train_seconds``
         (the part of ``seconds`` spent training the shared models the method needs, once per fold and shared
         with every cell of the fold that needs them: the sum of the ``train_seconds`` its ``model`` records;
-        0 for a method that needs no model), so ``seconds - train_seconds`` is the method's own time."""
-        return self._query(f"SELECT *, {_TRAIN_SECONDS.format(table='cells')} FROM cells", cell_ids)
+        0 for a method that needs no model), so ``seconds - train_seconds`` is the method's own time, and
+        ``competence`` (of the least competent model the cell needs, :mod:`synthbench.models.competence`; null
+        when unknown)."""
+        return self._query(f"SELECT *, {_TRAIN_SECONDS.format(table='cells')}, {_COMPETENCE.format(table='cells')} "
+                           "FROM cells", cell_ids)
 
     def scores(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Tidy rows, one per cell and metric, with the cell's configuration and status.
@@ -592,15 +599,17 @@ class ResultStore:
         judged_model (the model kind the scorer measured, or null), control (bool: the method is a
         control, as the store records it or, for methods it does not flag, as registered here),
         explain, scorer, scorer_params, fold, seed, metric, value, chance, seconds (the method's, with the
-        training of the shared models it needs), train_seconds (that training, as in :meth:`cells`), scorer_seconds, peak_memory_bytes, status, message, flags (comma-separated, e.g.
-        ``model_near_chance``), suite, suite_hash, run_id. Failed cells appear once with a null
+        training of the shared models it needs), train_seconds (that training, as in :meth:`cells`), competence (as in
+        :meth:`cells`), scorer_seconds, peak_memory_bytes, status, message, flags (comma-separated), suite,
+        suite_hash, run_id. Failed cells appear once with a null
         metric, so they are never silently missing. Rows of different scorers, explain modes,
         presets, judged models or dataset parameters are different results: group by them before averaging.
         """
         sql = (
             "SELECT c.cell_id, c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.n_features, c.k, c.method,"
             " c.model_preset, c.judged, c.judged_model, m.control, c.explain, c.scorer, c.scorer_params, c.fold, c.seed,"
-            f" s.metric, s.value, s.chance, c.seconds, {_TRAIN_SECONDS.format(table='c')}, c.scorer_seconds,"
+            f" s.metric, s.value, s.chance, c.seconds, {_TRAIN_SECONDS.format(table='c')},"
+            f" {_COMPETENCE.format(table='c')}, c.scorer_seconds,"
             " c.peak_memory_bytes, c.status, c.message, c.flags, c.suite, c.suite_hash, c.run_id"
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id LEFT JOIN methods m ON m.method = c.method"
         )

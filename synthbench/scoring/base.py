@@ -108,6 +108,9 @@ class Scorer(Protocol):
     retrains : (optional, False when absent) it trains fresh models of the kind each method
         explains, so a grid pairing it with a kind that is not ``retrainable`` is refused before
         anything runs
+    judges_parameters : (optional, False when absent) its values measure how a method's maps depend on the
+        explained model's parameters or outputs (MPRT, sMPRT, eMPRT, RandomLogit): a method that reads no model
+        gives the same map whatever the model by construction, so reports leave it out of the verdict's ordering
     randomises_layers : (optional, False when absent) it re-draws layers of the model each method
         explains, so a grid pairing it with a kind that declares no ``layers`` (the forest) is
         refused (or those methods left out of a default method list) before anything runs; such a

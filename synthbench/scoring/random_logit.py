@@ -54,6 +54,7 @@ class RandomLogitScorer:
     """
 
     judges_model: ClassVar[bool] = True  # measures the model the method explains
+    judges_parameters: ClassVar[bool] = True  # says nothing of a method that reads no model
 
     name: str = "random_logit"
     absolute: bool = True

@@ -149,6 +149,7 @@ class RandomisationScorer:
 
     judges_model: ClassVar[bool] = True  # measures the model the method explains (explained_kind)
     randomises_layers: ClassVar[bool] = True  # the grid refuses a method whose model kind declares no layers
+    judges_parameters: ClassVar[bool] = True  # says nothing of a method that reads no model
     curve_axis: ClassVar[str] = "model state (layers re-drawn; 0 = the trained model explained again)"
     model_curves: ClassVar[tuple[str, ...]] = ("activation_scale",)  # the same for every method of a fold
 

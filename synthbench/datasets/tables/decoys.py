@@ -176,6 +176,7 @@ def assemble(
     n_relevant: int,
     relevant_local: np.ndarray | None,
     params: dict[str, Any],
+    bayes: np.ndarray | None = None,
 ) -> Dataset:
     """Stack column blocks (relevant block first) into a :class:`Dataset`.
 
@@ -189,6 +190,8 @@ def assemble(
         Per-instance mask over the first ``p_rel <= p`` columns; padded with ``False``.
     params : dict
         JSON-serialisable provenance.
+    bayes : ndarray of float, shape (n_samples,), or None
+        Each row's Bayes-classifier accuracy (:attr:`Dataset.bayes`).
     """
     blocks = [np.asarray(c, dtype=np.float32).reshape(len(y), -1) for c in columns]
     X = np.ascontiguousarray(np.concatenate(blocks, axis=1), dtype=np.float32)
@@ -207,4 +210,5 @@ def assemble(
         name=name,
         params=params,
         seed=int(seed),
+        bayes=None if bayes is None else np.asarray(bayes, dtype=np.float64),
     )

@@ -41,6 +41,7 @@ __all__ = [
     "ring_xor_label",
     "ring_xor_sum_fired",
     "ring_xor_sum_label",
+    "ring_xor_sum_bayes",
     "LABEL_RULES",
     "DESIGN_BALANCE",
 ]
@@ -132,6 +133,20 @@ def ring_xor_sum_label(X_centred: np.ndarray, noise: np.ndarray) -> np.ndarray:
     return (ring_xor_sum_fired(X_centred) | sum_term).astype(np.int64)
 
 
+def ring_xor_sum_bayes(X_centred: np.ndarray) -> np.ndarray:
+    """Per row of ``ring_xor_sum``, the probability that the Bayes classifier names the label correctly.
+
+    ``P(y = 1 | x)`` is 1 where the ring or xor term fires, else ``P(u4 + u5 + e >= 1.4074) =
+    Phi((u4 + u5 - 1.4074) / 0.2)``; the Bayes classifier answers the likelier class and is right
+    with probability ``max(P, 1 - P)``. Shape (n,), float64.
+    """
+    from scipy.stats import norm
+
+    u = _unit(X_centred, 6)
+    p1 = np.where(ring_xor_sum_fired(X_centred), 1.0, norm.cdf((u[:, 4] + u[:, 5] - 1.4074) / SUM_NOISE_STD))
+    return np.maximum(p1, 1.0 - p1)
+
+
 #: Deterministic label rules: ``name -> f(X_centred_relevant) -> y``.
 LABEL_RULES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "ring": ring_label,
@@ -157,8 +172,10 @@ def _generate(name: str, n_samples: int, n_decoys: int, seed: int, decoy_correla
     if name == "ring_xor_sum":
         noise = rng_main.normal(0.0, SUM_NOISE_STD, size=n_samples)
         y = ring_xor_sum_label(Xr, noise)
+        bayes = ring_xor_sum_bayes(Xr)
     else:
         y = LABEL_RULES[name](Xr)
+        bayes = np.ones(n_samples)  # a noiseless rule: the Bayes classifier is always right
     partner_latent = uniform_to_latent((Xr.astype(np.float64) + 1.0) / 2.0) if rho > 0 else None
     z, partners = latent_decoys(rng_decoy, n_samples, n_decoys, rho, partner_latent)
     decoys = 2.0 * latent_to_uniform(z) - 1.0
@@ -171,7 +188,8 @@ def _generate(name: str, n_samples: int, n_decoys: int, seed: int, decoy_correla
         "marginal": "U(0,1) centred by 2u-1",
         "rule": _RULE_TEXT[name],
     }
-    return assemble(name=name, seed=seed, columns=[Xr, decoys], y=y, n_relevant=k, relevant_local=None, params=params)
+    return assemble(name=name, seed=seed, columns=[Xr, decoys], y=y, n_relevant=k, relevant_local=None, params=params,
+                    bayes=bayes)
 
 
 @register("ring", description="Passemiers 2023 ring: 2 relevant U(0,1) features, annulus label", family="nonlinear")

@@ -1,0 +1,174 @@
+"""The shared gradient-boosted trees: LightGBM, trained once per fold, early-stopped on an inner validation split.
+
+Why LightGBM (rather than XGBoost): on the default tables it trains 2-4x faster on two cores
+(ring / 1000 decoys: 3.8 s against 8.4 s; ring_xor_sum / 1000: 4.3 s against 19.4 s, same
+rounds, learning rate and stopping rule), reaches the same held-out accuracy (within 0.03), and
+installs in 10 MB where XGBoost's wheel pulls 230 MB plus 470 MB of NCCL. Both compute exact
+path-dependent TreeSHAP natively (``pred_contrib``), which the methods here read.
+
+The model (:class:`TrainedGBM`) offers the scikit-learn probability interface every shared model
+offers (``predict_proba``, ``predict``, ``classes_``), the booster's native contributions and
+gain importances, and a forward-only torch ``module`` giving the raw scores (log-odds), so the
+perturbation methods of :mod:`synthbench.attribution` (feature ablation, permutation, Shapley
+sampling) explain it exactly as they explain a network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.model_selection import train_test_split
+from torch import nn
+
+from synthbench.models.shared import ModelKind, TrainSettings, register_model
+from synthbench.protocol import FoldData
+
+__all__ = ["GBMConfig", "TrainedGBM", "train_gbm", "train_fold_gbm", "GBM"]
+
+
+@dataclass(frozen=True)
+class GBMConfig:
+    """How the booster trains.
+
+    At most ``n_estimators`` rounds of ``learning_rate``, each a tree of at most ``num_leaves``
+    leaves with at least ``min_child_samples`` rows per leaf; training stops once the inner
+    validation split's log-loss has not improved for ``early_stopping_rounds`` rounds, and the
+    model keeps the best round's trees only. The inner split is ``validation_fraction`` of the
+    fold's training rows, stratified and seeded; the fold's held-out rows are never seen.
+    """
+
+    n_estimators: int = 1000
+    learning_rate: float = 0.05
+    num_leaves: int = 31
+    min_child_samples: int = 20
+    early_stopping_rounds: int = 50
+    validation_fraction: float = 0.2
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _RawScores(nn.Module):
+    """A forward-only torch view of a booster: float32 ``(n, p)`` -> raw scores ``(n, 1)`` (binary: log-odds of
+    ``y = 1``) or ``(n, K)``. Not differentiable: only perturbation methods can explain it."""
+
+    def __init__(self, model: TrainedGBM) -> None:
+        super().__init__()
+        self._model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raw = self._model.raw_scores(x.detach().cpu().numpy())
+        return torch.as_tensor(raw.reshape(len(raw), -1), dtype=torch.float32, device=x.device)
+
+
+@dataclass(eq=False)
+class TrainedGBM:
+    """A trained LightGBM booster of the best round.
+
+    Attributes
+    ----------
+    booster : lightgbm.Booster holding only the trees up to the best validation round
+    config : GBMConfig
+    n_rounds : int, the rounds kept (the best validation round, 1-based)
+    validation_indices : int64 (n_val,), rows of ``X_train`` held out for early stopping, ascending
+    classes_ : ``[0, 1, ..., K - 1]``
+    """
+
+    booster: Any = field(repr=False)
+    config: GBMConfig
+    n_rounds: int
+    validation_indices: np.ndarray = field(repr=False)
+    classes_: np.ndarray = field(default_factory=lambda: np.array([0, 1]), repr=False)
+
+    #: Where the torch view computes: the booster predicts on the CPU.
+    device = torch.device("cpu")
+
+    @property
+    def n_features_in_(self) -> int:
+        return int(self.booster.num_feature())
+
+    @property
+    def module(self) -> nn.Module:
+        """The forward-only torch view (raw scores), for perturbation attribution methods."""
+        return _RawScores(self)
+
+    def raw_scores(self, X: np.ndarray) -> np.ndarray:
+        """Raw scores: ``(n,)`` log-odds of ``y = 1`` for binary labels, ``(n, K)`` otherwise."""
+        return np.asarray(self.booster.predict(np.asarray(X, dtype=np.float32), raw_score=True), dtype=np.float64)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Class probabilities ``(n, K)``, float64."""
+        p = np.asarray(self.booster.predict(np.asarray(X, dtype=np.float32)), dtype=np.float64)
+        return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """The most probable class, ``(n,)`` int64."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def contributions(self, X: np.ndarray) -> np.ndarray:
+        """Exact path-dependent TreeSHAP values of the raw score from LightGBM's own ``pred_contrib``.
+
+        Returns ``(n, p)`` for binary labels (contributions to the log-odds of ``y = 1``) and
+        ``(n, K, p)`` otherwise; the expected value (LightGBM's last column) is dropped.
+        """
+        X = np.asarray(X, dtype=np.float32)
+        c = np.asarray(self.booster.predict(X, pred_contrib=True), dtype=np.float64)
+        p = X.shape[1]
+        if len(self.classes_) == 2:
+            return c[:, :p]
+        return c.reshape(len(X), len(self.classes_), p + 1)[:, :, :p]
+
+    def gain(self) -> np.ndarray:
+        """Total gain of the splits on each feature, ``(p,)``, non-negative."""
+        return np.asarray(self.booster.feature_importance(importance_type="gain"), dtype=np.float64)
+
+
+def train_gbm(X_train: np.ndarray, y_train: np.ndarray, *, config: GBMConfig = GBMConfig(), seed: int,
+              n_classes: int | None = None, n_jobs: int = 1) -> TrainedGBM:
+    """Fit a LightGBM booster on ``(X_train, y_train)`` with early stopping on a seeded stratified inner split.
+
+    Deterministic for a seed (LightGBM's ``deterministic`` mode, row-wise histograms); ``n_jobs``
+    threads.
+    """
+    import lightgbm as lgb  # imported here: only this model kind needs it
+
+    X = np.asarray(X_train, dtype=np.float32)
+    y = np.asarray(y_train, dtype=np.int64)
+    K = max(2, int(y.max()) + 1) if n_classes is None else int(n_classes)
+    rows = np.arange(len(y))
+    counts = np.bincount(y, minlength=K)
+    stratify = y if counts[counts > 0].min() >= 2 else None
+    fit_rows, val_rows = train_test_split(rows, test_size=config.validation_fraction, random_state=seed,
+                                          stratify=stratify)
+    params = {
+        "objective": "binary" if K == 2 else "multiclass",
+        **({} if K == 2 else {"num_class": K}),
+        "learning_rate": config.learning_rate,
+        "num_leaves": config.num_leaves,
+        "min_child_samples": config.min_child_samples,
+        "seed": int(seed),
+        "deterministic": True,
+        "force_row_wise": True,
+        "num_threads": int(n_jobs),
+        "verbose": -1,
+    }
+    train_set = lgb.Dataset(X[fit_rows], y[fit_rows], free_raw_data=False)
+    valid_set = lgb.Dataset(X[val_rows], y[val_rows], reference=train_set)
+    booster = lgb.train(params, train_set, num_boost_round=config.n_estimators, valid_sets=[valid_set],
+                        callbacks=[lgb.early_stopping(config.early_stopping_rounds, verbose=False)])
+    rounds = booster.best_iteration or booster.current_iteration()
+    best = lgb.Booster(model_str=booster.model_to_string(num_iteration=rounds))
+    return TrainedGBM(best, config, int(rounds), np.sort(val_rows).astype(np.int64), np.arange(K))
+
+
+def train_fold_gbm(data: FoldData, settings: TrainSettings, *, replicate: int = 0) -> TrainedGBM:
+    """The booster of :class:`GBMConfig` trained on the fold's training part, seeded from the fold (and the replicate)."""
+    seed = data.random_state("model", "gbm", *((replicate,) if replicate else ()))
+    return train_gbm(data.X_train, data.y_train, seed=seed, n_classes=data.n_classes, n_jobs=settings.n_jobs)
+
+
+GBM = register_model(ModelKind("gbm", train_fold_gbm, "gradient-boosted trees (LightGBM), at most 1000 rounds of 0.05, "
+                               "early-stopped on an inner validation split", ceiling=True))

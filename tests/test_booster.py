@@ -1,0 +1,81 @@
+"""The shared gradient-boosted trees (LightGBM): native TreeSHAP against shap, determinism, its methods and verdicts."""
+
+import numpy as np
+
+from synthbench.protocol import cell_fold
+
+
+def test_the_booster_treeshap_equals_shaps_own_algorithm_binary_and_multiclass():
+    import shap
+
+    from synthbench.models.booster import train_gbm
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (300, 6)).astype(np.float32)
+    for y in ((X[:, 0] * X[:, 1] > 0).astype(np.int64), np.digitize(X[:, 2], [-0.3, 0.3]).astype(np.int64)):
+        model = train_gbm(X, y, seed=0)
+        # shap.TreeExplainer on a LightGBM booster would call the same pred_contrib; its own C++ TreeSHAP runs on
+        # the trees it parses from the booster's dump
+        # (LightGBM interleaves the K trees of each round: class c's trees are every K-th from c)
+        parsed = shap.TreeExplainer(model.booster).model.trees
+        K = len(model.classes_) if len(model.classes_) > 2 else 1
+        reference = np.stack([shap.TreeExplainer(parsed[c::K]).shap_values(X[:40]) for c in range(K)], axis=1)
+        mine = model.contributions(X[:40])
+        np.testing.assert_allclose(mine, reference[:, 0] if K == 1 else reference, atol=1e-6)
+        if mine.ndim == 2:  # exact: the contributions and the expected value add up to the raw score
+            expected = np.asarray(model.booster.predict(X[:40], pred_contrib=True))[:, -1]
+            np.testing.assert_allclose(mine.sum(axis=1) + expected, model.raw_scores(X[:40]), atol=1e-6)
+
+
+def test_the_booster_methods_recover_xor_and_interventional_shap_adds_up():
+    from synthbench.methods import get_method, run_method
+    from synthbench.models import SharedModels
+
+    data, _ = cell_fold("xor", n_samples=600, seed=0, n_folds=3, fold=0, n_decoys=8)
+    models = SharedModels(data)
+    relevant = set(np.flatnonzero(data.relevant))
+    for name in ("gbm_treeshap", "gbm_gain", "gbm_feature_ablation", "gbm_treeshap_interventional"):
+        out = run_method(get_method(name), data, models)
+        assert set(np.argsort(-np.abs(out.scores))[:2]) == relevant, name
+    out = run_method(get_method("gbm_treeshap_interventional"), data, models)
+    booster = models.get("gbm")
+    background = data.X_train[np.sort(data.rng("method", "gbm_treeshap_interventional")
+                                      .choice(len(data.X_train), 100, replace=False))]
+    expected = booster.raw_scores(background).mean()
+    np.testing.assert_allclose(out.local.sum(axis=1) + expected, booster.raw_scores(data.X_explain), atol=1e-5)
+
+
+def test_the_booster_is_deterministic_under_a_seed_and_stops_early_on_training_rows_only():
+    from synthbench.models.booster import train_gbm
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (400, 10)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    a, b = train_gbm(X, y, seed=5), train_gbm(X, y, seed=5, n_jobs=2)
+    assert a.n_rounds == b.n_rounds and np.array_equal(a.raw_scores(X), b.raw_scores(X))  # whatever the threads
+    assert a.n_rounds < a.config.n_estimators and a.booster.current_iteration() == a.n_rounds
+    assert len(a.validation_indices) == 80 and a.validation_indices.max() < 400
+
+
+def test_the_controls_are_judged_on_the_booster_and_every_verdict_that_can_judge_a_tree_takes_it(tmp_path, capsys):
+    from synthbench.run import main
+    from synthbench.runner.grid import GridSpec
+    from synthbench.runner.store import ResultStore
+
+    grid = GridSpec(("xor",), ("gbm_gain", "random", "input"), (4,), 160, 2, scorers=("road",))
+    assert {(c.method, c.judged) for c in grid.cells()} >= {("random", "gbm"), ("input", "gbm"), ("gbm_gain", None)}
+    store = tmp_path / "r.sqlite"
+    scorers = "ground_truth,road,roar,kar,data_randomisation,fragility"
+    assert main(["--datasets", "xor", "--decoys", "4", "--n-samples", "160", "--folds", "2", "--jobs", "1",
+                 "--methods", "gbm_treeshap,random", "--scorer", scorers, "--scorer-option", "fractions=0.5",
+                 "--scorer-option", "repeats=1", "--scorer-option", "max_examples=4", "--scorer-option", "eps=0.1",
+                 "--quiet", "--store", str(store)]) == 0
+    capsys.readouterr()
+    with ResultStore(store, readonly=True) as db:
+        cells = db.cells()
+    assert (cells["status"] == "ok").all(), cells.loc[cells["status"] != "ok", "message"].tolist()
+    treeshap = cells[cells["method"] == "gbm_treeshap"]
+    assert set(treeshap["scorer"]) == set(scorers.split(","))
+    judged = treeshap.loc[treeshap["scorer"] != "ground_truth", "judged_model"]
+    assert (judged == "gbm").all()
+    assert "gbm" in set(cells.loc[(cells["method"] == "random") & (cells["scorer"] == "road"), "judged"])
