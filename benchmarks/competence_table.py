@@ -45,7 +45,7 @@ def main() -> None:
         print(f"{model}: {g['passed'].sum()} of {len(g)} fits at or above {args.competence}")
     missing = learnability(fits, args.competence)
     for r in missing[missing["learnable"] == False].itertuples():  # noqa: E712
-        print(f"not learnable at n = {r.n_samples}: {r.dataset}/{r.n_decoys} (best {r.best_model}, "
+        print(f"no model of the store learns {r.dataset}/{r.n_decoys} at n = {r.n_samples} (best {r.best_model}, "
               f"competence {r.best_competence:.2f})")
 
 

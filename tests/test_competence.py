@@ -152,7 +152,7 @@ def test_the_store_gives_each_cell_its_competence_and_the_leaderboard_leaves_inc
     assert not np.isnan(shown.loc["rf", "hypercube/20"]) and shown.loc["rf", "incompetent"] == 2
     printed = format_competence(table)
     assert "forest" in printed and "gbm" in printed
-    assert "not learnable at n = 300: hypercube/20 (best: forest at competence 0.00 < 0.5" in printed
+    assert "no model here learns hypercube/20 at n = 300 (best: forest at competence 0.00 < 0.5" in printed
 
 
 def test_a_setting_no_model_learns_is_named_with_the_smallest_sample_size_where_one_does():

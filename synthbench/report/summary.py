@@ -151,9 +151,9 @@ def _unlearnable_sentence(part: Part) -> str:
         decoys = f"/{r.n_decoys}" if r.n_decoys >= 0 else ""
         where.append(f"{r.dataset}{decoys} at n = {r.n_samples} (best: `{r.best_model}` at competence "
                      f"[{r.best_competence:.2f}](#{part.anchor('models')}); {at})")
-    return (f"**Not learnable at this sample size:** {_names(where)}: no model kind reaches a competence of "
-            f"{threshold:g} there, so no method can be judged on it; a larger `--n-samples` is where the question "
-            "becomes answerable.")
+    return (f"**Not learnable at this sample size:** {_names(where)}: no model of this store reaches a competence of "
+            f"{threshold:g} there, so no method can be judged on it; a larger `--n-samples` (or a model kind that "
+            "learns it) is where the question becomes answerable.")
 
 
 def _incompetent_sentence(part: Part) -> str:

@@ -113,13 +113,14 @@ def competence_table(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def learnability_lines(cells: pd.DataFrame, threshold: float = COMPETENCE_THRESHOLD) -> list[str]:
-    """Sentences naming the settings no model learns at their sample size (and where one does), for the terminal."""
+    """Sentences naming the settings no model of ``cells`` learns at their sample size (and where one does), for the
+    terminal: a statement about the models those cells explain, not about every model kind."""
     table = learnability(model_fits(cells), threshold)
     lines = []
     for r in table[table["learnable"] == False].itertuples():  # noqa: E712
         where = r.dataset + (f"/{r.n_decoys}" if r.n_decoys >= 0 else "")
         at = (f"some model reaches it at n = {int(r.learnable_at)}" if np.isfinite(r.learnable_at)
               else "no sample size run here reaches it")
-        lines.append(f"not learnable at n = {r.n_samples}: {where} (best: {r.best_model} at competence "
+        lines.append(f"no model here learns {where} at n = {r.n_samples} (best: {r.best_model} at competence "
                      f"{r.best_competence:.2f} < {threshold:g}; {at})")
     return lines

@@ -90,7 +90,7 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, competence: float
                             .reindex(table.index, fill_value=0).astype(int))
     chance.index = ["chance"] if len(chance) == 1 else [entry_label("chance", p or None) for p in chance.index]
     board = pd.concat([table, chance])
-    board.attrs["controls"] = control_verdict(rows, metric)
+    board.attrs["controls"] = control_verdict(rows if all_models else rows[~rows["incompetent"]], metric)
     board.attrs["competence"] = (competence, all_models)
     return board
 
