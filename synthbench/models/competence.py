@@ -137,9 +137,8 @@ def learnability_ceiling(data: FoldData, trainers: Mapping[str, Callable[[FoldDa
             quality = held_out_quality(train(restricted), restricted)
             if best is None or quality["test_accuracy"] > best[0]:
                 best = (quality["test_accuracy"], quality.get("test_auroc"), name)
-    return Ceiling(None if best is None else best[0], None if best is None else best[1],
-                   None if best is None else best[2], data.bayes_accuracy, chance, len(data.y_test),
-                   time.perf_counter() - t0)
+    accuracy, auroc, model = best or (None, None, None)
+    return Ceiling(accuracy, auroc, model, data.bayes_accuracy, chance, len(data.y_test), time.perf_counter() - t0)
 
 
 def competence(accuracy: float, ceiling: Ceiling) -> float | None:

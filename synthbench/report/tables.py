@@ -407,12 +407,11 @@ def overview_table(results: Results, metric: str, scorer: str | None = None) -> 
     """
     m = get_metric(metric, scorer)
     sel = results.scores[results.scores["metric"] == metric]
-    sel = sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int),
-                     near=sel["incompetent"])
+    sel = sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int))
     rows = []
     for (method, setting, decoys), g in sel.groupby(["method", "setting", "n_decoys"], sort=False):
         mean, lo, hi, n = mean_ci(g["value"], limits=m.limits)
-        rows.append((method, setting, decoys, mean, lo, hi, g["chance"].mean(), n, int(g["near"].sum())))
+        rows.append((method, setting, decoys, mean, lo, hi, g["chance"].mean(), n, int(g["incompetent"].sum())))
     table = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells",
                                        "incompetent"])
     if m.control is not None:

@@ -19,8 +19,7 @@ from synthbench.models import kinds, model_kind
 from synthbench.models.competence import COMPETENCE_THRESHOLD
 from synthbench.runner.grid import entry_label
 
-__all__ = ["below_competence", "LEGACY_NEAR_CHANCE_FLAG", "model_fits", "model_label", "learnability", "competence_table",
-           "learnability_lines", "FIT_COLUMNS"]
+__all__ = ["below_competence", "LEGACY_NEAR_CHANCE_FLAG", "model_fits", "model_label", "learnability", "FIT_COLUMNS"]
 
 #: The flag cells written before the learnability ceiling carry when a model they explain scored a held-out
 #: AUROC below 0.6; no cell is written with it any more.
@@ -93,34 +92,3 @@ def learnability(fits: pd.DataFrame, threshold: float = COMPETENCE_THRESHOLD) ->
     table["learnable_at"] = [smallest.get((d, p, k), np.nan)
                              for d, p, k in zip(table["dataset"], table["dataset_params"], table["n_decoys"])]
     return table
-
-
-def competence_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """Mean competence over folds of each model (rows) per ``dataset/decoys`` column (``dataset n=N/decoys`` where a
-    dataset ran at several sample sizes), from :meth:`ResultStore.cells` rows; empty when no cell records a model."""
-    fits = model_fits(cells)
-    if fits.empty:
-        return pd.DataFrame()
-    fits = fits.sort_values(["dataset", "n_samples", "n_decoys"], kind="stable")  # the leaderboard's column order
-    several = fits.groupby("dataset")["n_samples"].nunique()
-    column = [f"{d}{f' n={n}' if several[d] > 1 else ''}{f'/{k}' if k >= 0 else ''}"
-              for d, n, k in zip(fits["dataset"], fits["n_samples"], fits["n_decoys"])]
-    table = fits.assign(column=column).pivot_table(index="model", columns="column", values="competence",
-                                                   aggfunc="mean", sort=False, dropna=False)
-    table = table.reindex(columns=list(dict.fromkeys(column)))
-    table.columns.name = None
-    return table
-
-
-def learnability_lines(cells: pd.DataFrame, threshold: float = COMPETENCE_THRESHOLD) -> list[str]:
-    """Sentences naming the settings no model of ``cells`` learns at their sample size (and where one does), for the
-    terminal: a statement about the models those cells explain, not about every model kind."""
-    table = learnability(model_fits(cells), threshold)
-    lines = []
-    for r in table[table["learnable"] == False].itertuples():  # noqa: E712
-        where = r.dataset + (f"/{r.n_decoys}" if r.n_decoys >= 0 else "")
-        at = (f"some model reaches it at n = {int(r.learnable_at)}" if np.isfinite(r.learnable_at)
-              else "no sample size run here reaches it")
-        lines.append(f"no model here learns {where} at n = {r.n_samples} (best: {r.best_model} at competence "
-                     f"{r.best_competence:.2f} < {threshold:g}; {at})")
-    return lines

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from synthbench.models.competence import COMPETENCE_THRESHOLD
-from synthbench.runner.competence import below_competence, competence_table, learnability_lines
+from synthbench.runner.competence import below_competence, learnability, model_fits
 from synthbench.runner.grid import entry_label
 from synthbench.runner.judged import control_verdict, entry_labels, model_key
 from synthbench.scoring import get_metric, get_scorer
 
-__all__ = ["leaderboard", "format_leaderboard", "format_competence"]
+__all__ = ["leaderboard", "format_leaderboard", "competence_table", "format_competence"]
+
+
+def _column_label(frame: pd.DataFrame):
+    """``fn(dataset, dataset_params, n_samples, n_decoys) -> "dataset/decoys"``: the column of one setting, naming the
+    parameters and the sample size only where ``frame`` holds a dataset with several (``n_decoys`` -1: none)."""
+    several = frame.groupby("dataset")["n_samples"].nunique()
+    variants = frame.groupby("dataset")["dataset_params"].nunique()
+
+    def label(d: str, p: str, n: int, k: int) -> str:
+        return f"{d}{f' {p}' if variants[d] > 1 else ''}{f' n={n}' if several[d] > 1 else ''}{f'/{k}' if k >= 0 else ''}"
+
+    return label
 
 
 def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, competence: float = COMPETENCE_THRESHOLD,
@@ -74,11 +87,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, competence: float
     else:
         chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
     chance = chance.reindex(columns=table.columns)
-    several = ok.groupby("dataset")["n_samples"].nunique()
-    variants = ok.groupby("dataset")["dataset_params"].nunique()
-    table.columns = chance.columns = [
-        f"{d}{f' {p}' if variants[d] > 1 else ''}{f' n={n}' if several[d] > 1 else ''}{f'/{k}' if k >= 0 else ''}"
-        for d, p, n, k in table.columns]
+    label = _column_label(ok)
+    table.columns = chance.columns = [label(*column) for column in table.columns]
     order = table.mean(axis=1).sort_values(ascending=m.direction == "lower").index
     table = table.loc[order]
     cells = rows.drop_duplicates("cell_id")
@@ -115,13 +125,38 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
         f"\n{verdict}" if verdict else "")
 
 
+def competence_table(fits: pd.DataFrame) -> pd.DataFrame:
+    """Mean competence over folds of each model (rows) per setting, in the leaderboard's columns, from
+    :func:`~synthbench.runner.competence.model_fits`; empty without a fit."""
+    if fits.empty:
+        return pd.DataFrame()
+    fits = fits.sort_values(["dataset", "dataset_params", "n_samples", "n_decoys"], kind="stable")
+    label = _column_label(fits)
+    column = [label(*key) for key in zip(fits["dataset"], fits["dataset_params"], fits["n_samples"], fits["n_decoys"])]
+    table = fits.assign(column=column).pivot_table(index="model", columns="column", values="competence",
+                                                   aggfunc="mean", sort=False, dropna=False)
+    table = table.reindex(columns=list(dict.fromkeys(column)))
+    table.columns.name = None
+    return table
+
+
 def format_competence(cells: pd.DataFrame, threshold: float = COMPETENCE_THRESHOLD) -> str:
     """Plain-text competence of every explained model per ``dataset/decoys`` (:func:`competence_table`, from
-    :meth:`ResultStore.cells` rows), then the settings no model learns at their sample size; "" without a model."""
-    table = competence_table(cells)
+    :meth:`ResultStore.cells` rows), then the settings no model of ``cells`` learns at their sample size (and where
+    one does): a statement about the models those cells explain, not about every model kind. "" without a model."""
+    fits = model_fits(cells)
+    table = competence_table(fits)
     if table.empty:
         return ""
     body = table.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
     head = (f"\ncompetence of the explained models, mean over folds ((accuracy − chance) / (ceiling − chance); the "
             f"ceiling: the best of the forest and the booster on the relevant features alone; threshold {threshold:g})")
-    return "\n".join([head, body, *learnability_lines(cells, threshold)])
+    lines = [head, body]
+    unlearnt = learnability(fits, threshold)
+    for r in unlearnt[unlearnt["learnable"] == False].itertuples():  # noqa: E712 - None is unknown
+        where = r.dataset + (f"/{r.n_decoys}" if r.n_decoys >= 0 else "")
+        at = (f"some model reaches it at n = {int(r.learnable_at)}" if np.isfinite(r.learnable_at)
+              else "no sample size run here reaches it")
+        lines.append(f"no model here learns {where} at n = {r.n_samples} (best: {r.best_model} at competence "
+                     f"{r.best_competence:.2f} < {threshold:g}; {at})")
+    return "\n".join(lines)
