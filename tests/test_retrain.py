@@ -182,7 +182,7 @@ def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys
     # rf, and random judged on the MLP preset the grid explains (the CLI's default) and on the forest rf explains,
     # x 2 settings, + a chance row per model
     assert {i for i in board.index if i.startswith("rf [roar {")} and len(board) == 8
-    assert {"chance@sparse_mlp", "chance@forest"} <= set(board.index)
+    assert {"chance@screened_mlp", "chance@forest"} <= set(board.index)
     assert len([i for i in board.index if i.startswith("random@forest [roar {")]) == 2
     md = build_report(load_results(store)).markdown
     assert md.count("## roar leaderboard") == 2

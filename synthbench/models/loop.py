@@ -226,9 +226,9 @@ class NetworkConfig:
     """Base of a network's config dataclass: its architecture fields and ``train``, its one :class:`TrainConfig`.
 
     :meth:`to_dict` is flat, the architecture and training fields side by side: what a cell id
-    records of a preset. It leaves out the training fields of :attr:`record_omits` while they hold
-    :class:`TrainConfig`'s default: fields the config did not have when those ids were first
-    written (setting one to another value enters the id). :meth:`from_dict` reads a flat dict
+    records of a preset. It leaves out the fields of :attr:`record_omits` (architecture or
+    training) while they hold their default: fields the config did not have when those ids were
+    first written (setting one to another value enters the id). :meth:`from_dict` reads a flat dict
     back, training fields absent from it taking the class's own default training.
     """
 
@@ -236,7 +236,8 @@ class NetworkConfig:
     train: TrainConfig
 
     def to_dict(self) -> dict[str, Any]:
-        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "train"}
+        own = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name != "train" and not (f.name in self.record_omits and getattr(self, f.name) == f.default)}
         default = TrainConfig()
         training = {f.name: getattr(self.train, f.name) for f in fields(TrainConfig)
                     if not (f.name in self.record_omits and getattr(self.train, f.name) == getattr(default, f.name))}
@@ -370,6 +371,7 @@ def fit_network(
     gate_params: tuple[nn.Parameter, ...] = (),
     gate_lr: float | None = None,
     epoch_inputs: EpochInputs | None = None,
+    validation_rows: np.ndarray | None = None,
 ) -> TrainResult:
     """The one training loop of every benchmark network: MLPs, CNNs, embedded and concrete selectors.
 
@@ -394,6 +396,9 @@ def fit_network(
     epoch_inputs : ``fn(epoch) -> X_epoch`` of ``X``'s shape, called at the start of every epoch;
         the rows that train read it instead of ``X`` (inputs redrawn each epoch, such as a
         random removal mask drawn anew), the validation rows keep ``X``'s values.
+    validation_rows : the rows of ``X`` held out, in place of drawing ``config.validation_fraction`` of
+        them (trainings compared on the same rows: another's ``validation_indices``); nothing is drawn
+        for the split then, so the generator's later draws differ from a drawn split's.
 
     Returns
     -------
@@ -416,7 +421,14 @@ def fit_network(
     _check_config(config)
     n = X.shape[0]
     validate = config.validation != "none"
-    if validate:
+    if validate and validation_rows is not None:
+        held = np.zeros(n, dtype=bool)
+        held[np.asarray(validation_rows, dtype=np.int64)] = True
+        n_val = int(held.sum())
+        if n_val < 1 or n_val == n:
+            raise ValueError(f"validation_rows must hold out some but not all of the {n} rows, got {n_val}")
+        val_idx, tr_idx = torch.from_numpy(np.flatnonzero(held)), torch.from_numpy(np.flatnonzero(~held))
+    elif validate:
         n_val = _n_validation(n, config.validation_fraction)
         perm = torch.randperm(n, generator=generator)
         val_idx, tr_idx = torch.sort(perm[:n_val]).values, torch.sort(perm[n_val:]).values
@@ -533,6 +545,8 @@ def fit_classifier(
     num_threads: int | None,
     epoch_inputs: EpochInputs | None = None,
     input_ndim: int = 2,
+    penalty: Penalty | None = None,
+    validation_rows: np.ndarray | None = None,
 ) -> tuple[TrainResult, torch.device, int]:
     """What every trainer of a classifier network does: check the data, build, fit.
 
@@ -540,7 +554,7 @@ def fit_classifier(
     ``y_train`` labels ``0..K-1`` (``K`` from :func:`n_classes_of`); one CPU generator seeded with
     ``seed`` draws the network's initialisation (``build(generator, K)``) and then everything
     :func:`fit_network` draws; torch runs on ``num_threads`` CPU threads meanwhile (None: its
-    setting). Returns ``(result, device, K)``.
+    setting); ``penalty`` and ``validation_rows`` go to :func:`fit_network`. Returns ``(result, device, K)``.
     """
     X, y = check_training_data(X_train, y_train, any_shape=input_ndim != 2)
     if X.ndim != input_ndim:
@@ -550,7 +564,7 @@ def fit_classifier(
     with torch_threads(num_threads if dev.type == "cpu" else None):
         gen = torch.Generator().manual_seed(int(seed))
         result = fit_network(build(gen, k), X, y, config=config, generator=gen, device=dev,
-                             epoch_inputs=epoch_inputs)
+                             epoch_inputs=epoch_inputs, penalty=penalty, validation_rows=validation_rows)
     return result, dev, k
 
 

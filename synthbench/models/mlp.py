@@ -6,26 +6,62 @@ LeakyReLU(0.2) -> Linear(16, 1)``; the output is a single logit of ``P(y = 1)``,
 attribution rules (DeepLIFT, LRP, guided backpropagation) can walk its layers.
 :func:`train_mlp` trains it with the one loop (:func:`~synthbench.models.loop.fit_network`) into a
 :class:`TrainedMLP`.
+
+Grouped inputs (``basis_knots``, ``group_penalty``, ``screen_keep``): each input column may first
+pass through a fixed hinge basis (:mod:`synthbench.models.basis`: ``Linear(p, p * G)`` and
+``ReLU`` after the noise layer, fixed weights), the first trained layer may carry a group penalty
+``group_penalty * sum_j ||W_1[:, group j]||`` (one group per input column: its ``G`` basis units,
+or its one column without a basis), and the inputs may be screened by successive halving on
+those group norms (:mod:`synthbench.models.screening`, rounds scored on the same validation rows).
+The returned network takes all ``p`` columns; its basis covers only the columns the chosen
+round read (zero weight on every other), so a dropped column changes nothing and costs nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils import skip_init
 
+from synthbench.models.basis import (
+    basis_layer,
+    basis_units,
+    expand,
+    group_columns,
+    group_norms,
+    hinge_knots,
+)
 from synthbench.models.layers import GaussianNoise
-from synthbench.models.loop import EpochInputs, NetworkConfig, TrainConfig, fit_classifier
+from synthbench.models.loop import (
+    EpochInputs,
+    NetworkConfig,
+    TrainConfig,
+    TrainResult,
+    check_training_data,
+    fit_classifier,
+)
 from synthbench.models.networks import TrainedNetwork
 from synthbench.models.randomise import Layer, sequential_layers
+from synthbench.models.screening import successive_halving
 
-__all__ = ["MLPConfig", "TrainedMLP", "build_mlp", "build_seeded_mlp", "train_mlp", "ACTIVATIONS", "initialise_linear",
-           "mlp_layers"]
+__all__ = [
+    "ACTIVATIONS",
+    "BASIS_LAYER",
+    "MLPConfig",
+    "TrainedMLP",
+    "build_mlp",
+    "build_seeded_mlp",
+    "check_config",
+    "initialise_linear",
+    "mlp_layers",
+    "train_mlp",
+    "training_record",
+]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +76,11 @@ class MLPConfig(NetworkConfig):
     benchmark's: Adam 5e-4, weight decay 1e-5, batches of 64, previous-epoch patience 5, clean
     validation, best weights restored); :meth:`~synthbench.models.loop.NetworkConfig.to_dict`
     gives both flat, as cell ids record them.
+
+    ``basis_knots`` (``K``; 0: none) puts the fixed hinge basis of ``K + 2`` units per column in
+    front (no input noise with it); with it, ``group_penalty`` weighs the group norms of the first
+    trained layer and ``screen_keep`` (0: no screening) is the share of inputs each halving round
+    keeps. The three enter a cell id only when set.
     """
 
     width: int = 16
@@ -47,7 +88,18 @@ class MLPConfig(NetworkConfig):
     activation: Literal["leaky_relu", "relu", "softplus"] = "leaky_relu"
     negative_slope: float = 0.2
     noise_sigma: float = 0.1
+    basis_knots: int = 0
+    group_penalty: float = 0.0
+    screen_keep: float = 0.0
     train: TrainConfig = TrainConfig()
+
+    record_omits: ClassVar[tuple[str, ...]] = NetworkConfig.record_omits + ("basis_knots", "group_penalty",
+                                                                            "screen_keep")
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the inputs are grouped: a hinge basis in front (with its penalty and screening, if set)."""
+        return self.basis_knots > 0
 
     @property
     def n_layers(self) -> int:
@@ -68,19 +120,52 @@ def _activation(config: MLPConfig) -> nn.Module:
 BIAS_INIT = 1e-3
 
 
+def check_config(config: MLPConfig) -> None:
+    """ValueError for a config no MLP can be built or trained from (the grouped fields' ranges and combinations)."""
+    if config.basis_knots < 0 or config.group_penalty < 0:
+        raise ValueError(f"basis_knots and group_penalty must be non-negative, got {config.basis_knots}, "
+                         f"{config.group_penalty}")
+    if config.screen_keep and not 0.0 < config.screen_keep < 1.0:
+        raise ValueError(f"screen_keep must be 0 (no screening) or lie in (0, 1), got {config.screen_keep}")
+    if (config.group_penalty or config.screen_keep) and not config.basis_knots:
+        raise ValueError("group_penalty and screen_keep act on the groups of a hinge basis; set basis_knots > 0")
+    if config.basis_knots and config.noise_sigma:
+        raise ValueError("a hinge basis (basis_knots > 0) takes no input noise; set noise_sigma=0")
+    if config.basis_knots and config.train.l1_first_layer:
+        raise ValueError("grouped inputs are penalised by group_penalty, not l1_first_layer")
+
+
+#: Child of a basis MLP's ``nn.Sequential`` that holds the fixed hinge basis (after the noise layer).
+BASIS_LAYER = "1"
+
+
 def build_mlp(n_features: int, config: MLPConfig = MLPConfig(), *, generator: torch.Generator | None = None,
-              n_outputs: int = 1) -> nn.Sequential:
+              n_outputs: int = 1, knots: np.ndarray | None = None, features: np.ndarray | None = None,
+              ) -> nn.Sequential:
     """A fresh MLP for ``n_features`` inputs, initialised from ``generator`` as the 2023 benchmark does.
 
-    Returns an ``nn.Sequential``: ``GaussianNoise``, then ``depth`` blocks of ``Linear`` +
-    activation, then ``Linear(width, n_outputs)`` (one logit for binary labels, one per class). Weights: Kaiming uniform for a leaky ReLU with
-    ``a = 0`` (bound ``sqrt(6 / fan_in)``), Xavier uniform where ``fan_in == 1``; every bias 1e-3.
-    Torch's global generator is never drawn from (layers are created uninitialised).
+    Returns an ``nn.Sequential``: ``GaussianNoise``, with ``config.basis_knots`` the fixed hinge
+    basis of the columns ``features`` (None: all; ``Linear(p, m * G)`` at child :data:`BASIS_LAYER`,
+    then ``ReLU``; knots ``(m, K)``, zeros when None: a shape to load weights into), then ``depth``
+    blocks of ``Linear`` + activation, then
+    ``Linear(width, n_outputs)`` (one logit for binary labels, one per class). Trained weights: Kaiming
+    uniform for a leaky ReLU with ``a = 0`` (bound ``sqrt(6 / fan_in)``), Xavier uniform where
+    ``fan_in == 1``; every bias 1e-3. Torch's global generator is never drawn from (layers are
+    created uninitialised).
     """
     if n_features < 1 or config.width < 1 or config.depth < 1 or n_outputs < 1:
         raise ValueError("n_features, width, depth and n_outputs must be positive")
+    check_config(config)
     layers: list[nn.Module] = [GaussianNoise(config.noise_sigma)]
     fan_in = n_features
+    if config.basis_knots:
+        features = np.arange(n_features) if features is None else np.asarray(features, dtype=np.int64)
+        if knots is None:
+            knots = np.zeros((len(features), config.basis_knots), dtype=np.float32)
+        if np.shape(knots) != (len(features), config.basis_knots):
+            raise ValueError(f"knots must have shape ({len(features)}, {config.basis_knots}), got {np.shape(knots)}")
+        layers += [basis_layer(knots, features, n_features), nn.ReLU()]
+        fan_in = len(features) * basis_units(config.basis_knots)
     for _ in range(config.depth):
         layers += [skip_init(nn.Linear, fan_in, config.width), _activation(config)]
         fan_in = config.width
@@ -88,7 +173,7 @@ def build_mlp(n_features: int, config: MLPConfig = MLPConfig(), *, generator: to
     net = nn.Sequential(*layers)
     with torch.no_grad():
         for layer in net:
-            if isinstance(layer, nn.Linear):
+            if isinstance(layer, nn.Linear) and layer.weight.requires_grad:
                 initialise_linear(layer, generator)
     return net
 
@@ -107,8 +192,10 @@ def initialise_linear(layer: nn.Linear, generator: torch.Generator | None) -> No
 
 
 def mlp_layers(model: TrainedMLP) -> tuple[Layer, ...]:
-    """The MLP's ``Linear`` layers in forward order, each with :func:`initialise_linear`."""
-    return sequential_layers(model.module, initialise_linear)
+    """The MLP's trained ``Linear`` layers in forward order, each with :func:`initialise_linear` (a fixed
+    hinge basis is no learned parameter: no randomisation re-draws it)."""
+    return tuple(layer for layer in sequential_layers(model.module, initialise_linear)
+                 if not (model.config.basis_knots and layer.name == BASIS_LAYER))
 
 
 def _n_outputs(n_classes: int) -> int:
@@ -116,14 +203,15 @@ def _n_outputs(n_classes: int) -> int:
     return 1 if n_classes <= 2 else int(n_classes)
 
 
-def build_seeded_mlp(n_features: int, config: MLPConfig, generator: torch.Generator, n_outputs: int = 1) -> nn.Sequential:
+def build_seeded_mlp(n_features: int, config: MLPConfig, generator: torch.Generator, n_outputs: int = 1,
+                     knots: np.ndarray | None = None, features: np.ndarray | None = None) -> nn.Sequential:
     """``build_mlp`` without side effects on torch's global generator.
 
     ``nn.Linear``'s constructor draws a default initialisation from the global generator
     before ``build_mlp`` overwrites it from ``generator``; ``fork_rng`` restores the global state.
     """
     with torch.random.fork_rng(devices=[]):
-        return build_mlp(n_features, config, generator=generator, n_outputs=n_outputs)
+        return build_mlp(n_features, config, generator=generator, n_outputs=n_outputs, knots=knots, features=features)
 
 
 @dataclass(eq=False)
@@ -151,6 +239,12 @@ class TrainedMLP(TrainedNetwork):
         Rows of ``X_train`` held out for early stopping, in ascending order.
     device : torch.device
     classes_ : ndarray, ``[0, 1, ..., K - 1]``
+    features : ndarray of int64 or None
+        With a hinge basis: the columns the network reads (a screening's chosen round; its basis
+        gives every other column zero weight); None without a basis.
+    screening : tuple of ``(inputs, score)``
+        A screening's rounds in order: inputs read and the validation value early stopping watched
+        (AUROC, or minus the loss); empty without screening.
     """
 
     module: nn.Sequential = field(repr=False)
@@ -162,6 +256,8 @@ class TrainedMLP(TrainedNetwork):
     validation_indices: np.ndarray = field(repr=False)
     device: torch.device
     classes_: np.ndarray = field(default_factory=lambda: np.array([0, 1]), repr=False)
+    features: np.ndarray | None = field(default=None, repr=False)
+    screening: tuple[tuple[int, float], ...] = ()
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """Class probabilities.
@@ -183,7 +279,7 @@ class TrainedMLP(TrainedNetwork):
 
     def _architecture(self) -> nn.Module:
         return build_seeded_mlp(self.n_features_in_, self.config, torch.Generator().manual_seed(0),
-                                n_outputs=_n_outputs(len(self.classes_)))
+                                n_outputs=_n_outputs(len(self.classes_)), features=self.features)
 
 
 def train_mlp(
@@ -240,6 +336,10 @@ def train_mlp(
     from a CUDA generator seeded from it, so CUDA and CPU runs differ.
     """
     p = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 0
+    check_config(config)
+    if config.grouped:
+        return _train_grouped(X_train, y_train, config=config, seed=seed, device=device, num_threads=num_threads,
+                              n_classes=n_classes, epoch_inputs=epoch_inputs)
 
     def build(generator: torch.Generator, k: int) -> nn.Sequential:
         return build_seeded_mlp(p, config, generator, n_outputs=_n_outputs(k))
@@ -247,14 +347,101 @@ def train_mlp(
     result, dev, k = fit_classifier(build, X_train, y_train, config=config.train, seed=seed, device=device,
                                     n_classes=n_classes, num_threads=num_threads, epoch_inputs=epoch_inputs)
     log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, len(y_train), result.epochs_run, result.best_epoch)
-    return TrainedMLP(
-        module=result.module,
-        config=config,
-        n_features_in_=p,
-        epochs_run=result.epochs_run,
-        best_epoch=result.best_epoch,
-        history=result.history,
-        validation_indices=result.validation_indices,
-        device=dev,
-        classes_=np.arange(k),
-    )
+    return _trained(result.module, result, config, p, dev, k)
+
+
+def _trained(module: nn.Module, result: TrainResult, config: MLPConfig, p: int, dev: torch.device, k: int,
+             **chosen: Any) -> TrainedMLP:
+    """The :class:`TrainedMLP` of ``module`` (in eval mode, on ``dev``), with ``result``'s training record."""
+    return TrainedMLP(module=module, config=config, n_features_in_=p, epochs_run=result.epochs_run,
+                      best_epoch=result.best_epoch, history=result.history,
+                      validation_indices=result.validation_indices, device=dev, classes_=np.arange(k), **chosen)
+
+
+def training_record(model: TrainedMLP) -> dict[str, Any]:
+    """What a grouped MLP's training chose, as JSON values: the inputs it reads and the screening's rounds
+    (``[[inputs, validation value], ...]``); empty for an MLP that reads its inputs ungrouped."""
+    if model.features is None:
+        return {}
+    return {"inputs_read": [int(j) for j in model.features],
+            "screening": [[int(n), float(v) if np.isfinite(v) else None] for n, v in model.screening]}
+
+
+#: Scale of the drawn initialisation of a basis network's first trained layer (see :func:`_train_grouped`).
+FIRST_LAYER_SCALE = 0.1
+
+
+def _monitored(result: TrainResult, config: TrainConfig) -> float:
+    """The best epoch's validation value early stopping watched, higher is better (AUROC, or minus the loss)."""
+    if result.best_epoch < 0:
+        return -np.inf
+    if config.monitor == "auroc":
+        return float(result.history["val_auroc"][result.best_epoch])
+    return -float(result.history["val_loss"][result.best_epoch])
+
+
+def _first_linear(module: nn.Sequential) -> nn.Linear:
+    return next(m for m in module if isinstance(m, nn.Linear))
+
+
+def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfig, seed: int,
+                   device: str | torch.device, num_threads: int | None, n_classes: int | None,
+                   epoch_inputs: EpochInputs | None) -> TrainedMLP:
+    """:func:`train_mlp` with a hinge basis (see the module docstring).
+
+    The network after the basis (a plain MLP of the basis units) trains on the units computed
+    once (:func:`~synthbench.models.basis.expand`; ``epoch_inputs`` expanded per epoch), with the
+    group penalty. Its first layer starts from :data:`FIRST_LAYER_SCALE` times its drawn
+    initialisation, so a group's norm is mostly what training put there: at the full draw the norms
+    of a network still near chance rank the draw (the screening of a ring with 1000 decoys lost its
+    two features on every fold of data seed 0); at zero, xor starts on its saddle and the first
+    round stops before it leaves it (two folds of six lost xor with 100 decoys). With ``screen_keep`` and validation rows, :func:`successive_halving` retrains it
+    on fewer columns, every round seeded with ``seed`` and validated on the first round's rows;
+    without validation (``validation="none"``) there is one round on all columns. The chosen
+    round's layers then follow the basis of the columns it read, in a network of ``p`` inputs.
+    """
+    X, y = check_training_data(X_train, y_train)
+    p, units = X.shape[1], basis_units(config.basis_knots)
+    knots = hinge_knots(X, config.basis_knots)
+    Z = expand(X, knots)
+    after = replace(config, basis_knots=0, group_penalty=0.0, screen_keep=0.0)
+    penalty = None
+    if config.group_penalty:
+        def penalty(module: nn.Module, xb: torch.Tensor, loss: torch.Tensor) -> torch.Tensor:
+            return config.group_penalty * group_norms(_first_linear(module).weight, units, eps=1e-12).sum()
+    held: list[np.ndarray] = []
+
+    def fit(features: np.ndarray) -> tuple[tuple[TrainResult, torch.device, int], float, np.ndarray]:
+        cols = group_columns(features, units)
+        inputs = None if epoch_inputs is None else (lambda epoch: expand(epoch_inputs(epoch), knots)[:, cols])
+        def build(gen: torch.Generator, k: int) -> nn.Sequential:
+            net = build_seeded_mlp(len(cols), after, gen, n_outputs=_n_outputs(k))
+            with torch.no_grad():
+                _first_linear(net).weight.mul_(FIRST_LAYER_SCALE)
+            return net
+
+        result, dev, k = fit_classifier(
+            build, Z[:, cols], y,
+            config=config.train, seed=seed, device=device, n_classes=n_classes, num_threads=num_threads,
+            epoch_inputs=inputs, penalty=penalty, validation_rows=held[0] if held else None)
+        if not held:
+            held.append(result.validation_indices)
+        with torch.no_grad():
+            importance = group_norms(_first_linear(result.module).weight, units).cpu().numpy()
+        return (result, dev, k), _monitored(result, config.train), importance
+
+    if config.screen_keep and config.train.validation != "none":
+        chosen, screening = successive_halving(fit, p, config.screen_keep)
+        features, (result, dev, k) = chosen.features, chosen.model
+    else:
+        features = np.arange(p)
+        (result, dev, k), _, _ = fit(features)
+        screening = []
+    module = build_seeded_mlp(p, config, torch.Generator().manual_seed(0), n_outputs=_n_outputs(k),
+                              knots=knots[features], features=features)
+    trained = [m for m in module if isinstance(m, nn.Linear) and m.weight.requires_grad]
+    with torch.no_grad():
+        for target, source in zip(trained, [m for m in result.module if isinstance(m, nn.Linear)], strict=True):
+            target.load_state_dict(source.state_dict())
+    log.debug("trained basis MLP p=%d n=%d: reads %d inputs, rounds %s", p, len(y), len(features), screening)
+    return _trained(module.to(dev).eval(), result, config, p, dev, k, features=features, screening=tuple(screening))

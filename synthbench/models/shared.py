@@ -64,6 +64,8 @@ class ModelKind:
     ``ceiling``: the kind takes part in each fold's learnability ceiling (it is trained on the
     relevant inputs only; :mod:`synthbench.models.competence`). Only kinds that are cheap to train
     on a few columns and take no preset should declare it.
+    ``record``: ``record(model) -> dict`` of JSON values stored with the model's quality in
+    :attr:`SharedModels.info` (what training chose: the MLP's screened inputs); None records nothing.
     """
 
     name: str
@@ -77,6 +79,7 @@ class ModelKind:
     training: bool = False
     layers: Callable[[Any], tuple[Layer, ...]] | None = None
     ceiling: bool = False
+    record: Callable[[Any], dict[str, Any]] | None = None
 
 
 #: Every registered model kind, by name.
@@ -158,7 +161,8 @@ class SharedModels:
             seconds = time.perf_counter() - t0
             self.trainings += 1
             self._models[key] = model
-            self.info[key] = {**quality, **fields, "train_seconds": seconds}
+            chosen = kind.record(model) if kind.record is not None else {}
+            self.info[key] = {**quality, **fields, **chosen, "train_seconds": seconds}
             log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
         return self._models[key]
 
