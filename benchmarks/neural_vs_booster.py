@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
                     data, _ = cell_fold(dataset, n_samples=n, seed=args.seed, n_folds=6, fold=fold, n_decoys=decoys)
                     models = SharedModels(data, TrainSettings(), preset=args.preset)
                     t0 = time.perf_counter()
-                    mlp = models.get("mlp")
+                    models.get("mlp")
                     seconds = time.perf_counter() - t0
                     models.get("gbm")
                     info, gbm = models.info["mlp"], models.info["gbm"]
@@ -55,7 +55,6 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{dataset}/{decoys:<6} n={n:<6} fold {fold}: mlp {info['test_accuracy']:.3f}  gbm "
                           f"{gbm['test_accuracy']:.3f}  ceiling {gbm['ceiling_accuracy']:.3f}  reads {mark}  "
                           f"{seconds:.0f}s", flush=True)
-                    del mlp
     table = pd.DataFrame(rows).groupby(["setting", "n"], sort=False)[["mlp", "gbm", "chance", "ceiling"]].mean()
     above = table["gbm"] - table["chance"] > 0.05
     table["target met"] = np.where(above, (table["mlp"] >= table["gbm"] - 0.05).map({True: "yes", False: "no"}),

@@ -42,7 +42,7 @@ from torch import nn
 from synthbench.models.layers import seed_noise_layers
 
 __all__ = ["TrainConfig", "NetworkConfig", "TrainResult", "Penalty", "BatchLoss", "EpochInputs", "classification_loss",
-           "fit_network", "fit_classifier",
+           "fit_network", "fit_classifier", "first_linear",
            "select_device", "torch_threads", "plateau_2023", "check_training_data", "n_classes_of", "TRAINING_VERSION",
            "PREDICT_BATCH"]
 
@@ -306,11 +306,12 @@ def _check_config(config: TrainConfig) -> None:
                          "set restore='last'")
 
 
-def _first_linear(module: nn.Module) -> nn.Linear:
+def first_linear(module: nn.Module) -> nn.Linear:
+    """The first ``nn.Linear`` of ``module`` in registration order (ValueError when it has none)."""
     for m in module.modules():
         if isinstance(m, nn.Linear):
             return m
-    raise ValueError("l1_first_layer needs a network with a linear layer")
+    raise ValueError(f"{type(module).__name__} has no linear layer")
 
 
 def classification_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -458,7 +459,7 @@ def fit_network(
     ]
     optimizer = _adam([g for g in groups if g["params"]], config.lr, config.adam_eps, config.fused_adam)
     scheduler = plateau_2023(optimizer) if config.lr_schedule == "plateau2023" else None
-    first = _first_linear(module) if config.l1_first_layer > 0 else None
+    first = first_linear(module) if config.l1_first_layer > 0 else None
     higher = config.monitor == "auroc"
 
     history: dict[str, list[float]] = {"train_loss": []}

@@ -7,12 +7,12 @@ attribution rules (DeepLIFT, LRP, guided backpropagation) can walk its layers.
 :func:`train_mlp` trains it with the one loop (:func:`~synthbench.models.loop.fit_network`) into a
 :class:`TrainedMLP`.
 
-Grouped inputs (``basis_knots``, ``group_penalty``, ``screen_keep``): each input column may first
-pass through a fixed hinge basis (:mod:`synthbench.models.basis`: ``Linear(p, p * G)`` and
-``ReLU`` after the noise layer, fixed weights), the first trained layer may carry a group penalty
-``group_penalty * sum_j ||W_1[:, group j]||`` (one group per input column: its ``G`` basis units,
-or its one column without a basis), and the inputs may be screened by successive halving on
-those group norms (:mod:`synthbench.models.screening`, rounds scored on the same validation rows).
+A hinge basis (``basis_knots``, with ``group_penalty`` and ``screen_keep``): each input column
+first passes through a fixed hinge basis (:mod:`synthbench.models.basis`: ``Linear(p, m * G)``
+and ``ReLU`` after the noise layer, fixed weights), the first trained layer may carry a group
+penalty ``group_penalty * sum_j ||W_1[:, group j]||`` (one group per input column: its ``G`` basis
+units), and the inputs may be screened by successive halving on those group norms
+(:mod:`synthbench.models.screening`, rounds scored on the same validation rows).
 The returned network takes all ``p`` columns; its basis covers only the columns the chosen
 round read (zero weight on every other), so a dropped column changes nothing and costs nothing.
 """
@@ -43,6 +43,7 @@ from synthbench.models.loop import (
     TrainConfig,
     TrainResult,
     check_training_data,
+    first_linear,
     fit_classifier,
 )
 from synthbench.models.networks import TrainedNetwork
@@ -95,11 +96,6 @@ class MLPConfig(NetworkConfig):
 
     record_omits: ClassVar[tuple[str, ...]] = NetworkConfig.record_omits + ("basis_knots", "group_penalty",
                                                                             "screen_keep")
-
-    @property
-    def grouped(self) -> bool:
-        """Whether the inputs are grouped: a hinge basis in front (with its penalty and screening, if set)."""
-        return self.basis_knots > 0
 
     @property
     def n_layers(self) -> int:
@@ -193,9 +189,8 @@ def initialise_linear(layer: nn.Linear, generator: torch.Generator | None) -> No
 
 def mlp_layers(model: TrainedMLP) -> tuple[Layer, ...]:
     """The MLP's trained ``Linear`` layers in forward order, each with :func:`initialise_linear` (a fixed
-    hinge basis is no learned parameter: no randomisation re-draws it)."""
-    return tuple(layer for layer in sequential_layers(model.module, initialise_linear)
-                 if not (model.config.basis_knots and layer.name == BASIS_LAYER))
+    hinge basis trains nothing: no randomisation re-draws it)."""
+    return sequential_layers(model.module, initialise_linear)
 
 
 def _n_outputs(n_classes: int) -> int:
@@ -337,7 +332,7 @@ def train_mlp(
     """
     p = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 0
     check_config(config)
-    if config.grouped:
+    if config.basis_knots:
         return _train_grouped(X_train, y_train, config=config, seed=seed, device=device, num_threads=num_threads,
                               n_classes=n_classes, epoch_inputs=epoch_inputs)
 
@@ -380,10 +375,6 @@ def _monitored(result: TrainResult, config: TrainConfig) -> float:
     return -float(result.history["val_loss"][result.best_epoch])
 
 
-def _first_linear(module: nn.Sequential) -> nn.Linear:
-    return next(m for m in module if isinstance(m, nn.Linear))
-
-
 def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfig, seed: int,
                    device: str | torch.device, num_threads: int | None, n_classes: int | None,
                    epoch_inputs: EpochInputs | None) -> TrainedMLP:
@@ -395,7 +386,8 @@ def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfi
     initialisation, so a group's norm is mostly what training put there: at the full draw the norms
     of a network still near chance rank the draw (the screening of a ring with 1000 decoys lost its
     two features on every fold of data seed 0); at zero, xor starts on its saddle and the first
-    round stops before it leaves it (two folds of six lost xor with 100 decoys). With ``screen_keep`` and validation rows, :func:`successive_halving` retrains it
+    round stops before it leaves it (two folds of six lost xor with 100 decoys). With
+    ``screen_keep`` and validation rows, :func:`successive_halving` retrains it
     on fewer columns, every round seeded with ``seed`` and validated on the first round's rows;
     without validation (``validation="none"``) there is one round on all columns. The chosen
     round's layers then follow the basis of the columns it read, in a network of ``p`` inputs.
@@ -408,26 +400,27 @@ def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfi
     penalty = None
     if config.group_penalty:
         def penalty(module: nn.Module, xb: torch.Tensor, loss: torch.Tensor) -> torch.Tensor:
-            return config.group_penalty * group_norms(_first_linear(module).weight, units, eps=1e-12).sum()
+            return config.group_penalty * group_norms(first_linear(module).weight, units, eps=1e-12).sum()
     held: list[np.ndarray] = []
 
     def fit(features: np.ndarray) -> tuple[tuple[TrainResult, torch.device, int], float, np.ndarray]:
         cols = group_columns(features, units)
-        inputs = None if epoch_inputs is None else (lambda epoch: expand(epoch_inputs(epoch), knots)[:, cols])
+        inputs = None if epoch_inputs is None else (
+            lambda epoch: expand(np.asarray(epoch_inputs(epoch))[:, features], knots[features]))
+
         def build(gen: torch.Generator, k: int) -> nn.Sequential:
             net = build_seeded_mlp(len(cols), after, gen, n_outputs=_n_outputs(k))
             with torch.no_grad():
-                _first_linear(net).weight.mul_(FIRST_LAYER_SCALE)
+                first_linear(net).weight.mul_(FIRST_LAYER_SCALE)
             return net
 
         result, dev, k = fit_classifier(
-            build, Z[:, cols], y,
-            config=config.train, seed=seed, device=device, n_classes=n_classes, num_threads=num_threads,
-            epoch_inputs=inputs, penalty=penalty, validation_rows=held[0] if held else None)
+            build, Z[:, cols], y, config=config.train, seed=seed, device=device, n_classes=n_classes,
+            num_threads=num_threads, epoch_inputs=inputs, penalty=penalty, validation_rows=held[0] if held else None)
         if not held:
             held.append(result.validation_indices)
         with torch.no_grad():
-            importance = group_norms(_first_linear(result.module).weight, units).cpu().numpy()
+            importance = group_norms(first_linear(result.module).weight, units).cpu().numpy()
         return (result, dev, k), _monitored(result, config.train), importance
 
     if config.screen_keep and config.train.validation != "none":
