@@ -79,3 +79,32 @@ def test_the_controls_are_judged_on_the_booster_and_every_verdict_that_can_judge
     judged = treeshap.loc[treeshap["scorer"] != "ground_truth", "judged_model"]
     assert (judged == "gbm").all()
     assert "gbm" in set(cells.loc[(cells["method"] == "random") & (cells["scorer"] == "road"), "judged"])
+
+
+def test_the_screening_keeps_the_truth_reads_only_what_it_chose_and_is_recorded_with_the_fold():
+    import pytest
+
+    from synthbench.models import SharedModels
+    from synthbench.models.booster import GBMConfig, train_gbm
+
+    data, _ = cell_fold("ring", n_samples=600, seed=0, n_folds=3, fold=0, n_decoys=200)
+    models = SharedModels(data)
+    booster = models.get("gbm")
+    relevant = np.flatnonzero(data.relevant)
+    assert set(relevant) <= set(booster.features) and len(booster.features) < 20  # the decoys went, the truth stayed
+    counts = [n for n, _ in booster.screening]
+    assert counts[0] == data.X_train.shape[1] and counts[-1] == 1 and counts == sorted(counts, reverse=True)
+    best = max(score for _, score in booster.screening)
+    assert dict(booster.screening)[len(booster.features)] == best  # the kept round is the best on validation
+    dropped = np.setdiff1d(np.arange(data.X_train.shape[1]), booster.features)
+    assert (booster.gain()[dropped] == 0).all() and (booster.contributions(data.X_explain)[:, dropped] == 0).all()
+    info = models.info["gbm"]
+    assert info["inputs_read"] == booster.features.tolist() and len(info["screening"]) == len(counts)
+    # screened, it learns what the unscreened booster misses on this table
+    plain = train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_keep=0), seed=0)
+    assert plain.screening == () and len(plain.features) == data.X_train.shape[1]
+    held_out = [np.mean(m.predict(data.X_test) == data.y_test) for m in (booster, plain)]
+    assert held_out[0] > held_out[1] + 0.05 and held_out[0] > 0.85, held_out
+    for bad in (1.0, -0.5, 2):
+        with pytest.raises(ValueError, match="screen_keep"):
+            train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_keep=bad), seed=0)

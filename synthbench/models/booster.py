@@ -1,10 +1,21 @@
-"""The shared gradient-boosted trees: LightGBM, trained once per fold, early-stopped on an inner validation split.
+"""The shared gradient-boosted trees: LightGBM, trained once per fold, early-stopped on an inner validation split,
+its inputs screened by successive halving on its own gain.
 
 Why LightGBM (rather than XGBoost): on the default tables it trains 2-4x faster on two cores
 (ring / 1000 decoys: 3.8 s against 8.4 s; ring_xor_sum / 1000: 4.3 s against 19.4 s, same
 rounds, learning rate and stopping rule), reaches the same held-out accuracy (within 0.03), and
 installs in 10 MB where XGBoost's wheel pulls 230 MB plus 470 MB of NCCL. Both compute exact
 path-dependent TreeSHAP natively (``pred_contrib``), which the methods here read.
+
+Why the screening: with a thousand rows, a booster on all columns spends its splits on the
+decoys that happen to fit the training rows (ring / 1000 decoys, data seed 0: held-out accuracy
+0.70-0.80 where it reaches 0.95 on the two relevant columns alone). Halving the inputs on the
+previous round's gain (:func:`~synthbench.models.screening.successive_halving`, recursive
+feature elimination) and keeping the round with the best inner-validation log-loss lifted the
+same folds to 0.91-0.96, ring_xor / 1000 decoys from 0.62 to 0.92, at about twice the training
+time. Every round trains on all ``p`` columns with the screened-out ones set to 0: a constant
+column is never split on, so the chosen booster reads the full table, gives exactly 0 gain and
+0 TreeSHAP to every column it dropped, and the perturbation methods need no column map.
 
 The model (:class:`TrainedGBM`) offers the scikit-learn probability interface every shared model
 offers (``predict_proba``, ``predict``, ``classes_``), the booster's native contributions and
@@ -23,6 +34,7 @@ import torch
 from sklearn.model_selection import train_test_split
 from torch import nn
 
+from synthbench.models.screening import screening_record, successive_halving
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
 from synthbench.protocol import FoldData
 
@@ -37,7 +49,10 @@ class GBMConfig:
     leaves with at least ``min_child_samples`` rows per leaf; training stops once the inner
     validation split's log-loss has not improved for ``early_stopping_rounds`` rounds, and the
     model keeps the best round's trees only. The inner split is ``validation_fraction`` of the
-    fold's training rows, stratified and seeded; the fold's held-out rows are never seen.
+    fold's training rows, stratified and seeded; the fold's held-out rows are never seen. With
+    ``screen_keep`` in (0, 1) the inputs are then halved on gain, each round keeping that share of
+    the previous round's inputs, and the booster of the round with the least validation log-loss
+    is the model; 0 trains once on every input.
     """
 
     n_estimators: int = 1000
@@ -46,6 +61,7 @@ class GBMConfig:
     min_child_samples: int = 20
     early_stopping_rounds: int = 50
     validation_fraction: float = 0.2
+    screen_keep: float = 0.5
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,8 +88,11 @@ class TrainedGBM:
     ----------
     booster : lightgbm.Booster holding only the trees up to the best validation round
     config : GBMConfig
-    n_rounds : int, the rounds kept (the best validation round, 1-based)
+    n_rounds : int, the boosting rounds kept (the best validation round, 1-based)
     validation_indices : int64 (n_val,), rows of ``X_train`` held out for early stopping, ascending
+    features : int64, the input columns the booster was given (the screening's chosen round), ascending
+    screening : tuple of ``(inputs, score)``, every screening round in order: its input count and
+        minus its validation log-loss; empty without screening
     classes_ : ``[0, 1, ..., K - 1]``
     """
 
@@ -81,6 +100,8 @@ class TrainedGBM:
     config: GBMConfig
     n_rounds: int
     validation_indices: np.ndarray = field(repr=False)
+    features: np.ndarray = field(repr=False)
+    screening: tuple[tuple[int, float], ...]
     classes_: np.ndarray = field(default_factory=lambda: np.array([0, 1]), repr=False)
 
     #: Where the torch view computes: the booster predicts on the CPU.
@@ -128,13 +149,16 @@ class TrainedGBM:
 
 def train_gbm(X_train: np.ndarray, y_train: np.ndarray, *, config: GBMConfig = GBMConfig(), seed: int,
               n_classes: int | None = None, n_jobs: int = 1) -> TrainedGBM:
-    """Fit a LightGBM booster on ``(X_train, y_train)`` with early stopping on a seeded stratified inner split.
+    """Fit a LightGBM booster on ``(X_train, y_train)`` with early stopping on a seeded stratified inner split,
+    its inputs screened by successive halving on gain when ``config.screen_keep`` is set.
 
-    Deterministic for a seed (LightGBM's ``deterministic`` mode, row-wise histograms); ``n_jobs``
-    threads.
+    Every round uses the same inner split and seed. Deterministic for a seed (LightGBM's
+    ``deterministic`` mode, row-wise histograms); ``n_jobs`` threads.
     """
     import lightgbm as lgb  # imported here: only this model kind needs it
 
+    if not (config.screen_keep == 0 or 0.0 < config.screen_keep < 1.0):
+        raise ValueError(f"screen_keep must be 0 (no screening) or lie in (0, 1), got {config.screen_keep}")
     X = np.asarray(X_train, dtype=np.float32)
     y = np.asarray(y_train, dtype=np.int64)
     K = max(2, int(y.max()) + 1) if n_classes is None else int(n_classes)
@@ -155,13 +179,29 @@ def train_gbm(X_train: np.ndarray, y_train: np.ndarray, *, config: GBMConfig = G
         "num_threads": int(n_jobs),
         "verbose": -1,
     }
-    train_set = lgb.Dataset(X[fit_rows], y[fit_rows], free_raw_data=False)
-    valid_set = lgb.Dataset(X[val_rows], y[val_rows], reference=train_set)
-    booster = lgb.train(params, train_set, num_boost_round=config.n_estimators, valid_sets=[valid_set],
-                        callbacks=[lgb.early_stopping(config.early_stopping_rounds, verbose=False)])
-    rounds = booster.best_iteration or booster.current_iteration()
-    best = lgb.Booster(model_str=booster.model_to_string(num_iteration=rounds))
-    return TrainedGBM(best, config, int(rounds), np.sort(val_rows).astype(np.int64), np.arange(K))
+    metric = "binary_logloss" if K == 2 else "multi_logloss"
+
+    def fit(features: np.ndarray) -> tuple[tuple[Any, int], float, np.ndarray]:
+        given = np.zeros_like(X)
+        given[:, features] = X[:, features]
+        train_set = lgb.Dataset(given[fit_rows], y[fit_rows], free_raw_data=False)
+        valid_set = lgb.Dataset(given[val_rows], y[val_rows], reference=train_set)
+        booster = lgb.train(params, train_set, num_boost_round=config.n_estimators, valid_sets=[valid_set],
+                            callbacks=[lgb.early_stopping(config.early_stopping_rounds, verbose=False)])
+        rounds = booster.best_iteration or booster.current_iteration()
+        best = lgb.Booster(model_str=booster.model_to_string(num_iteration=rounds))
+        loss = booster.best_score["valid_0"][metric] if booster.best_score else np.nan
+        gain = np.asarray(best.feature_importance(importance_type="gain"), dtype=np.float64)
+        return (best, int(rounds)), -float(loss), gain[features]
+
+    if config.screen_keep:
+        chosen, screening = successive_halving(fit, X.shape[1], config.screen_keep)
+        (booster, rounds), features = chosen.model, chosen.features
+    else:
+        features, screening = np.arange(X.shape[1], dtype=np.int64), []
+        (booster, rounds), _, _ = fit(features)
+    return TrainedGBM(booster, config, rounds, np.sort(val_rows).astype(np.int64), features, tuple(screening),
+                      np.arange(K))
 
 
 def train_fold_gbm(data: FoldData, settings: TrainSettings, *, replicate: int = 0) -> TrainedGBM:
@@ -171,4 +211,5 @@ def train_fold_gbm(data: FoldData, settings: TrainSettings, *, replicate: int = 
 
 
 GBM = register_model(ModelKind("gbm", train_fold_gbm, "gradient-boosted trees (LightGBM), at most 1000 rounds of 0.05, "
-                               "early-stopped on an inner validation split", ceiling=True))
+                               "early-stopped on an inner validation split, inputs halved on gain down to one, the "
+                               "round of least validation log-loss kept", ceiling=True, record=screening_record))

@@ -61,7 +61,6 @@ __all__ = [
     "initialise_linear",
     "mlp_layers",
     "train_mlp",
-    "training_record",
 ]
 
 log = logging.getLogger(__name__)
@@ -351,15 +350,6 @@ def _trained(module: nn.Module, result: TrainResult, config: MLPConfig, p: int, 
     return TrainedMLP(module=module, config=config, n_features_in_=p, epochs_run=result.epochs_run,
                       best_epoch=result.best_epoch, history=result.history,
                       validation_indices=result.validation_indices, device=dev, classes_=np.arange(k), **chosen)
-
-
-def training_record(model: TrainedMLP) -> dict[str, Any]:
-    """What a grouped MLP's training chose, as JSON values: the inputs it reads and the screening's rounds
-    (``[[inputs, validation value], ...]``); empty for an MLP that reads its inputs ungrouped."""
-    if model.features is None:
-        return {}
-    return {"inputs_read": [int(j) for j in model.features],
-            "screening": [[int(n), float(v) if np.isfinite(v) else None] for n, v in model.screening]}
 
 
 #: Scale of the drawn initialisation of a basis network's first trained layer (see :func:`_train_grouped`).

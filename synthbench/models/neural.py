@@ -13,8 +13,9 @@ from typing import Any
 from synthbench.models.cache import Trainer, cached_train
 from synthbench.models.cnn import cnn_layers, train_cnn
 from synthbench.models.loop import EpochInputs, select_device
-from synthbench.models.mlp import mlp_layers, train_mlp, training_record
+from synthbench.models.mlp import mlp_layers, train_mlp
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
+from synthbench.models.screening import screening_record
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
 from synthbench.protocol import FoldData
 
@@ -62,7 +63,7 @@ def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAUL
 
 MLP = register_model(ModelKind("mlp", train_fold_mlp, "the shared MLP of the cell's preset (see --list)",
                                accelerated=True, uses_preset=True, epoch_inputs=True, training=True,
-                               layers=mlp_layers, record=training_record))
+                               layers=mlp_layers, record=screening_record))
 CNN = register_model(ModelKind("cnn", train_fold_cnn, "the shared CNN of the cell's image preset (see --list)",
                                accelerated=True, uses_preset=True, epoch_inputs=True, training=True, inputs=("image",),
                                layers=cnn_layers))

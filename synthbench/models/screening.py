@@ -16,11 +16,11 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-__all__ = ["Round", "successive_halving"]
+__all__ = ["Round", "successive_halving", "screening_record"]
 
 log = logging.getLogger(__name__)
 
@@ -75,3 +75,13 @@ def successive_halving(fit: Callable[[np.ndarray], tuple[T, float, np.ndarray]],
             raise ValueError(f"fit must return one importance per feature ({len(features)}), got {importance.shape}")
         n_next = min(len(features) - 1, max(1, math.ceil(keep * len(features))))
         features = np.sort(features[np.argsort(-importance, kind="stable")[:n_next]])
+
+
+def screening_record(model: Any) -> dict[str, Any]:
+    """What a screened model's training chose, as JSON values: ``inputs_read`` (its ``features``) and
+    ``screening`` (its ``[[inputs, score], ...]`` rounds, a non-finite score as None); empty for a
+    model whose ``features`` is None (it reads every input, unscreened)."""
+    if model.features is None:
+        return {}
+    return {"inputs_read": [int(j) for j in model.features],
+            "screening": [[int(n), float(v) if np.isfinite(v) else None] for n, v in model.screening]}

@@ -65,7 +65,7 @@ class ModelKind:
     relevant inputs only; :mod:`synthbench.models.competence`). Only kinds that are cheap to train
     on a few columns and take no preset should declare it.
     ``record``: ``record(model) -> dict`` of JSON values stored with the model's quality in
-    :attr:`SharedModels.info` (what training chose: the MLP's screened inputs); None records nothing.
+    :attr:`SharedModels.info` (what training chose: the screened inputs of the MLP and the booster); None records nothing.
     """
 
     name: str
