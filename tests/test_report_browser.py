@@ -41,7 +41,8 @@ def click_header(page, name):
 
 
 def number(text):
-    return None if text in ("–", "") else float(re.match(r"[+-]?[\d.]+", text).group(0))
+    """The leading number of a cell's text, exponent included ("6.66e-05 †" is 6.66e-05); None for a missing value."""
+    return None if text in ("–", "") else float(re.match(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", text, re.I).group(0))
 
 
 def test_the_page_renders_without_script_error_and_asks_for_nothing(page):
@@ -81,6 +82,10 @@ def test_clicking_a_header_sorts_the_rows_and_clicking_again_reverses_them(page)
     assert [r[col] for r in rows(opened)] == ["10", "9.5", "–"]
     click_header(opened, "method s / cell")
     assert [r[col] for r in rows(opened)] == ["9.5", "10", "–"]
+    # A small value is written with an exponent, and still sorts by value ("6.66e-05" below "0.000654").
+    opened.evaluate(f"{ROWS}.forEach((r, i) => {{ r.cells[{col}].textContent = ['6.66e-05', '0.000654', '–'][i]; }})")
+    click_header(opened, "method s / cell")
+    assert [r[col] for r in rows(opened)] == ["0.000654", "6.66e-05", "–"]
 
 
 def test_the_filters_keep_the_rows_of_a_family_a_preset_and_a_dataset(page):
