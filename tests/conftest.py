@@ -71,3 +71,37 @@ def captum_perm_func(perms):
         return out
 
     return perm_func
+
+
+#: Tolerance of a float64 cross-check against captum, relative to the reference map's largest magnitude.
+#: Both sides compute in float64 (agreement to ~1e-15 whatever the CPU's kernels; max-pooling near-ties no
+#: longer fall apart), except that captum's integrated-gradients step sizes are a float32 tensor
+#: (``torch.tensor`` of Python floats): each step weight is off by at most 2**-24 relatively, ~1e-8 of the
+#: map's scale on the folds tested. 1e-6 leaves room for that and nothing else.
+FLOAT64_RTOL = 1e-6
+
+
+def in_float64(model, data: FoldData):
+    """A float64 copy of a trained network (its ``module`` deep-copied and cast; the rest shared) and the fold
+    with its explained rows in float64: a method run on them (``run_method(..., model=copy)``) computes in float64."""
+    import copy
+    import dataclasses
+
+    twin = copy.copy(model)
+    twin.module = copy.deepcopy(model.module).double()
+    return twin, dataclasses.replace(data, X_explain=np.asarray(data.X_explain, dtype=np.float64))
+
+
+def assert_float64_close(ours: np.ndarray, ref, name: str) -> None:
+    """``|ours - ref| <= FLOAT64_RTOL * max|ref|`` element by element, both float64, the reference not all zero."""
+    ref = ref.detach().numpy() if isinstance(ref, torch.Tensor) else np.asarray(ref)
+    assert ours.dtype == ref.dtype == np.float64, (name, ours.dtype, ref.dtype)
+    scale = np.abs(ref).max()
+    assert scale > 0, name
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=FLOAT64_RTOL * scale, err_msg=name)
+
+
+def differs_beyond_float64_tolerance(ours: np.ndarray, ref) -> bool:
+    """Whether ``ours`` fails :func:`assert_float64_close` against ``ref`` (a deliberately wrong reference)."""
+    ref = ref.detach().numpy() if isinstance(ref, torch.Tensor) else np.asarray(ref)
+    return bool((np.abs(ours - ref) > FLOAT64_RTOL * np.abs(ref).max()).any())
