@@ -45,8 +45,8 @@ def breakdown(cells: pd.DataFrame) -> dict[str, dict[str, float]]:
         key = tuple(getattr(row, c) for c in fold)
         models = json.loads(row.model) if isinstance(row.model, str) else {}
         for kind, info in models.items():
-            training[(*key, kind, row.model_preset if kind == "mlp" else "")] = (
-                kind if kind != "mlp" else f"mlp@{row.model_preset}", info["train_seconds"], info.get("ceiling_seconds", 0))
+            name = f"mlp@{row.model_preset}" if kind == "mlp" else kind
+            training[(*key, name)] = (name, info["train_seconds"], info.get("ceiling_seconds", 0))
         own = row.seconds - sum(info["train_seconds"] for info in models.values())
         methods[(*key, row.method, row.model_preset)] = (row.method, own)
         scorers[row.scorer] += row.scorer_seconds or 0.0
