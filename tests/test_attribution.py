@@ -379,6 +379,26 @@ def test_fast_noise_draw_has_the_right_distribution():
         assert (fast - slow).abs().max() < 0.03 * slow.abs().max()
 
 
+def test_a_first_layer_wider_than_its_law_is_worth_draws_the_noise_in_input_space():
+    """Where factorising the first layer's h x h noise law costs more than drawing p normals per sample and
+    row (h^2 >= n_samples * n * p), the fast path draws the generic path's noise: the same values."""
+    g = torch.Generator().manual_seed(0)
+    wide = nn.Sequential(nn.Linear(P, 64), nn.Softplus(), nn.Linear(64, 1)).to(torch.float64).eval()
+    with torch.no_grad():
+        for m in wide:
+            if isinstance(m, nn.Linear):
+                m.weight.copy_(torch.randn(m.weight.shape, generator=g, dtype=torch.float64))
+    x = make_inputs(n=4)
+    assert 64 * 64 >= 9 * 4 * P  # this branch
+    for name in ("smoothgrad", "smoothgrad_sq", "vargrad"):
+        fast = attribute(name, wide, x, n_samples=9, seed=3)
+        torch.testing.assert_close(fast, attribute(name, wide, x, n_samples=9, seed=3, fast=False), atol=1e-12, rtol=0)
+    narrow = make_model("softplus")  # h = 8: drawn in first-layer space, another stream
+    assert 8 * 8 < 9 * 4 * P
+    assert not torch.equal(attribute("smoothgrad", narrow, x, n_samples=9, seed=3),
+                           attribute("smoothgrad", narrow, x, n_samples=9, seed=3, fast=False))
+
+
 def test_ig_base_with_per_row_baselines_under_noise():
     model, x = make_model(), make_inputs()
     base = make_inputs(seed=9)
