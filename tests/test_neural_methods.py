@@ -107,8 +107,10 @@ def test_tabular_methods_on_the_folds_mlp_equal_captum(mlp_fold):
     out = run_method(get_method("feature_ablation"), data32, models)
     _close(out.local, torch.as_tensor(outs["feature_ablation"]), "feature_ablation")
     np.testing.assert_allclose(out.scores, np.abs(out.local).mean(axis=0), rtol=1e-6)
-    # the tolerance catches a real error: a missing multiply by the inputs, a wrong baseline
+    # the _nomul variants are not their multiplied parents (x != 0 almost everywhere), and the tolerance catches
+    # such an error (a missing multiply by the inputs), as it catches a wrong baseline
     for name in ("integrated_gradients", "deeplift"):
+        assert np.abs(outs[f"{name}_nomul"] - outs[name]).max() > 0.1, name
         assert differs_beyond_float64_tolerance(outs[f"{name}_nomul"], refs[name]), name
     assert differs_beyond_float64_tolerance(outs["deeplift"], DeepLift(mlp).attribute(x, target=0, baselines=0.05))
 
