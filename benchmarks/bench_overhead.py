@@ -17,28 +17,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
+
+from default_run import breakdown
 
 from synthbench.methods import default_methods, method_names
 from synthbench.models import TrainSettings
 from synthbench.runner.execute import execute
 from synthbench.runner.grid import GridSpec
 from synthbench.runner.store import ResultStore
-
-
-def useful_seconds(cells) -> tuple[float, float]:
-    """(method seconds, training seconds) of stored cells, each model's training counted once."""
-    method_s = 0.0
-    trainings: dict[tuple, float] = {}
-    for row in cells.itertuples():
-        models = json.loads(row.model) if isinstance(row.model, str) else {}  # NULL (NaN): no model
-        method_s += row.seconds - sum(info["train_seconds"] for info in models.values())
-        for kind, info in models.items():
-            trainings[(row.dataset, row.n_decoys, row.seed, row.fold, kind)] = info["train_seconds"]
-    return method_s, sum(trainings.values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         summary = execute(cells, store, settings=TrainSettings(device="cpu"))
         wall = time.perf_counter() - t0
         stored = store.cells()
-    method_s, train_s = useful_seconds(stored[stored.status == "ok"])
+    parts = breakdown(stored[stored.status == "ok"])
+    method_s, train_s = sum(parts["methods"].values()), sum(parts["training"].values())
     overhead = wall - method_s - train_s
     print(f"{len(cells)} cells ({summary.failed} failed) in {wall:.1f}s: methods {method_s:.1f}s, "
           f"model training {train_s:.1f}s, harness overhead {overhead:.1f}s = {100 * overhead / wall:.1f} % of the run")

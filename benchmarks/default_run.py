@@ -36,26 +36,26 @@ COMMAND = ["-m", "synthbench.run", "--decoys", "100,1000"]
 
 def breakdown(cells: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Compute seconds of finished cells: ``{"training": {kind: s}, "fits": {kind: n}, "ceiling": {"all": s},
-    "methods": {method: s}, "scorers": {scorer: s}}``, every model, ceiling and method output counted once per fold."""
+    "methods": {method: s}, "scorers": {scorer: s}}``, every model, ceiling and method output counted once per fold
+    (a cell's ``seconds`` hold the training of the models it needs, taken out of the method's)."""
     fold = ["dataset", "n_decoys", "n_samples", "seed", "fold"]
-    training: dict[tuple, tuple[str, float, float]] = {}
+    training: dict[tuple, tuple[str, float]] = {}
+    ceilings: dict[tuple, float] = {}
     methods: dict[tuple, tuple[str, float]] = {}
-    scorers: dict[str, float] = defaultdict(float)
+    out: dict[str, dict[str, float]] = {name: defaultdict(float) for name in ("training", "fits", "methods", "scorers")}
     for row in cells.itertuples():
         key = tuple(getattr(row, c) for c in fold)
-        models = json.loads(row.model) if isinstance(row.model, str) else {}
+        models = json.loads(row.model) if isinstance(row.model, str) else {}  # NULL (NaN): no model
         for kind, info in models.items():
             name = f"mlp@{row.model_preset}" if kind == "mlp" else kind
-            training[(*key, name)] = (name, info["train_seconds"], info.get("ceiling_seconds", 0))
+            training[(*key, name)] = (name, info["train_seconds"])
+            ceilings[key] = info.get("ceiling_seconds", 0.0)
         own = row.seconds - sum(info["train_seconds"] for info in models.values())
         methods[(*key, row.method, row.model_preset)] = (row.method, own)
-        scorers[row.scorer] += row.scorer_seconds or 0.0
-    out: dict[str, dict[str, float]] = {"training": defaultdict(float), "fits": defaultdict(float),
-                                        "methods": defaultdict(float), "scorers": dict(scorers)}
-    ceilings = {key[: len(fold)]: ceiling for key, (_, _, ceiling) in training.items()}
-    for kind, seconds, _ in training.values():
-        out["training"][kind] += seconds
-        out["fits"][kind] += 1
+        out["scorers"][row.scorer] += row.scorer_seconds or 0.0
+    for name, seconds in training.values():
+        out["training"][name] += seconds
+        out["fits"][name] += 1
     for method, seconds in methods.values():
         out["methods"][method] += seconds
     out["ceiling"] = {"all": sum(ceilings.values())}

@@ -74,6 +74,14 @@ def _sigma(
     return noise_sigma(inputs, noise_level, per_feature)
 
 
+def _input_noise(inputs: torch.Tensor, n_samples: int, sigma: torch.Tensor, generator: torch.Generator | None,
+                 seed: int) -> torch.Tensor:
+    """The noise of ``n_samples`` copies of ``inputs`` drawn in input space, ``(n_samples, *inputs.shape)``:
+    ``sigma`` times standard normals from the method's generator (the one stream both paths draw)."""
+    g = make_generator(generator, seed, inputs.device)
+    return sigma * torch.randn((int(n_samples), *inputs.shape), generator=g, dtype=inputs.dtype, device=inputs.device)
+
+
 def _projected_noise_factor(weight: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
     """``L`` with ``L L^T = W diag(sigma^2) W^T``: the law of ``W eps`` for ``eps ~ N(0, diag sigma^2)``.
 
@@ -123,8 +131,7 @@ def _gradient_moments_fast(
     with torch.no_grad():
         z = head(inputs)
         if noise is None and h * h >= int(n_samples) * n * p:  # the h x h law costs more than p normals
-            g = make_generator(generator, seed, inputs.device)
-            noise = sigma * torch.randn((int(n_samples), n, p), generator=g, dtype=inputs.dtype, device=inputs.device)
+            noise = _input_noise(inputs, n_samples, sigma, generator, seed)
         if noise is not None:
             z_noise = noise @ w.t()  # (S, n, h)
         else:
@@ -192,9 +199,7 @@ def _noise_moments(
         if moments is not None:
             return moments
     if noise is None:
-        g = make_generator(generator, seed, inputs.device)
-        noise = sigma * torch.randn((int(n_samples), *inputs.shape), generator=g, dtype=inputs.dtype,
-                                    device=inputs.device)
+        noise = _input_noise(inputs, n_samples, sigma, generator, seed)
     s_total = noise.shape[0]
     cost = int(params.get("n_steps", 50)) if base == "integrated_gradients" else 1  # rows per row
     # Samples per chunk: the base method chunks further if one sample alone is too large.
