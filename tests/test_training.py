@@ -376,6 +376,16 @@ def test_monitoring_validation_auroc_restores_the_epoch_of_highest_auroc() -> No
     assert model.epochs_run - 1 - model.best_epoch >= 8 or model.epochs_run == model.config.train.max_epochs
 
 
+def test_validation_auroc_equals_scikit_learns_with_ties() -> None:
+    rng = np.random.default_rng(3)
+    for n in (2, 7, 134, 1000):
+        y = rng.integers(0, 2, size=n)
+        y[:2] = [0, 1]
+        logits = torch.from_numpy(rng.integers(-5, 5, size=(n, 1)).astype(np.float32) / 4)  # many ties
+        assert loop._auroc(logits, torch.from_numpy(y)) == pytest.approx(roc_auc_score(y, logits[:, 0]), abs=1e-12)
+    assert loop._auroc(torch.zeros(4, 1), torch.ones(4, dtype=torch.int64)) == 0.5
+
+
 @pytest.mark.parametrize("field,value", [("monitor", "accuracy"), ("validation", "dirty"), ("restore", "first"),
                                          ("lr_schedule", "cosine"), ("l1_first_layer", -1.0)])
 def test_unknown_training_options_are_refused(field, value) -> None:

@@ -323,15 +323,23 @@ def classification_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def _auroc(logits: torch.Tensor, y: torch.Tensor) -> float:
-    """Held-out AUROC of single-logit ``logits`` for binary ``y`` (0.5 when one class is absent)."""
-    from sklearn.metrics import roc_auc_score
+    """Held-out AUROC of single-logit ``logits`` for binary ``y`` (0.5 when one class is absent).
+
+    The Mann-Whitney form, ``(R1 - n1 (n1 + 1) / 2) / (n1 n0)`` with ``R1`` the positives' summed
+    ranks (ties averaged), equal to :func:`sklearn.metrics.roc_auc_score`; computed every epoch, so
+    without scikit-learn's input validation (a fifth of a screened MLP's training time).
+    """
+    from scipy.stats import rankdata
 
     if logits.dim() == 2 and logits.shape[1] != 1:
         raise ValueError("monitor='auroc' needs a binary model with a single logit; use monitor='loss'")
-    y_np = y.cpu().numpy()
-    if y_np.min() == y_np.max():
+    positive = y.cpu().numpy() == 1
+    n1 = int(positive.sum())
+    n0 = positive.size - n1
+    if n1 == 0 or n0 == 0:
         return 0.5
-    return float(roc_auc_score(y_np, logits.reshape(-1).double().cpu().numpy()))
+    ranks = rankdata(logits.reshape(-1).double().cpu().numpy())
+    return float((ranks[positive].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
 def _validate(module: nn.Module, X_val: torch.Tensor, y_val: torch.Tensor, config: TrainConfig,
