@@ -1,15 +1,16 @@
 """Search an MLP per setting that learns what the booster learns, on data seeds the benchmark's runs never use.
 
 Usage: ``python benchmarks/search_neural_preset.py [--datasets ring xor ring_xor ring_xor_sum] [--decoys 100 1000]
-[--budget 40] [--seed 101] [--folds 0 1 2] [--cache results/neural_search.json]``
+[--budget 40] [--seed 101] [--folds 0 1 2] [--space plain] [--cache results/neural_search.json]``
 
 For each setting and fold of data seed ``--seed`` (n = 1000, the benchmark's 6-fold protocol; the
 runs use seed 0 unless told otherwise), :func:`synthbench.models.tuning.search_mlp` draws
-``--budget`` configurations with Optuna's seeded TPE sampler and chooses one on the fold's
-training rows only. The chosen configuration is then trained on the whole training part and
+``--budget`` configurations of ``--space`` (:data:`synthbench.models.tuning.SPACES`: ``plain`` MLPs,
+or the ``screened`` family of ``screened_mlp``) with Optuna's seeded TPE sampler and chooses one on
+the fold's training rows only. The chosen configuration is then trained on the whole training part and
 measured on the held-out part beside the booster (``gbm``) of the same fold: the target of issue
 31 is an MLP within 0.05 of the booster's held-out accuracy wherever the booster is above chance.
-Every search is cached in ``--cache`` by (dataset, decoys, seed, fold, budget), so a rerun searches
+Every search is cached in ``--cache`` by (space, dataset, decoys, seed, fold, budget), so a rerun searches
 nothing it has searched before; the file is rewritten after each search (an interrupted run
 keeps what it finished). A budget below 1 is one line on stderr, exit 2, nothing written.
 """
@@ -26,12 +27,13 @@ import numpy as np
 
 from synthbench.models import SharedModels, TrainSettings
 from synthbench.models.mlp import train_mlp
-from synthbench.models.tuning import config_of, search_mlp
+from synthbench.models.tuning import SPACES, config_of, search_mlp
 from synthbench.protocol import cell_fold
 
 
-def _key(dataset: str, decoys: int, seed: int, fold: int, budget: int) -> str:
-    return f"{dataset}/{decoys}/seed{seed}/fold{fold}/budget{budget}"
+def _key(space: str, dataset: str, decoys: int, seed: int, fold: int, budget: int) -> str:
+    prefix = "" if space == "plain" else f"{space}/"  # plain searches keep the keys they were cached under
+    return f"{prefix}{dataset}/{decoys}/seed{seed}/fold{fold}/budget{budget}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=40)
     parser.add_argument("--seed", type=int, default=101)
     parser.add_argument("--folds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--space", choices=sorted(SPACES), default="plain")
     parser.add_argument("--cache", type=Path, default=Path("results") / "neural_search.json")
     args = parser.parse_args(argv)
     if args.budget < 1:
@@ -55,11 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         for decoys in args.decoys:
             for fold in args.folds:
                 data, _ = cell_fold(dataset, n_samples=1000, seed=args.seed, n_folds=6, fold=fold, n_decoys=decoys)
-                key = _key(dataset, decoys, args.seed, fold, args.budget)
+                key = _key(args.space, dataset, decoys, args.seed, fold, args.budget)
                 if key not in cache:
                     t0 = time.perf_counter()
                     _, trials = search_mlp(data.X_train, data.y_train, budget=args.budget,
-                                           seed=data.random_state("search"))
+                                           seed=data.random_state("search"), space=args.space)
                     best = max(trials, key=lambda t: (t.accuracy, -t.number))
                     cache[key] = {"params": best.params, "selection_accuracy": best.accuracy,
                                   "trials": [[t.params, t.accuracy] for t in trials],
@@ -67,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.cache.parent.mkdir(parents=True, exist_ok=True)
                     args.cache.write_text(json.dumps(cache, indent=1))
                 found = cache[key]
-                model = train_mlp(data.X_train, data.y_train, config=config_of(found["params"]),
+                model = train_mlp(data.X_train, data.y_train, config=config_of(found["params"], args.space),
                                   seed=data.random_state("model", "mlp"))
                 mlp = float(np.mean(model.predict(data.X_test) == data.y_test))
                 models = SharedModels(data, TrainSettings())

@@ -37,3 +37,12 @@ def test_the_search_reads_no_held_out_row_and_repeats_itself_under_a_seed(monkey
 def test_a_budget_below_one_trial_is_refused(budget):
     with pytest.raises(ValueError, match="at least 1 trial"):
         search_mlp(np.zeros((10, 2), dtype=np.float32), np.array([0, 1] * 5), budget=budget, seed=0)
+
+
+def test_the_screened_space_starts_from_the_screened_preset_and_an_unknown_space_is_refused():
+    from synthbench.models.presets import get_preset
+    from synthbench.models.tuning import SPACES
+
+    assert config_of(SPACES["screened"].first, "screened") == get_preset("screened_mlp").config
+    with pytest.raises(ValueError, match="unknown search space"):
+        search_mlp(np.zeros((10, 2), dtype=np.float32), np.array([0, 1] * 5), budget=1, seed=0, space="wide")
