@@ -399,6 +399,32 @@ def test_a_first_layer_wider_than_its_law_is_worth_draws_the_noise_in_input_spac
                            attribute("smoothgrad", narrow, x, n_samples=9, seed=3, fast=False))
 
 
+@pytest.mark.parametrize("read", [None, [0, 2, 5]])
+def test_a_basis_mlp_splits_after_its_first_trained_layer_and_the_perturbation_paths_stay_exact(read):
+    """A hinge basis of m * G units feeding a narrower Linear: the perturbation methods' fast paths
+    update that Linear's outputs per feature (an additive head) and equal the generic paths, which
+    evaluate every perturbed input through the whole network; features the basis does not read
+    change nothing."""
+    from synthbench.attribution.core import split_additive_head
+    from synthbench.models.basis import hinge_knots
+
+    x = make_inputs(n=12)
+    config = MLPConfig(width=8, depth=2, activation="relu", noise_sigma=0.0, basis_knots=3)
+    columns = np.arange(P) if read is None else np.asarray(read)
+    knots = hinge_knots(x.numpy()[:, columns], 3)
+    model = build_mlp(P, config, generator=torch.Generator().manual_seed(0), knots=knots, features=read)
+    model = model.to(torch.float64).eval()
+    head, _ = split_additive_head(model, P)
+    assert head.width == 8 < len(columns) * 5 and len(head.layers) == 3
+    base = make_inputs(seed=4, n=1)
+    for name, kw in (("shapley_sampling", dict(n_samples=4, seed=1, baselines=base)),
+                     ("feature_ablation", dict(baselines=base)), ("feature_permutation", dict(seed=2))):
+        fast = attribute(name, model, x, **kw)
+        torch.testing.assert_close(fast, attribute(name, model, x, fast=False, **kw), atol=1e-12, rtol=0, msg=name)
+        if read is not None:
+            assert fast[:, [1, 3, 4]].abs().max() < 1e-12, name  # up to the rounding Shapley credits last
+
+
 def test_ig_base_with_per_row_baselines_under_noise():
     model, x = make_model(), make_inputs()
     base = make_inputs(seed=9)

@@ -188,3 +188,19 @@ def test_attribution_kernels_walk_the_basis_as_captum_does():
     }
     for name, ref in refs.items():
         assert_float64_close(run_method(get_method(name), data, models, model=twin).local, ref, name)
+
+
+def test_the_basis_layer_by_gather_gives_the_dense_layers_bits_forward_and_backward():
+    """BasisLinear evaluates its one non-zero per row by gather; forward values and input gradients
+    are those of a plain nn.Linear with the same weights, bit for bit (a read subset and all inputs)."""
+    from synthbench.models.basis import basis_layer, hinge_knots
+
+    X = torch.from_numpy(np.random.default_rng(0).normal(size=(64, 40)).astype(np.float32))
+    for read in (np.arange(40), np.array([1, 7, 30])):
+        layer = basis_layer(hinge_knots(X.numpy()[:, read], 4), read, 40)
+        dense = nn.Linear(40, layer.out_features)
+        dense.load_state_dict(layer.state_dict())
+        assert torch.equal(layer(X), dense(X))
+        grad = torch.randn(64, layer.out_features, generator=torch.Generator().manual_seed(1))
+        xa, xb = X.clone().requires_grad_(True), X.clone().requires_grad_(True)
+        assert torch.equal(*(torch.autograd.grad(f(x), x, grad)[0] for f, x in ((layer, xa), (dense, xb))))

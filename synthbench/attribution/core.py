@@ -29,6 +29,7 @@ from typing import Union
 import torch
 from torch import nn
 
+from synthbench.models.basis import BasisLinear
 from synthbench.models.layers import GaussianNoise, SeededDropout
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
     "vjp",
     "activation_derivative",
     "split_linear_head",
+    "AdditiveHead",
+    "split_additive_head",
 ]
 
 DEFAULT_MAX_BATCH_ELEMENTS = 2**24
@@ -366,3 +369,74 @@ def split_linear_head(model: nn.Module) -> tuple[nn.Linear, Callable[[torch.Tens
         return z
 
     return head, tail
+
+
+class AdditiveHead:
+    """A model's first layers whose output ``z`` ``(n, h)`` is a constant plus one term per input feature.
+
+    Either a ``Linear`` (feature ``j``'s term ``x_j W[:, j]``), or a fixed per-feature basis
+    (:class:`~synthbench.models.basis.BasisLinear`), its ``ReLU`` and the ``Linear`` after them
+    (term ``W[:, G_j] relu(basis_j(x_j))``, ``G_j`` the units of feature ``j``). Either way,
+    changing feature ``j`` alone changes ``z`` by the same amount whatever the other features hold
+    (:meth:`change`), which is what the perturbation methods' fast paths need; no linearity is
+    assumed (the gradient methods' fast paths need :func:`split_linear_head`).
+    """
+
+    def __init__(self, layers: Sequence[nn.Module], n_features: int) -> None:
+        self.layers = tuple(layers)
+        self.n_features = int(n_features)
+        self.out = self.layers[-1]
+        self.width = int(self.out.out_features)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def change(self, new: torch.Tensor, old: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """``out[..., i, :]``: the change of ``z_i`` when feature ``features[...]`` alone goes from
+        ``old[i, j]`` to ``new[i, j]``; ``new``, ``old`` ``(r, p)``, ``features`` any shape of int64:
+        ``(*features.shape, r, h)``."""
+        w = self.out.weight.detach()
+        if len(self.layers) == 1:  # a Linear: (new_j - old_j) W[:, j], as the fast paths always computed it
+            return (new - old).t()[features].unsqueeze(-1) * w.t()[features].unsqueeze(-2)
+        basis = self.layers[0]
+        units = basis.out_features // len(torch.unique_consecutive(basis.columns))
+        read = basis.columns[::units]  # (m,) the features the basis reads
+        d = (torch.relu(basis(new)) - torch.relu(basis(old))).view(new.shape[0], len(read), units)
+        per_read = torch.einsum("rmg,hmg->mrh", d, w.view(self.width, len(read), units))  # (m, r, h)
+        slot = torch.full((self.n_features,), len(read), dtype=torch.long, device=new.device)
+        slot[read] = torch.arange(len(read), device=new.device)
+        table = torch.cat([per_read, per_read.new_zeros(1, *per_read.shape[1:])])  # unread features change nothing
+        return table[slot[features]]
+
+
+def split_additive_head(model: nn.Module, n_features: int,
+                        ) -> tuple[AdditiveHead, Callable[[torch.Tensor], torch.Tensor]] | None:
+    """Split ``model`` into an :class:`AdditiveHead` and the rest, taking the narrower ``z`` where there are two.
+
+    A model whose first layer is a ``Linear`` splits after it (:func:`split_linear_head`); when that
+    ``Linear`` is a fixed basis followed by ``ReLU`` and a narrower ``Linear`` (a basis of ``m * G``
+    units feeding ``h < m * G``), it splits after the second ``Linear`` instead: a step of a
+    perturbation path then updates ``h`` pre-activations, not ``m * G`` (an MLP that reads 1,002
+    inputs through 8,016 basis units spent 23 s on one Shapley permutation of 167 rows).
+    Returns ``(head, tail)`` with ``model(x) == tail(head(x))`` in eval mode, or None.
+    """
+    split = split_linear_head(model)
+    if split is None:
+        return None
+    head, tail = split
+    layers = [m for m in flatten_layers(model) if not _is_eval_identity(m)]
+    k = layers.index(head)
+    after = layers[k + 1 : k + 3]
+    if (isinstance(head, BasisLinear) and len(after) == 2 and type(after[0]) is nn.ReLU
+            and isinstance(after[1], nn.Linear) and after[1].out_features < head.out_features):
+        rest = layers[k + 3 :]
+
+        def rest_of(z: torch.Tensor) -> torch.Tensor:
+            for layer in rest:
+                z = layer(z)
+            return z
+
+        return AdditiveHead([head, *after], n_features), rest_of
+    return AdditiveHead([head], n_features), tail

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from synthbench.attribution.core import (
+    AdditiveHead,
     DEFAULT_MAX_BATCH_ELEMENTS,
     fast_layout,
     Target,
@@ -43,7 +44,7 @@ from synthbench.attribution.core import (
     rows_per_chunk,
     select_target,
     slice_target,
-    split_linear_head,
+    split_additive_head,
 )
 
 __all__ = ["feature_ablation", "feature_permutation", "shapley_sampling", "substitution_outputs", "Groups"]
@@ -137,20 +138,20 @@ def substitution_outputs(
     """
     n, p = inputs.shape
     out = inputs.new_empty(p, n)
-    split = split_linear_head(model) if fast else None
+    split = split_additive_head(model, p) if fast else None
     with torch.no_grad():
         if split is not None:
             head, tail = split
             z = head(inputs)  # (n, h)
             h = z.shape[1]
-            w_t = head.weight.detach().t()  # (p, h)
             r_step = min(n, rows_per_chunk(h, max_batch_elements))
             f_step = rows_per_chunk(r_step * h, max_batch_elements)
             for r0, r1 in _chunks(n, r_step):
                 t = slice_target(target, r0, r1)
+                new = values[:, r0:r1].t()  # (r, p)
                 for j0, j1 in _chunks(p, f_step):
-                    delta = values[j0:j1, r0:r1] - inputs[r0:r1, j0:j1].t()  # (f, r)
-                    zp = z[r0:r1].unsqueeze(0) + delta.unsqueeze(-1) * w_t[j0:j1].unsqueeze(1)
+                    feats = torch.arange(j0, j1, device=inputs.device)
+                    zp = z[r0:r1].unsqueeze(0) + head.change(new, inputs[r0:r1], feats)
                     res = select_target(tail(zp.reshape(-1, h)), repeat_target(t, j1 - j0))
                     out[j0:j1, r0:r1] = res.view(j1 - j0, r1 - r0)
         else:
@@ -295,21 +296,19 @@ def feature_permutation(
 
 
 def _path_outputs_fast(
-    head: nn.Linear,
+    head: AdditiveHead,
     tail: Callable[[torch.Tensor], torch.Tensor],
     x: torch.Tensor,
     base: torch.Tensor,
     perms: torch.Tensor,
     target: Target,
 ) -> torch.Tensor:
-    """Outputs along each permutation path via cumulative first-layer updates; ``(s, p, r)``."""
+    """Outputs along each permutation path via cumulative updates of the head's output; ``(s, p, r)``."""
     s, p = perms.shape
     r = x.shape[0]
     z_base = head(base)  # (r, h)
     h = z_base.shape[1]
-    w_t = head.weight.detach().t()  # (p, h)
-    diff = (x - base).t()[perms]  # (s, p, r): feature perms[s, k] of every row
-    z = diff.unsqueeze(-1) * w_t[perms].unsqueeze(2)  # (s, p, r, h): each step's change of the pre-activation
+    z = head.change(x, base, perms)  # (s, p, r, h): each step's change of the head's output
     z.cumsum_(dim=1).add_(z_base)  # in place: these are the largest tensors of the method
     z[:, -1] = head(x)  # the full state exactly, so the telescoping sum ends at f(x)
     return select_target(tail(z.reshape(-1, h)), repeat_target(target, s * p)).view(s, p, r)
@@ -391,9 +390,9 @@ def shapley_sampling(
     x_all = inputs.reshape(n, -1)
     p = x_all.shape[1]
     base_all = as_baseline(baselines, inputs).reshape(n, -1)
-    split = split_linear_head(model) if fast and feature_mask is None and len(shape) == 1 else None
+    split = split_additive_head(model, p) if fast and feature_mask is None and len(shape) == 1 else None
     flat = _flat_model(model, shape)
-    width = split[0].out_features if split is not None else p
+    width = split[0].width if split is not None else p
     per_row_path = groups.count * width  # elements of one example's path through the (tail of the) model
     r_step = min(n, rows_per_chunk(per_row_path, max_batch_elements))
     s_step = min(s_total, rows_per_chunk(r_step * per_row_path, max_batch_elements))

@@ -10,10 +10,12 @@ show piecewise-linear encodings close most of the gap between MLPs and boosted t
 
 Layout: unit ``g`` of feature ``j`` is column ``j * G + g`` of the expansion, so feature ``j``'s
 units are one contiguous *group* (:func:`group_columns`). As a network layer the basis of the
-``m`` columns a network reads is a plain ``nn.Linear(p, m * G)`` followed by ``nn.ReLU``
+``m`` columns a network reads is an ``nn.Linear(p, m * G)`` followed by ``nn.ReLU``
 (:func:`basis_layer`), its weights fixed (``±1`` on the feature's column, zero on every column it
 does not read, bias ``0`` or ``-q``), so every attribution rule that walks ``Linear`` and ``ReLU``
-layers walks it too; :func:`expand` computes the same units without the dense matrix.
+layers walks it too. It evaluates by gathering each unit's column (:class:`BasisLinear`: ``m * G``
+multiplies where the dense product takes ``p * m * G``, the same bits), and :func:`expand` computes
+the same units from numpy.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import torch
 from torch import nn
 from torch.nn.utils import skip_init
 
-__all__ = ["basis_layer", "basis_units", "expand", "group_columns", "group_norms", "hinge_knots"]
+__all__ = ["BasisLinear", "basis_layer", "basis_units", "expand", "group_columns", "group_norms", "hinge_knots"]
 
 
 def basis_units(n_knots: int) -> int:
@@ -49,20 +51,57 @@ def _slopes_and_shifts(knots: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     return slopes, shifts
 
 
+class _Gathered(torch.autograd.Function):
+    """``bias + x[:, columns] * weight[u, columns[u]]`` forward; the dense layer's ``grad @ weight`` backward."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(weight)
+        return torch.addcmul(bias, x[:, columns], weight.gather(1, columns[:, None])[:, 0])
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None, None]:
+        (weight,) = ctx.saved_tensors
+        return (grad.mm(weight) if ctx.needs_input_grad[0] else None), None, None, None
+
+
+class BasisLinear(nn.Linear):
+    """An ``nn.Linear`` whose weight has one non-zero per row, at ``columns[row]`` (a fixed basis).
+
+    On a 2-D input ``(b, p)`` its output ``(b, out)`` is ``bias + x[:, columns] * slope`` by gather:
+    the same bits as the dense product (every other term of each row's sum is an exact zero, so
+    either way the one rounding is that of ``bias + slope * x``; inputs are finite), at ``out``
+    multiplies per row instead of ``p * out``. Its input gradient is the dense layer's,
+    ``grad @ weight``, by the same matrix product, so gradients match ``nn.Linear`` bit for bit;
+    weight and bias take no gradient. ``columns`` is a non-persistent buffer (not in the state dict).
+    """
+
+    def __init__(self, in_features: int, out_features: int, device=None, dtype=None) -> None:
+        super().__init__(in_features, out_features, device=device, dtype=dtype)
+        self.register_buffer("columns", torch.zeros(out_features, dtype=torch.int64, device=device), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 2:
+            return super().forward(x)
+        return _Gathered.apply(x, self.weight, self.bias, self.columns)
+
+
 def basis_layer(knots: np.ndarray, features: np.ndarray, n_features: int) -> nn.Linear:
-    """The basis of the input columns ``features`` (``m``, knots ``(m, K)``) as a fixed ``nn.Linear(n_features,
-    m * G)``, to be followed by ``nn.ReLU``; the other columns get zero weight; its parameters need no grad."""
+    """The basis of the input columns ``features`` (``m``, knots ``(m, K)``) as a fixed :class:`BasisLinear`
+    ``(n_features, m * G)``, to be followed by ``nn.ReLU``; the other columns get zero weight; its parameters
+    need no grad."""
     slopes, shifts = _slopes_and_shifts(knots)
     m, g = slopes.shape
     features = torch.as_tensor(np.asarray(features, dtype=np.int64))
     if features.shape != (m,):
         raise ValueError(f"knots of {m} columns for {tuple(features.shape)} features")
-    layer = skip_init(nn.Linear, n_features, m * g)
+    layer = skip_init(BasisLinear, n_features, m * g)
     with torch.no_grad():
         weight = torch.zeros(m, g, n_features)
         weight[torch.arange(m), :, features] = slopes
         layer.weight.copy_(weight.reshape(m * g, n_features))
         layer.bias.copy_(shifts.reshape(-1))
+        layer.columns.copy_(features.repeat_interleave(g))
     layer.requires_grad_(False)
     return layer
 
