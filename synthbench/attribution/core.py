@@ -401,8 +401,8 @@ class AdditiveHead:
         if len(self.layers) == 1:  # a Linear: (new_j - old_j) W[:, j], as the fast paths always computed it
             return (new - old).t()[features].unsqueeze(-1) * w.t()[features].unsqueeze(-2)
         basis = self.layers[0]
-        units = basis.out_features // len(torch.unique_consecutive(basis.columns))
-        read = basis.columns[::units]  # (m,) the features the basis reads
+        read = basis.read  # (m,)
+        units = basis.out_features // len(read)
         d = (torch.relu(basis(new)) - torch.relu(basis(old))).view(new.shape[0], len(read), units)
         per_read = torch.einsum("rmg,hmg->mrh", d, w.view(self.width, len(read), units))  # (m, r, h)
         slot = torch.full((self.n_features,), len(read), dtype=torch.long, device=new.device)

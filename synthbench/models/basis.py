@@ -80,6 +80,11 @@ class BasisLinear(nn.Linear):
         super().__init__(in_features, out_features, device=device, dtype=dtype)
         self.register_buffer("columns", torch.zeros(out_features, dtype=torch.int64, device=device), persistent=False)
 
+    @property
+    def read(self) -> torch.Tensor:
+        """The input columns the basis reads, ascending: int64 ``(m,)``; each has ``out_features // m`` units."""
+        return torch.unique_consecutive(self.columns)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 2:
             return super().forward(x)

@@ -23,10 +23,17 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from synthbench.models.mlp import MLPConfig, train_mlp
+from synthbench.models.presets import get_preset
 
 __all__ = ["SPACES", "Space", "Trial", "search_mlp", "config_of"]
 
 log = logging.getLogger(__name__)
+
+def _params_of(preset: str, names: tuple[str, ...]) -> dict[str, Any]:
+    """The values of ``names`` in a preset's flat configuration."""
+    flat = get_preset(preset).config.to_dict()
+    return {name: flat[name] for name in names}
+
 
 @dataclass(frozen=True)
 class Space:
@@ -69,8 +76,8 @@ SPACES: dict[str, Space] = {
         },
         {"activation": "relu", "noise_sigma": 0.0, "weight_decay": 0.0, "monitor": "auroc", "stopping": "best",
          "restore": "best", "max_epochs": 300},
-        first={"width": 64, "depth": 2, "lr": 2e-3, "batch_size": 64, "basis_knots": 6, "group_penalty": 1e-3,
-               "screen_keep": 0.5, "patience": 100},
+        first=_params_of("screened_mlp", ("width", "depth", "lr", "batch_size", "basis_knots", "group_penalty",
+                                          "screen_keep", "patience")),
     ),
 }
 
