@@ -263,7 +263,8 @@ def _quantus(fold: Fold, measure: str, *, name: str = "saliency", return_nan: bo
     metric = QUANTUS_METRICS[measure](nr_samples=len(perturbed), return_nan_when_prediction_changes=return_nan,
                                       disable_warnings=True,
                                       perturb_func=_quantus_perturb_func(fold.x, perturbed, calls))
-    values = metric(model=fold.module if return_nan else fold.module64, x_batch=fold.x, y_batch=np.asarray(fold.data.y_explain),
+    values = metric(model=fold.module if return_nan else fold.module64, x_batch=fold.x,
+                    y_batch=np.asarray(fold.data.y_explain),
                     explain_func=_quantus_explain_func(fold, name), batch_size=fold.n)
     return np.asarray(values, dtype=np.float64), calls
 
