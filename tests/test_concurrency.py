@@ -67,7 +67,7 @@ def test_claims_of_a_dead_process_or_a_silent_host_lapse(tmp_path):
 
 def _run(store: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
-           "SYNTHBENCH_SLEEP": "0.4"}
+           "SYNTHBENCH_SLEEP": "0.4", "SYNTHBENCH_WAIT_FOR_RUNS": f"{store}:2"}
     args = ["--datasets", "xor,ring", "--decoys", "0,3", "--n-samples", "80", "--folds", "2", "--methods", "sleepy",
             "--plugin", "sleeping_methods", "--quiet", "--store", str(store), *extra]
     return subprocess.Popen([sys.executable, "-m", "synthbench.run", *args], stdout=subprocess.PIPE,
@@ -81,6 +81,8 @@ def _counts(stdout: str) -> tuple[int, int, int]:
 
 
 def test_two_runs_started_together_on_a_new_store_compute_each_cell_once(tmp_path):
+    """Each cell waits until both runs are registered (``SYNTHBENCH_WAIT_FOR_RUNS``), so the runs overlap
+    whatever the load: both compute cells, and none twice."""
     store = tmp_path / "new" / "shared.sqlite"
     procs = [_run(store, "--jobs", "1"), _run(store, "--jobs", "2")]
     outs = [p.communicate(timeout=300) for p in procs]
@@ -88,8 +90,9 @@ def test_two_runs_started_together_on_a_new_store_compute_each_cell_once(tmp_pat
         assert p.returncode == 0, err
     counts = [_counts(out) for out, _ in outs]
     assert sum(c[0] for c in counts) == 8  # 2 datasets x 2 decoy counts x 2 folds, each computed once
+    assert all(c[0] >= 1 for c in counts), counts  # they overlapped: each run computed some of them
     con = sqlite3.connect(store)
-    assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM cells WHERE status = 'ok'").fetchone()[0] == 8
+    assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM cells WHERE status = 'ok'").fetchone() == (8, 2)
     assert con.execute("SELECT count(*) FROM claims").fetchone()[0] == 0  # both runs ended: no claim is left
     assert [r[0] for r in con.execute("SELECT status FROM runs")] == ["finished", "finished"]
     con.close()
