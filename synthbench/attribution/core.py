@@ -384,9 +384,13 @@ class AdditiveHead:
 
     def __init__(self, layers: Sequence[nn.Module], n_features: int) -> None:
         self.layers = tuple(layers)
-        self.n_features = int(n_features)
         self.out = self.layers[-1]
         self.width = int(self.out.out_features)
+        if len(self.layers) > 1:  # the basis: per input feature, its row in a table of read features (unread: m)
+            read = self.layers[0].read
+            self.units = self.layers[0].out_features // len(read)
+            self.slot = torch.full((int(n_features),), len(read), dtype=torch.long, device=read.device)
+            self.slot[read] = torch.arange(len(read), device=read.device)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
@@ -401,14 +405,10 @@ class AdditiveHead:
         if len(self.layers) == 1:  # a Linear: (new_j - old_j) W[:, j], as the fast paths always computed it
             return (new - old).t()[features].unsqueeze(-1) * w.t()[features].unsqueeze(-2)
         basis = self.layers[0]
-        read = basis.read  # (m,)
-        units = basis.out_features // len(read)
-        d = (torch.relu(basis(new)) - torch.relu(basis(old))).view(new.shape[0], len(read), units)
-        per_read = torch.einsum("rmg,hmg->mrh", d, w.view(self.width, len(read), units))  # (m, r, h)
-        slot = torch.full((self.n_features,), len(read), dtype=torch.long, device=new.device)
-        slot[read] = torch.arange(len(read), device=new.device)
+        d = (torch.relu(basis(new)) - torch.relu(basis(old))).view(new.shape[0], -1, self.units)  # (r, m, G)
+        per_read = torch.einsum("rmg,hmg->mrh", d, w.view(self.width, -1, self.units))  # (m, r, h)
         table = torch.cat([per_read, per_read.new_zeros(1, *per_read.shape[1:])])  # unread features change nothing
-        return table[slot[features]]
+        return table[self.slot[features]]
 
 
 def split_additive_head(model: nn.Module, n_features: int,
