@@ -92,15 +92,18 @@ def in_float64(model, data: FoldData):
     return twin, dataclasses.replace(data, X_explain=np.asarray(data.X_explain, dtype=np.float64))
 
 
-def _float64_excess(ours: np.ndarray, ref) -> np.ndarray:
+def _as_array(ref) -> np.ndarray:
+    return ref.detach().numpy() if isinstance(ref, torch.Tensor) else np.asarray(ref)
+
+
+def _float64_excess(ours: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """``|ours - ref|`` beyond ``FLOAT64_RTOL * max|ref|``, element by element (positive where it fails)."""
-    ref = ref.detach().numpy() if isinstance(ref, torch.Tensor) else np.asarray(ref)
     return np.abs(ours - ref) - FLOAT64_RTOL * np.abs(ref).max()
 
 
 def assert_float64_close(ours: np.ndarray, ref, name: str) -> None:
     """``|ours - ref| <= FLOAT64_RTOL * max|ref|`` element by element, both float64, the reference not all zero."""
-    ref = ref.detach().numpy() if isinstance(ref, torch.Tensor) else np.asarray(ref)
+    ref = _as_array(ref)
     assert ours.dtype == ref.dtype == np.float64, (name, ours.dtype, ref.dtype)
     assert np.abs(ref).max() > 0, name
     excess = _float64_excess(ours, ref)
@@ -110,4 +113,4 @@ def assert_float64_close(ours: np.ndarray, ref, name: str) -> None:
 
 def differs_beyond_float64_tolerance(ours: np.ndarray, ref) -> bool:
     """Whether ``ours`` fails :func:`assert_float64_close` against ``ref`` (a deliberately wrong reference)."""
-    return bool((_float64_excess(ours, ref) > 0).any())
+    return bool((_float64_excess(ours, _as_array(ref)) > 0).any())

@@ -343,6 +343,30 @@ def activation_derivative(activation: nn.Module, x: torch.Tensor) -> torch.Tenso
     return d
 
 
+def _chain(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The composition of ``layers``, applied in order."""
+    def forward(z: torch.Tensor) -> torch.Tensor:
+        for layer in layers:
+            z = layer(z)
+        return z
+
+    return forward
+
+
+def _from_first_linear(model: nn.Module) -> list[nn.Module] | None:
+    """The leaf layers of a Sequential ``model`` from its first non-identity layer on, if that layer is a
+    ``Linear``; else None."""
+    if not isinstance(model, nn.Sequential):
+        return None
+    layers = flatten_layers(model)
+    k = 0
+    while k < len(layers) and _is_eval_identity(layers[k]):
+        k += 1
+    if k == len(layers) or not isinstance(layers[k], nn.Linear):
+        return None
+    return layers[k:]
+
+
 def split_linear_head(model: nn.Module) -> tuple[nn.Linear, Callable[[torch.Tensor], torch.Tensor]] | None:
     """Split ``model`` into its first ``Linear`` layer and the rest, if it starts with one.
 
@@ -352,23 +376,8 @@ def split_linear_head(model: nn.Module) -> tuple[nn.Linear, Callable[[torch.Tens
     (``z + delta * W[:, j]``, cost ``O(width)``) instead of re-running the ``O(p * width)`` product.
     Only 2-D inputs ``(n, p)`` use it.
     """
-    if not isinstance(model, nn.Sequential):
-        return None
-    layers = flatten_layers(model)
-    k = 0
-    while k < len(layers) and _is_eval_identity(layers[k]):
-        k += 1
-    if k == len(layers) or not isinstance(layers[k], nn.Linear):
-        return None
-    head = layers[k]
-    rest = layers[k + 1 :]
-
-    def tail(z: torch.Tensor) -> torch.Tensor:
-        for layer in rest:
-            z = layer(z)
-        return z
-
-    return head, tail
+    layers = _from_first_linear(model)
+    return None if layers is None else (layers[0], _chain(layers[1:]))
 
 
 class AdditiveHead:
@@ -384,6 +393,7 @@ class AdditiveHead:
 
     def __init__(self, layers: Sequence[nn.Module], n_features: int) -> None:
         self.layers = tuple(layers)
+        self._forward = _chain(self.layers)
         self.out = self.layers[-1]
         self.width = int(self.out.out_features)
         if len(self.layers) > 1:  # the basis: per input feature, its row in a table of read features (unread: m)
@@ -393,9 +403,7 @@ class AdditiveHead:
             self.slot[read] = torch.arange(len(read), device=read.device)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return x
+        return self._forward(x)
 
     def change(self, new: torch.Tensor, old: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """``out[..., i, :]``: the change of ``z_i`` when feature ``features[...]`` alone goes from
@@ -422,21 +430,11 @@ def split_additive_head(model: nn.Module, n_features: int,
     inputs through 8,016 basis units spent 23 s on one Shapley permutation of 167 rows).
     Returns ``(head, tail)`` with ``model(x) == tail(head(x))`` in eval mode, or None.
     """
-    split = split_linear_head(model)
-    if split is None:
+    layers = _from_first_linear(model)
+    if layers is None:
         return None
-    head, tail = split
-    layers = [m for m in flatten_layers(model) if not _is_eval_identity(m)]
-    k = layers.index(head)
-    after = layers[k + 1 : k + 3]
+    head, after = layers[0], layers[1:3]
     if (isinstance(head, BasisLinear) and len(after) == 2 and type(after[0]) is nn.ReLU
             and isinstance(after[1], nn.Linear) and after[1].out_features < head.out_features):
-        rest = layers[k + 3 :]
-
-        def rest_of(z: torch.Tensor) -> torch.Tensor:
-            for layer in rest:
-                z = layer(z)
-            return z
-
-        return AdditiveHead([head, *after], n_features), rest_of
-    return AdditiveHead([head], n_features), tail
+        return AdditiveHead(layers[:3], n_features), _chain(layers[3:])
+    return AdditiveHead(layers[:1], n_features), _chain(layers[1:])
