@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 from pathlib import Path
@@ -29,6 +28,7 @@ from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, Execut
                                          SerialExecutor)
 from synthbench.runner.grid import Cell, GridSpec
 from synthbench.runner.judged import entry_labels
+from synthbench.runner.machine import usable_cores
 from synthbench.runner.leaderboard import format_competence, format_leaderboard, leaderboard
 from synthbench.runner.store import ResultStore, StoreError
 from synthbench.suites import SuiteError, load_suite, suite_names
@@ -85,9 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(flag, **{**options, "help": f"{options['help']} (default: {default})"})
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="SQLite results database (default: %(default)s)")
     p.add_argument("--export", type=Path, help="also write this grid's tidy rows to a CSV file")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--jobs", type=int, default=usable_cores(),
                    help="local worker processes (1 runs in this process), or the CPUs of a local Ray cluster "
-                        "(default: the machine's cores, %(default)s)")
+                        "(default: the cores this process may use, %(default)s)")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="where cells run: local processes, or Ray tasks (default: %(default)s)")
     p.add_argument("--address", help="with --executor ray: address of an existing Ray cluster (host:port, ray://host:port "

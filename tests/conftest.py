@@ -1,13 +1,40 @@
-"""Shared fixtures: small folds built by hand or from the generators."""
+"""Shared fixtures: small folds built by hand or from the generators.
 
+The suite runs in one pytest-xdist worker per usable core (``-n auto`` in pyproject.toml; see
+:func:`pytest_xdist_auto_num_workers`). Each worker is pinned to its own share of the cores before
+torch is imported, so torch, OpenMP and the runner's serial executor (:func:`~synthbench.runner.machine.usable_cores`)
+size their threads to that share instead of all running one thread per core of the machine.
+"""
+
+import os
 from contextlib import ExitStack, contextmanager
 
-import numpy as np
-import torch
-import pytest
 
-from synthbench.datasets import Dataset
-from synthbench.protocol import FoldData, dataset_folds
+def _pin_this_worker() -> None:
+    """Restrict a pytest-xdist worker ``gwI`` of ``N`` to every ``N``-th usable core from the ``I``-th."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if worker is None or count is None or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    index, count = int(worker.removeprefix("gw")), int(count)
+    os.sched_setaffinity(0, cores[index % len(cores)::max(1, min(count, len(cores)))])
+
+
+_pin_this_worker()  # before torch and numpy start their thread pools
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import pytest  # noqa: E402
+
+from synthbench.datasets import Dataset  # noqa: E402
+from synthbench.protocol import FoldData, dataset_folds  # noqa: E402
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per core this process may use (its affinity), not per core of the machine."""
+    from synthbench.runner.machine import usable_cores
+
+    return usable_cores()
 
 
 @pytest.fixture

@@ -163,3 +163,21 @@ def test_ray_gives_neural_tasks_a_share_of_a_gpu_only_where_there_is_one():
     assert ex.task_options(tasks["saliency"], cluster_gpus=8, device="cpu")["num_gpus"] == 0
     assert RayExecutor(gpus_per_cell=0.5).task_options(tasks["saliency"], 1, "cuda")["num_gpus"] == 0.5
     assert ex.task_options(tasks["random"], 1, "auto")["num_cpus"] == 1
+
+
+def test_the_serial_executor_and_the_jobs_default_size_to_the_cores_this_process_may_use(monkeypatch):
+    """A process restricted to 3 cores (a container's cpuset, a scheduler's share) runs 3 workers by default and
+    trains in-process on 3 threads, whatever the machine's core count says."""
+    from synthbench.models import TrainSettings
+    from synthbench.run import build_parser
+    from synthbench.runner import executors, machine
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 5, 7}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert machine.usable_cores() == 3
+    assert build_parser().parse_args([]).jobs == 3
+    seen = []
+    monkeypatch.setattr(executors, "run_task", lambda task, settings: seen.append(settings.n_jobs) or iter(()))
+    cells = GridSpec(datasets=("xor",), methods=("anova",), decoys=(0,), n_samples=60, n_folds=2, seed=0).cells()
+    SerialExecutor().run(GridSpec.tasks(cells), TrainSettings(), record=lambda result: None)
+    assert seen == [3, 3]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import signal
 import socket
 import threading
@@ -34,6 +33,7 @@ from synthbench.methods import get_method
 from synthbench.models import TrainSettings
 from synthbench.runner.cells import import_plugins, package_versions, run_task
 from synthbench.runner.grid import Cell, FoldTask
+from synthbench.runner.machine import usable_cores
 from synthbench.runner.store import CellResult
 
 __all__ = ["Executor", "ExecutorError", "SerialExecutor", "ProcessExecutor", "RayExecutor", "DEFAULT_GPUS_PER_CELL"]
@@ -79,7 +79,7 @@ def _died(cells: Sequence[Cell], reason: str) -> list[CellResult]:
 
 @dataclass
 class SerialExecutor:
-    """Every task in this process, one after the other; models may use all the machine's cores."""
+    """Every task in this process, one after the other; models may use every core the process may run on."""
 
     name: str = "serial"
 
@@ -88,7 +88,7 @@ class SerialExecutor:
 
     def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
             claim: Claim = _claim_all) -> None:
-        threads = replace(settings, n_jobs=os.cpu_count() or 1)
+        threads = replace(settings, n_jobs=usable_cores())
         for task in tasks:
             mine = claim(task)
             if mine is None:

@@ -6,7 +6,16 @@ import os
 import platform
 from typing import Any
 
-__all__ = ["describe_machine"]
+__all__ = ["describe_machine", "usable_cores"]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the OS has one (a container's or a
+    scheduler's share), else every core of the machine."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this OS (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def describe_machine() -> dict[str, Any]:
