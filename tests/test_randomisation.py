@@ -18,6 +18,7 @@ from synthbench.protocol import FoldData, dataset_folds
 from synthbench.runner.grid import GridSpec
 from synthbench.scoring import configure_scorer, get_scorer
 from synthbench.scoring import randomisation as randomisation_module
+from synthbench.scoring.base import SkipCell
 from synthbench.scoring.randomisation import RandomisationScorer, cascade, map_entropy
 
 
@@ -115,6 +116,22 @@ def test_controls_and_a_gradient_method_on_the_check(xor_fold):
     assert abs(curve).max() < 0.6 and abs(values["random"]["randomisation_spearman_abs"]) < 0.5
 
 
+def test_a_subset_of_measures_gives_the_same_values_computes_no_other_and_names_itself_in_the_id(image_fold, xor_fold):
+    data, models = image_fold
+    spec = get_method("saliency")
+    output = run_method(spec, data, models)
+    every = RandomisationScorer().score(output, data, spec, models)
+    some = configure_scorer("randomisation", {"measures": ("hog", "spearman_abs")}).score(output, data, spec, models)
+    assert set(some.curves) == {"hog", "spearman_abs", "activation_scale"} and len(every.curves) == 6
+    assert dict(some) == {k: v for k, v in every.items() if k.split("_final")[0].endswith(("_hog", "_spearman_abs"))}
+    assert "measures" not in RandomisationScorer().params_for("image")  # the default's cell ids are unchanged
+    assert configure_scorer("randomisation", {"measures": "ssim"}).params_for("image")["measures"] == ["ssim"]
+    table, table_models = xor_fold
+    with pytest.raises(SkipCell, match="measures ssim compare images only"):
+        configure_scorer("randomisation", {"measures": "ssim"}).score(run_method(spec, table, table_models), table,
+                                                                       spec, table_models)
+
+
 def test_the_random_control_is_redrawn_for_every_model_state(xor_fold):
     data, models = xor_fold
     spec = get_method("random")
@@ -174,6 +191,7 @@ def test_target_prediction_explains_each_randomised_models_own_class(monkeypatch
     ({"normalise": "l2"}, "normalise must be one of none, max, second_moment"),
     ({"top_k": 0}, r"top_k must be in \(0, 1\]"),
     ({"layers": (0, 0)}, "distinct positions"),
+    ({"measures": ("ssim", "psnr")}, "measures must be distinct names of spearman_abs, spearman, top_k, ssim, hog"),
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):

@@ -4,7 +4,7 @@ import numpy as np
 
 from synthbench.scoring import localisation as L
 from synthbench.scoring import metrics as M
-from synthbench.scoring.ranking import rank
+from synthbench.scoring.ranking import rank, top_k_mask
 
 
 def rng(seed=0):
@@ -47,3 +47,20 @@ def test_the_ground_truth_and_localisation_metrics_break_ties_with_the_same_rank
         assert M.best_k(np.zeros(10), relevant, rng(s)) == relevant[top].mean()
         first = rank(np.ones((4, 25)), rng(s))[:, 0]
         assert L.pointing_game(np.ones((4, 5, 5)), masks, rng(s)) == masks.reshape(4, -1)[np.arange(4), first].mean()
+
+
+def test_top_k_mask_is_the_top_k_of_rank_with_the_same_draws():
+    """The partition gives the set the sort gives, ties included: rows of few distinct values (most entries tied at
+    the k-th key), a constant row, -0.0 beside 0.0, signed and by magnitude, 1-d and 3-d, k from 0 to m."""
+    g = rng(8)
+    many = np.round(g.normal(size=(40, 30)))
+    many[0], many[1, :15] = 0.0, -0.0
+    for scores in (many, g.normal(size=(5, 30)), many[0], many.reshape(4, 10, 30)):
+        for signed in (False, True):
+            for k in (0, 1, 3, 15, 29, 30):
+                order = rank(scores, rng(k), signed=signed)
+                want = np.zeros(scores.shape, dtype=bool)
+                np.put_along_axis(want, order[..., :k], True, axis=-1)
+                draws = rng(k)
+                np.testing.assert_array_equal(top_k_mask(scores, k, draws, signed=signed), want)
+                assert draws.random() == (lambda g: (g.random(scores.shape), g.random())[1])(rng(k))

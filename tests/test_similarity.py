@@ -89,6 +89,25 @@ def test_hog_spearman_rows_is_one_for_identical_maps_lower_for_unrelated_ones_an
     assert S.hog_spearman_rows(sa, sb)[0] == pytest.approx(spearmanr(*small).statistic, abs=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(32, 32), (24, 24), (30, 17), (9, 6), (4, 4)])
+def test_the_batched_ssim_and_hog_are_skimages_on_every_pair_bit_for_bit(shape):
+    """Every pair of a batch at once gives what skimage gives each pair alone: cells of 4, 3 (odd: skimage reads
+    every pixel of the cell), 3 x 2 and 2 pixels, with a constant map, a map of integers (orientations on the bin
+    edges, equal magnitudes) and a pair whose range is the second map's."""
+    g = rng(11)
+    a, b = g.normal(size=(6, *shape)), g.normal(size=(6, *shape))
+    a[0], b[0] = 0.0, 0.0
+    a[1], b[1] = np.round(3 * a[1]), np.round(3 * b[1])
+    b[2] = 5 * b[2] + a[2]
+    cell = S.hog_cell(*shape)
+    expected = np.stack([hog(m, orientations=9, pixels_per_cell=cell, cells_per_block=(2, 2)) for m in a])
+    np.testing.assert_array_equal(S.hog_descriptors(a), expected)
+    win = 7 if min(shape) >= 7 else min(shape) - (1 - min(shape) % 2)
+    joint = [max(x.max(), y.max()) - min(x.min(), y.min()) for x, y in zip(a, b)]
+    ssim = [structural_similarity(x, y, data_range=r, win_size=win) if r > 0 else 1.0 for x, y, r in zip(a, b, joint)]
+    np.testing.assert_array_equal(S.ssim_rows(a, b), ssim)
+
+
 def test_preprocess_normalises_each_example_on_its_own():
     g = rng(6)
     maps = g.normal(size=(3, 2, 4, 4))

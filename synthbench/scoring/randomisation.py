@@ -74,7 +74,8 @@ from synthbench.scoring.activation_scale import activation_scale_curve
 from synthbench.scoring.base import Curve, Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import Comparison, check_comparison, preprocess, similarity_metrics
+from synthbench.scoring.similarity import (IMAGE_MEASURES, TABLE_MEASURES, Comparison, check_comparison, preprocess,
+                                           similarity_metrics)
 
 __all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade",
            "map_entropy"]
@@ -141,6 +142,9 @@ class RandomisationScorer:
     noise_samples : sMPRT's noisy copies per map (0: plain maps)
     noise_level : sMPRT's noise sd as a share of the training inputs' range
     n_bins : eMPRT's histogram bins
+    measures : the similarity measures to compute, of
+        :data:`~synthbench.scoring.similarity.IMAGE_MEASURES` (empty: every measure of the input kind;
+        ``ssim`` and ``hog`` are computed on images only); fewer measures, less time per state
     layers : positions of the declared layers to randomise, in forward order (0: the layer
         nearest the input; empty: all); a position the model does not have is refused before
         anything runs (a network config's ``n_layers``)
@@ -163,6 +167,7 @@ class RandomisationScorer:
     noise_samples: int = 0
     noise_level: float = 0.1
     n_bins: int = 100
+    measures: tuple[str, ...] = ()
     layers: tuple[int, ...] = ()
     metrics: Mapping[str, Metric] = field(default_factory=dict)
 
@@ -177,6 +182,11 @@ class RandomisationScorer:
             raise ValueError(f"noise_level must be positive, got {self.noise_level}")
         if int(self.n_bins) != self.n_bins or self.n_bins < 2:
             raise ValueError(f"n_bins must be a whole number >= 2, got {self.n_bins}")
+        measures = (self.measures,) if isinstance(self.measures, str) else tuple(self.measures)
+        unknown = [m for m in measures if m not in IMAGE_MEASURES]
+        if unknown or len(set(measures)) < len(measures):
+            raise ValueError(f"measures must be distinct names of {', '.join(IMAGE_MEASURES)}, got {self.measures!r}")
+        object.__setattr__(self, "measures", measures)
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers)
         if any(isinstance(i, bool) or int(i) != i or i < 0 for i in layers) or len(set(layers)) < len(layers):
             raise ValueError(f"layers must be distinct positions >= 0 (0: the layer nearest the input), got {self.layers!r}")
@@ -196,7 +206,14 @@ class RandomisationScorer:
             out.update(order=self.order, top_k=float(self.top_k))
         if self.noise_samples:
             out.update(noise_samples=int(self.noise_samples), noise_level=float(self.noise_level))
+        if self.measures and self.variant != "entropy":  # every measure (the default) leaves the id as it was
+            out["measures"] = list(self._measures_for(kind))
         return out
+
+    def _measures_for(self, kind: str) -> tuple[str, ...]:
+        """The measures computed on ``kind`` inputs: :attr:`measures` (all when empty) that apply to it."""
+        applicable = IMAGE_MEASURES if kind == "image" else TABLE_MEASURES
+        return tuple(m for m in self.measures or applicable if m in applicable)
 
     def chance(self, data: FoldData) -> dict[str, float]:
         """None analytic: the chance reference is the ``random`` control of the same run."""
@@ -233,9 +250,12 @@ class RandomisationScorer:
         trained = maps((), ())
         if self.variant == "entropy":
             return self._entropy(trained, maps(states[0], ("randomisation", 1)))
+        measures = self._measures_for(data.kind)
+        if not measures:
+            raise SkipCell(f"measures {', '.join(self.measures)} compare images only")
         rng = data.rng(self.name, spec.name, "top_k")
         comparison = Comparison(trained, absolute=self.absolute, normalise=self.normalise, top_k=float(self.top_k),
-                                input_shape=data.input_shape)
+                                input_shape=data.input_shape, measures=measures)
         compare = partial(comparison.against, rng=rng)
         rows = [compare(maps((), ("randomisation", 0)))]
         rows += [compare(maps(state, ("randomisation", s))) for s, state in enumerate(states, start=1)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rank"]
+__all__ = ["rank", "top_k_mask"]
 
 
 def rank(scores: np.ndarray, rng: np.random.Generator, *, signed: bool = False, axis: int = -1) -> np.ndarray:
@@ -40,3 +40,42 @@ def rank(scores: np.ndarray, rng: np.random.Generator, *, signed: bool = False, 
     key = s if signed else np.abs(s)
     tiebreak = rng.random(s.shape)
     return np.lexsort((tiebreak, -key), axis=axis)
+
+
+def top_k_mask(scores: np.ndarray, k: int, rng: np.random.Generator, *, signed: bool = False) -> np.ndarray:
+    """Which entries of each row :func:`rank` puts among its first ``k``, without sorting the rows.
+
+    Parameters
+    ----------
+    scores : float array ``(..., m)``; each 1-d slice along the last axis is one ranking.
+    k : how many entries count as the top, ``0 <= k <= m``.
+    rng, signed : as for :func:`rank`, and the generator draws exactly what :func:`rank` draws
+        (``rng.random(scores.shape)``).
+
+    Returns
+    -------
+    bool array of the shape of ``scores``, ``k`` True per row: the entries of
+    ``rank(scores, rng, signed=signed)[..., :k]`` with the same generator state (the same set, pinned
+    in the tests). A partition finds each row's ``k``-th largest key; every entry above it is in,
+    and of the entries equal to it, those with the smallest uniform keys fill the rest, as the
+    sort on ``(-key, uniform)`` would order them. Linear in ``m`` where :func:`rank` sorts.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    key = s if signed else np.abs(s)
+    tiebreak = rng.random(s.shape)
+    m = s.shape[-1]
+    if not 0 <= k <= m:
+        raise ValueError(f"k must satisfy 0 <= k <= m = {m}, got {k}")
+    if k in (0, m):
+        return np.full(s.shape, bool(k))
+    kth = np.partition(key, m - k, axis=-1)[..., m - k:m - k + 1]
+    mask = key > kth
+    tied = key == kth
+    need = k - mask.sum(axis=-1)  # at least 1: the k-th largest itself is tied with itself
+    crowded = tied.sum(axis=-1) > need  # rows whose ties at the k-th key do not all fit
+    mask |= tied & ~crowded[..., None]
+    if crowded.any():
+        keys = np.where(tied[crowded], tiebreak[crowded], np.inf)
+        last = np.take_along_axis(np.sort(keys, axis=-1), need[crowded][:, None] - 1, axis=-1)
+        mask[crowded] |= keys <= last
+    return mask

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.stats import rankdata
-from skimage.feature import hog
-from skimage.metrics import structural_similarity
+from scipy.ndimage import uniform_filter
 
 from synthbench.scoring.metrics import Metric
-from synthbench.scoring.ranking import rank
+from synthbench.scoring.ranking import top_k_mask
 
 __all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows",
-           "top_k_intersection", "ssim_rows", "hog_spearman_rows", "similarity", "mean_similarities", "Comparison", "LIMITS",
+           "top_k_intersection", "ssim_rows", "hog_cell", "hog_descriptors", "hog_spearman_rows", "similarity", "mean_similarities", "Comparison", "LIMITS",
            "LABELS", "similarity_metrics", "check_comparison"]
 
 NORMALISATIONS = ("none", "max", "second_moment")
@@ -129,7 +128,8 @@ def top_k_intersection(a: np.ndarray, b: np.ndarray, k: int, rng: np.random.Gene
         magnitude).
     k : how many entries count as the top, ``1 <= k <= m``.
     rng : breaks ties; rows of ``a`` then of ``b`` are ordered by
-        :func:`~synthbench.scoring.ranking.rank` (``signed=True``), one draw each. A constant row
+        :func:`~synthbench.scoring.ranking.top_k_mask` (``signed=True``: the top ``k`` of
+        :func:`~synthbench.scoring.ranking.rank`), one draw each. A constant row
         thus picks ``k`` entries at random and intersects any row by ``k / m`` in expectation.
 
     Returns
@@ -137,14 +137,11 @@ def top_k_intersection(a: np.ndarray, b: np.ndarray, k: int, rng: np.random.Gene
     float64 ``(n,)`` in ``[0, 1]``.
     """
     x, y = _pairs(a, b, 2, "(n, m)")
-    n, m = x.shape
+    m = x.shape[1]
     if not 1 <= k <= m:
         raise ValueError(f"k must satisfy 1 <= k <= m = {m}, got {k}")
-    rows = np.arange(n)[:, None]
-    top_a = np.zeros((n, m), dtype=bool)
-    top_b = np.zeros((n, m), dtype=bool)
-    top_a[rows, rank(x, rng, signed=True)[:, :k]] = True
-    top_b[rows, rank(y, rng, signed=True)[:, :k]] = True
+    top_a = top_k_mask(x, k, rng, signed=True)
+    top_b = top_k_mask(y, k, rng, signed=True)
     return (top_a & top_b).sum(axis=1) / k
 
 
@@ -162,7 +159,7 @@ def _win_size(height: int, width: int) -> int:
 
 
 def ssim_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Structural similarity (SSIM) of each map of ``a`` with the same map of ``b``.
+    """Structural similarity (SSIM) of each map of ``a`` with the same map of ``b``, all pairs at once.
 
     Parameters
     ----------
@@ -170,31 +167,98 @@ def ssim_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     Returns
     -------
-    float64 ``(n,)`` in ``[-1, 1]``: :func:`skimage.metrics.structural_similarity` of each pair with
-    its defaults (uniform window, sample covariance) and
+    float64 ``(n,)`` in ``[-1, 1]``: what :func:`skimage.metrics.structural_similarity` gives each
+    pair with its defaults (uniform window, sample covariance, ``K1 = 0.01``, ``K2 = 0.03``, the mean
+    of the SSIM map without the window's half-width at the borders) and
 
     * ``data_range = max(a_i.max(), b_i.max()) - min(a_i.min(), b_i.min())``, the pair's joint range,
       so both maps are measured on one scale;
     * ``win_size`` the largest odd number ``<= min(7, H, W)`` (7 on 16 x 16 and 32 x 32 maps).
 
-    A pair with zero joint range is one constant map twice: identical, so 1.0.
+    A pair with zero joint range is one constant map twice: identical, so 1.0. The window means
+    are one ``scipy.ndimage.uniform_filter`` over the whole batch (size 1 along the examples), the
+    same operations as skimage's on each map (pinned to 1e-12 in the tests).
     """
     x, y = _pairs(a, b, 3, "(n, H, W)")
     height, width = x.shape[1:]
     _check_map_size("ssim", height, width)
-    win_size = _win_size(height, width)
-    values = np.ones(len(x))
-    for i, (xi, yi) in enumerate(zip(x, y)):
-        data_range = max(xi.max(), yi.max()) - min(xi.min(), yi.min())
-        if data_range > 0:
-            values[i] = structural_similarity(xi, yi, data_range=data_range, win_size=win_size)
+    win = _win_size(height, width)
+    data_range = np.maximum(x.max(axis=(1, 2)), y.max(axis=(1, 2))) - np.minimum(x.min(axis=(1, 2)), y.min(axis=(1, 2)))
+    ux, uy, uxx, uyy, uxy = uniform_filter(np.stack([x, y, x * x, y * y, x * y]), (1, 1, win, win))
+    cov_norm = win * win / (win * win - 1)
+    vx, vy, vxy = cov_norm * (uxx - ux * ux), cov_norm * (uyy - uy * uy), cov_norm * (uxy - ux * uy)
+    c1, c2 = ((0.01 * data_range) ** 2)[:, None, None], ((0.03 * data_range) ** 2)[:, None, None]
+    with np.errstate(divide="ignore", invalid="ignore"):  # zero joint range: 0 / 0, set to 1 below
+        s = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux**2 + uy**2 + c1) * (vx + vy + c2))
+    pad = (win - 1) // 2
+    values = s[:, pad:height - pad, pad:width - pad].mean(axis=(1, 2))
+    values[data_range == 0] = 1.0
     return values
 
 
-def _hog(image: np.ndarray) -> np.ndarray:
-    height, width = image.shape
-    cell = (max(2, height // 8), max(2, width // 8))
-    return hog(image, orientations=9, pixels_per_cell=cell, cells_per_block=(2, 2), feature_vector=True)
+#: HOG's orientation bins and blocks (:func:`hog_descriptors`).
+HOG_ORIENTATIONS, HOG_BLOCK = 9, 2
+
+
+def hog_cell(height: int, width: int) -> tuple[int, int]:
+    """The HOG cell of an ``H x W`` map: ``(max(2, H // 8), max(2, W // 8))`` pixels (an 8 x 8 grid on
+    16 x 16 and larger maps, cells of 2 pixels on smaller ones)."""
+    return max(2, height // 8), max(2, width // 8)
+
+
+def hog_descriptors(maps: np.ndarray) -> np.ndarray:
+    """HOG descriptors of a batch of maps, each what :func:`skimage.feature.hog` gives it.
+
+    Parameters
+    ----------
+    maps : float array ``(n, H, W)``, ``H, W >= 4``.
+
+    Returns
+    -------
+    float64 ``(n, d)``: 9 unsigned orientation bins, cells of :func:`hog_cell` pixels, blocks of
+    2 x 2 cells normalised by L2-Hys (L2, clipped at 0.2, L2 again, ``eps = 1e-5``), flattened in
+    skimage's order (block row, block column, cell row, cell column, orientation).
+
+    Notes
+    -----
+    skimage 0.26 computes each map on its own, and this follows its arithmetic so the descriptors
+    are the same numbers (pinned in the tests): central differences with zero borders; orientation
+    ``arctan2(g_row, g_col) * (180 / pi) % 180`` and magnitude ``hypot``; a cell's bin sums the
+    magnitudes of the pixels whose orientation lies in ``[20 i, 20 (i + 1))``, in row-major order
+    and in single precision (its ``cdef float`` accumulator), then divides by the cell's pixel count
+    in single precision; pixels beyond the last whole cell are not read.
+    """
+    x = np.asarray(maps, dtype=np.float64)
+    if x.ndim != 3:
+        raise ValueError(f"maps of shape {x.shape} are not (n, H, W)")
+    n, height, width = x.shape
+    _check_map_size("hog", height, width)
+    g_row, g_col = np.zeros_like(x), np.zeros_like(x)
+    g_row[:, 1:-1, :] = x[:, 2:, :] - x[:, :-2, :]
+    g_col[:, :, 1:-1] = x[:, :, 2:] - x[:, :, :-2]
+    magnitude = np.hypot(g_col, g_row)
+    orientation = np.arctan2(g_row, g_col) * (180 / np.pi) % 180
+    edges = np.float32(180.0 / HOG_ORIENTATIONS) * np.arange(HOG_ORIENTATIONS + 1, dtype=np.float32)
+    bins = np.searchsorted(edges.astype(np.float64), orientation, side="right") - 1  # edges[i] <= o < edges[i + 1]
+    one_hot = bins[..., None] == np.arange(HOG_ORIENTATIONS)
+    c_row, c_col = hog_cell(height, width)
+    cells = (height // c_row, width // c_col)
+    total = np.zeros((n, *cells, HOG_ORIENTATIONS), dtype=np.float32)
+    for dr in range(c_row):  # a cell's pixels in row-major order
+        rows = slice(dr, dr + c_row * cells[0], c_row)
+        for dc in range(c_col):
+            cols = slice(dc, dc + c_col * cells[1], c_col)
+            term = np.where(one_hot[:, rows, cols], magnitude[:, rows, cols, None], 0.0)
+            total = (total.astype(np.float64) + term).astype(np.float32)
+    histogram = (total / np.float32(c_row * c_col)).astype(np.float64)  # the cell's mean, in single precision too
+    blocks = np.stack([np.stack([histogram[:, r:r + HOG_BLOCK, c:c + HOG_BLOCK]
+                                 for c in range(cells[1] - HOG_BLOCK + 1)], axis=1)
+                       for r in range(cells[0] - HOG_BLOCK + 1)], axis=1)  # (n, block rows, block cols, 2, 2, 9)
+    eps, whole = 1e-5, (-3, -2, -1)
+    out = blocks / np.sqrt(np.sum(blocks**2, axis=whole, keepdims=True) + eps**2)
+    out = np.minimum(out, 0.2)
+    out = out / np.sqrt(np.sum(out**2, axis=whole, keepdims=True) + eps**2)
+    return out.reshape(n, -1)
 
 
 def hog_spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -206,14 +270,11 @@ def hog_spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     Returns
     -------
-    float64 ``(n,)``: :func:`spearman_rows` of the descriptors of :func:`skimage.feature.hog` with
-    9 orientations, cells of ``(max(2, H // 8), max(2, W // 8))`` pixels (an 8 x 8 grid on 16 x 16
-    and larger maps, cells of 2 pixels on smaller ones) and blocks of 2 x 2 cells (L2-Hys). A map
+    float64 ``(n,)``: :func:`spearman_rows` of the descriptors (:func:`hog_descriptors`). A map
     without gradients (a constant map) has a constant descriptor, so its pair is NaN.
     """
     x, y = _pairs(a, b, 3, "(n, H, W)")
-    _check_map_size("hog", *x.shape[1:])
-    return spearman_rows(np.stack([_hog(xi) for xi in x]), np.stack([_hog(yi) for yi in y]))
+    return spearman_rows(hog_descriptors(x), hog_descriptors(y))
 
 
 def similarity(measure: str, a: np.ndarray, b: np.ndarray, *, rng: np.random.Generator, top_k: float,
@@ -296,7 +357,7 @@ class Comparison:
         if "ssim" in self.measures:
             out["ssim"] = summed
         if "hog" in self.measures:
-            out["hog"] = _ranked(np.stack([_hog(m) for m in summed]))
+            out["hog"] = _ranked(hog_descriptors(summed))
         return out
 
     def per_example(self, other: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
