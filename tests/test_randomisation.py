@@ -132,6 +132,20 @@ def test_a_subset_of_measures_gives_the_same_values_computes_no_other_and_names_
                                                                        spec, table_models)
 
 
+def test_a_method_that_reads_no_model_runs_once_and_the_random_control_once_per_state(xor_fold, monkeypatch):
+    data, models = xor_fold
+    calls = []
+    real = randomisation_module.explain_again
+    monkeypatch.setattr(randomisation_module, "explain_again", lambda spec, *a, **k: calls.append(spec.name) or real(
+        spec, *a, **k))
+    scorer = get_scorer("randomisation")
+    for name in ("mrmr", "random"):
+        spec = get_method(name)
+        values = scorer.score(run_method(spec, data, models), data, spec, models)
+    states = len(values.curves["spearman_abs"].x) - 1
+    assert calls == ["mrmr"] + ["random"] * (states + 2)  # the cell's maps, x = 0, each state
+
+
 def test_the_random_control_is_redrawn_for_every_model_state(xor_fold):
     data, models = xor_fold
     spec = get_method("random")

@@ -28,7 +28,10 @@ reference is the ``random`` control in the same run, redrawn for every model sta
 explains with a fresh stream of the method, ``("randomisation", s)``), so its maps share no
 covariance with the trained model's and it passes the check perfectly (Binder et al. 2023,
 claim (i)): the check cannot rank methods by itself, which is why the report sets it beside the
-ground truth.
+ground truth. A method that reads no model and is not a control (a filter: ``mi``, ``anova``,
+``mrmr``) is not rerun per state: its maps cannot change with the model, so every state compares
+its cell's maps with themselves (it fails the check by construction, and reports leave it out of
+the verdict's ordering).
 
 With the top-down order over every layer, the cell also stores the curve ``activation_scale``
 (:mod:`~synthbench.scoring.activation_scale`, Binder et al.'s claim (ii): how far the randomised
@@ -248,6 +251,8 @@ class RandomisationScorer:
             return self._maps(spec, noisy, models, substitute, stream)
 
         trained = maps((), ())
+        if spec.explains(data.kind) is None and not spec.control:  # its maps cannot change with the model: not rerun
+            maps = lambda state, stream: trained  # noqa: E731
         if self.variant == "entropy":
             return self._entropy(trained, maps(states[0], ("randomisation", 1)))
         measures = self._measures_for(data.kind)
