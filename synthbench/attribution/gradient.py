@@ -9,6 +9,8 @@ attribution can be differentiated again (with respect to the inputs, when they r
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from torch import nn
@@ -87,9 +89,15 @@ def ig_quadrature(n_steps: int, method: str = "gausslegendre") -> tuple[np.ndarr
     Returns
     -------
     alphas, weights : np.ndarray
-        Both of shape ``(n_steps,)``, float64.
+        Both of shape ``(n_steps,)``, float64; copies of a rule computed once per method and count
+        (an attack explains a batch hundreds of times with the same rule).
     """
-    n = int(n_steps)
+    alphas, weights = _rule(int(n_steps), method)
+    return alphas.copy(), weights.copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _rule(n: int, method: str) -> tuple[np.ndarray, np.ndarray]:
     if n < 2:
         raise ValueError("n_steps must be at least 2")
     if method == "gausslegendre":
