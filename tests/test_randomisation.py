@@ -126,6 +126,8 @@ def test_a_subset_of_measures_gives_the_same_values_computes_no_other_and_names_
     assert dict(some) == {k: v for k, v in every.items() if k.split("_final")[0].endswith(("_hog", "_spearman_abs"))}
     assert "measures" not in RandomisationScorer().params_for("image")  # the default's cell ids are unchanged
     assert configure_scorer("randomisation", {"measures": "ssim"}).params_for("image")["measures"] == ["ssim"]
+    with pytest.raises(ValueError, match="emprt compares histogram entropies, not similarity measures"):
+        configure_scorer("emprt", {"measures": "ssim"})
     table, table_models = xor_fold
     with pytest.raises(SkipCell, match="measures ssim compare images only"):
         configure_scorer("randomisation", {"measures": "ssim"}).score(run_method(spec, table, table_models), table,

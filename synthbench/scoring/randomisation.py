@@ -189,6 +189,8 @@ class RandomisationScorer:
         unknown = [m for m in measures if m not in IMAGE_MEASURES]
         if unknown or len(set(measures)) < len(measures):
             raise ValueError(f"measures must be distinct names of {', '.join(IMAGE_MEASURES)}, got {self.measures!r}")
+        if measures and self.variant == "entropy":
+            raise ValueError(f"{self.name} compares histogram entropies, not similarity measures: it takes no measures")
         object.__setattr__(self, "measures", measures)
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers)
         if any(isinstance(i, bool) or int(i) != i or i < 0 for i in layers) or len(set(layers)) < len(layers):
@@ -209,7 +211,7 @@ class RandomisationScorer:
             out.update(order=self.order, top_k=float(self.top_k))
         if self.noise_samples:
             out.update(noise_samples=int(self.noise_samples), noise_level=float(self.noise_level))
-        if self.measures and self.variant != "entropy":  # every measure (the default) leaves the id as it was
+        if self.measures:  # every measure (the default) leaves the id as it was
             out["measures"] = list(self._measures_for(kind))
         return out
 

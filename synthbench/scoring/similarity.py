@@ -24,9 +24,9 @@ from scipy.ndimage import uniform_filter
 from synthbench.scoring.metrics import Metric
 from synthbench.scoring.ranking import top_k_mask
 
-__all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows",
-           "top_k_intersection", "ssim_rows", "hog_cell", "hog_descriptors", "hog_spearman_rows", "similarity", "mean_similarities", "Comparison", "LIMITS",
-           "LABELS", "similarity_metrics", "check_comparison"]
+__all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows", "top_k_intersection",
+           "ssim_rows", "hog_cell", "hog_descriptors", "hog_spearman_rows", "similarity", "mean_similarities",
+           "Comparison", "LIMITS", "LABELS", "similarity_metrics", "check_comparison"]
 
 NORMALISATIONS = ("none", "max", "second_moment")
 """How :func:`preprocess` scales each example's map."""
@@ -177,7 +177,7 @@ def ssim_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     A pair with zero joint range is one constant map twice: identical, so 1.0. The window means
     are one ``scipy.ndimage.uniform_filter`` over the whole batch (size 1 along the examples), the
-    same operations as skimage's on each map (pinned to 1e-12 in the tests).
+    same operations as skimage's on each map: equal to its values bit for bit (pinned in the tests).
     """
     x, y = _pairs(a, b, 3, "(n, H, W)")
     height, width = x.shape[1:]
