@@ -75,7 +75,7 @@ from synthbench.scoring.base import Curve, Scores, SkipCell, explained_model, re
 from synthbench.scoring.budget import NORMS, Budget
 from synthbench.scoring.localisation import pixel_masks, rank_accuracy, top_k as image_top_k
 from synthbench.scoring.metrics import Metric
-from synthbench.scoring.ranking import rank
+from synthbench.scoring.ranking import top_k_mask
 from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.sensitivity import SENSITIVITY_MEASURES, sensitivities
 from synthbench.scoring.similarity import spearman_rows, top_k_intersection
@@ -304,8 +304,7 @@ class _Cell:
         self.labels = self.predict(self.x0)
         self.rel0 = relevance(torch.as_tensor(self.maps0)).numpy()
         self.k = self._k()
-        self.top0 = np.zeros(self.rel0.shape, dtype=bool)
-        np.put_along_axis(self.top0, rank(self.rel0, data.rng("fragility", "top"))[:, :self.k], True, axis=1)
+        self.top0 = top_k_mask(self.rel0, self.k, data.rng("fragility", "top"))
         self.truth = self._truth()
         self.truth_before = self._truth_score(self.maps0)[0] if self.truth is not None else np.nan
         self.gradient = attack_access(spec, data.kind) == "gradient"
@@ -445,8 +444,8 @@ class _Cell:
         n = len(maps)
         a, b = self.maps0.reshape(n, -1), maps.reshape(n, -1)
         k = min(a.shape[1], self.k * (a.shape[1] // self.rel0.shape[1]))
-        top = rank(a, self.data.rng("fragility", "sign"))[:, :k]
-        before, after = np.take_along_axis(a, top, axis=1), np.take_along_axis(b, top, axis=1)
+        top = top_k_mask(a, k, self.data.rng("fragility", "sign"))  # k per row: the selections keep their rows
+        before, after = a[top].reshape(n, k), b[top].reshape(n, k)
         signed = before != 0
         flips = (np.sign(before) != np.sign(after)) & signed
         counted = signed.sum(axis=1)

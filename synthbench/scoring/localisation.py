@@ -27,7 +27,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from synthbench.scoring.metrics import Metric
-from synthbench.scoring.ranking import rank
+from synthbench.scoring.ranking import rank, top_k_mask
 
 __all__ = ["CHANNEL_AGGREGATIONS", "aggregate_channels", "pixel_masks", "mass_accuracy", "rank_accuracy",
            "pointing_game", "map_auroc", "top_k_intersection", "top_k", "LOCALISATION_METRICS"]
@@ -111,8 +111,7 @@ def top_k_intersection(maps: np.ndarray, masks: np.ndarray, rng: np.random.Gener
     """Mean share of each map's :func:`top_k` most relevant pixels that lie in its mask."""
     a, s = _flat(maps, masks)
     k = top_k(a.shape[1])
-    order = rank(a, rng)[:, :k]
-    return float(np.mean(np.take_along_axis(s, order, axis=1).mean(axis=1)))
+    return float(np.mean((s & top_k_mask(a, k, rng)).sum(axis=1) / k))
 
 
 def _share(masks: np.ndarray) -> float:

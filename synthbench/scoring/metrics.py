@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from synthbench.scoring.ranking import rank
+from synthbench.scoring.ranking import rank, top_k_mask
 
 __all__ = [
     "Metric",
@@ -133,8 +133,7 @@ def _local_top_k(attributions: np.ndarray, relevant_local: np.ndarray, rng: np.r
     if not np.all(np.isfinite(att)):
         raise ValueError("attributions contain NaN or inf")
     k = int(truth.any(axis=0).sum())  # number of globally relevant features
-    top = rank(att, rng)[:, :k]
-    hits = np.take_along_axis(truth, top, axis=1).sum(axis=1)
+    hits = (truth & top_k_mask(att, k, rng)).sum(axis=1)
     return hits, truth.sum(axis=1), k
 
 
