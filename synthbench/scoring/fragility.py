@@ -305,6 +305,7 @@ class _Cell:
         self.rel0 = relevance(torch.as_tensor(self.maps0)).numpy()
         self.k = self._k()
         self.top0 = top_k_mask(self.rel0, self.k, data.rng("fragility", "top"))
+        self.signed_top = self._signed_top()
         self.truth = self._truth()
         self.truth_before = self._truth_score(self.maps0)[0] if self.truth is not None else np.nan
         self.gradient = attack_access(spec, data.kind) == "gradient"
@@ -439,13 +440,19 @@ class _Cell:
                 out["truth_auroc"] = auroc
         return out
 
+    def _signed_top(self) -> np.ndarray:
+        """Each original map's top-k elements by ``|a|``, all channels (``k`` x channels), as a mask ``(n, elements)``:
+        what :meth:`_sign_flips` compares, the same for every attack and eps."""
+        a = self.maps0.reshape(len(self.maps0), -1)
+        k = min(a.shape[1], self.k * (a.shape[1] // self.rel0.shape[1]))
+        return top_k_mask(a, k, self.data.rng("fragility", "sign"))
+
     def _sign_flips(self, maps: np.ndarray) -> float:
         """Share of each example's top-k elements (all channels) by ``|a|`` whose sign changed, averaged."""
         n = len(maps)
         a, b = self.maps0.reshape(n, -1), maps.reshape(n, -1)
-        k = min(a.shape[1], self.k * (a.shape[1] // self.rel0.shape[1]))
-        top = top_k_mask(a, k, self.data.rng("fragility", "sign"))  # k per row: the selections keep their rows
-        before, after = a[top].reshape(n, k), b[top].reshape(n, k)
+        top = self.signed_top  # the same count per row: the selections keep their rows
+        before, after = a[top].reshape(n, -1), b[top].reshape(n, -1)
         signed = before != 0
         flips = (np.sign(before) != np.sign(after)) & signed
         counted = signed.sum(axis=1)

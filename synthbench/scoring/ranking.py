@@ -37,10 +37,14 @@ def rank(scores: np.ndarray, rng: np.random.Generator, *, signed: bool = False, 
     first. Entries with equal keys are ordered by the uniform keys (a stable sort on
     ``(-key, uniform)``), so equal scores are in a random order that the generator's seed fixes.
     """
-    s = np.asarray(scores, dtype=np.float64)
-    key = s if signed else np.abs(s)
-    tiebreak = rng.random(s.shape)
+    key, tiebreak = _keys(scores, rng, signed)
     return np.lexsort((tiebreak, -key), axis=axis)
+
+
+def _keys(scores: np.ndarray, rng: np.random.Generator, signed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The importance key (``|score|``, or ``score`` when ``signed``) and one uniform tie-break per entry."""
+    s = np.asarray(scores, dtype=np.float64)
+    return (s if signed else np.abs(s)), rng.random(s.shape)
 
 
 def top_k_mask(scores: np.ndarray, k: int, rng: np.random.Generator, *, signed: bool = False) -> np.ndarray:
@@ -61,14 +65,12 @@ def top_k_mask(scores: np.ndarray, k: int, rng: np.random.Generator, *, signed: 
     and of the entries equal to it, those with the smallest uniform keys fill the rest, as the
     sort on ``(-key, uniform)`` would order them. Linear in ``m`` where :func:`rank` sorts.
     """
-    s = np.asarray(scores, dtype=np.float64)
-    key = s if signed else np.abs(s)
-    tiebreak = rng.random(s.shape)
-    m = s.shape[-1]
+    key, tiebreak = _keys(scores, rng, signed)
+    m = key.shape[-1]
     if not 0 <= k <= m:
         raise ValueError(f"k must satisfy 0 <= k <= m = {m}, got {k}")
     if k in (0, m):
-        return np.full(s.shape, bool(k))
+        return np.full(key.shape, bool(k))
     kth = np.partition(key, m - k, axis=-1)[..., m - k:m - k + 1]
     mask = key > kth
     tied = key == kth
