@@ -260,3 +260,19 @@ def test_an_image_fragility_run_reports_curves_per_eps_attacked_maps_and_trust(t
     assert "its map after the truth attack at the largest eps" in md
     assert (out / "part2_fragility_maps_shapes.png").exists()
     assert "fragility `fragility_topk_intersection`" in md.split("## Which verdict to trust")[1]
+
+
+def test_sign_flips_count_the_original_top_k_elements_whose_sign_changed(xor_fold):
+    """Every top-k element flipped: 1; the map unchanged, or only elements outside the top k flipped: 0; the top k
+    flipped on half the examples: 0.5."""
+    data, models = xor_fold
+    cell = _Cell(_scorer(eps=(0.3,), iterations=2, max_examples=40), get_method("saliency"), data.first(40), models,
+                 models.get("mlp"))
+    maps = cell.maps0.astype(np.float64)
+    top, size = cell.signed_top, np.abs(maps)
+    assert (top.sum(axis=1) == cell.k).all()  # the top k by |a| of each example
+    assert (np.where(top, size, np.inf).min(axis=1) >= np.where(top, -np.inf, size).max(axis=1)).all()
+    assert cell._sign_flips(-maps) == 1.0 and cell._sign_flips(maps) == 0.0
+    assert cell._sign_flips(np.where(cell.signed_top, maps, -maps)) == 0.0
+    half = np.where(cell.signed_top & (np.arange(len(maps)) % 2 == 0)[:, None], -maps, maps)
+    assert cell._sign_flips(half) == pytest.approx(0.5, abs=0.03)
