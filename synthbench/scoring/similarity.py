@@ -238,8 +238,8 @@ def hog_descriptors(maps: np.ndarray) -> np.ndarray:
     g_col[:, :, 1:-1] = x[:, :, 2:] - x[:, :, :-2]
     magnitude = np.hypot(g_col, g_row)
     orientation = np.arctan2(g_row, g_col) * (180 / np.pi) % 180
-    edges = np.float32(180.0 / HOG_ORIENTATIONS) * np.arange(HOG_ORIENTATIONS + 1, dtype=np.float32)
-    bins = np.searchsorted(edges.astype(np.float64), orientation, side="right") - 1  # edges[i] <= o < edges[i + 1]
+    edges = 180.0 / HOG_ORIENTATIONS * np.arange(HOG_ORIENTATIONS + 1)  # 20 degrees apart: exact in any precision
+    bins = np.searchsorted(edges, orientation, side="right") - 1  # edges[i] <= o < edges[i + 1]
     one_hot = bins[..., None] == np.arange(HOG_ORIENTATIONS)
     c_row, c_col = hog_cell(height, width)
     cells = (height // c_row, width // c_col)
