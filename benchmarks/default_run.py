@@ -5,8 +5,8 @@ store (or reads a store it already wrote: ``--store``) and prints the run's wall
 then its compute split into
 
 * model training per model kind (each fold's model counted once; its fits and seconds per fit),
-* the learnability ceilings (once per task: a fold's cells are grouped by the models they need, and each
-  group's models compute the ceiling again),
+* the learnability ceilings (once per fold: a fold's cells are grouped into tasks by the models they need,
+  and the first task computes the ceiling into the run's model cache, where the others read it),
 * every method's own time (each method counted once per fold, whatever the scorers that read it),
 * the scorers' time,
 * and what is left of ``wall x workers``: idle workers, data generation, the store, scheduling, imports.
@@ -38,8 +38,9 @@ COMMAND = ["-m", "synthbench.run", "--decoys", "100,1000"]
 def breakdown(cells: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Compute seconds of finished cells: ``{"training": {kind: s}, "fits": {kind: n}, "ceiling": {"all": s},
     "methods": {method: s}, "scorers": {scorer: s}}``, every model and method output counted once per fold, the
-    ceiling once per task (the models a cell records name its task within the fold; a cell's ``seconds`` hold
-    the training of the models it needs, taken out of the method's)."""
+    ceiling once per task (the models a cell records name its task within the fold: a task that read the ceiling
+    records the seconds it waited and read; a cell's ``seconds`` hold the training of the models it needs, taken
+    out of the method's)."""
     fold = ["dataset", "n_decoys", "n_samples", "seed", "fold"]
     training: dict[tuple, tuple[str, float]] = {}
     ceilings: dict[tuple, float] = {}
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
           if wall > GOAL_SECONDS else f"wall {wall:.0f} s, within the goal of {GOAL_SECONDS:.0f} s")
     rows = [(f"training {kind}", s, f"{int(parts['fits'][kind])} fits, {s / parts['fits'][kind]:.1f} s each")
             for kind, s in sorted(parts["training"].items(), key=lambda kv: -kv[1])]
-    rows.append(("learnability ceilings", parts["ceiling"]["all"], "once per task"))
+    rows.append(("learnability ceilings", parts["ceiling"]["all"], "once per fold, read by its other tasks"))
     ranked = sorted(parts["methods"].items(), key=lambda kv: -kv[1])
     rows += [(f"method {name}", s, "") for name, s in ranked[: args.top]]
     rest = ranked[args.top:]

@@ -168,3 +168,58 @@ def test_a_setting_no_model_learns_is_named_with_the_smallest_sample_size_where_
     assert table.loc[("xor", 500), ["best_model", "learnable", "learnable_at"]].tolist() == ["gbm", False, 2000]
     assert table.loc[("xor", 500), "best_competence"] == pytest.approx(0.15)
     assert table.loc[("xor", 4000), "learnable"] and table.loc[("ring", 500), "learnable"] is None
+
+
+def test_with_a_disk_cache_every_task_of_a_fold_reads_the_ceiling_the_first_one_computed(tmp_path, monkeypatch):
+    """The default run splits a fold into tasks by the models they need (the booster's, the network's), each in its
+    own process: with the run's disk cache the ceiling's trainings run once per fold, not once per task."""
+    from synthbench.models import SharedModels, TrainSettings
+    from synthbench.models import shared
+
+    computed = []
+
+    def counted(data, trainers):
+        computed.append(data.fold)
+        return learnability_ceiling(data, trainers)
+
+    monkeypatch.setattr(shared, "learnability_ceiling", counted)
+    settings = TrainSettings(cache_dir=str(tmp_path))
+    folds = [cell_fold("ring", n_samples=300, seed=0, n_folds=3, fold=f, n_decoys=4)[0] for f in (0, 0, 1)]
+    first, second, other = (SharedModels(d, settings, preset=p).ceiling for d, p in zip(folds, ("a", "b", "a")))
+    assert computed == [0, 1]  # the second task of fold 0 read it; fold 1 computed its own
+    assert dataclasses.replace(second, seconds=0.0) == dataclasses.replace(first, seconds=0.0)
+    assert second.seconds < first.seconds
+    uncached = SharedModels(folds[0]).ceiling  # no cache: computed, and the same
+    assert dataclasses.replace(uncached, seconds=0.0) == dataclasses.replace(first, seconds=0.0)
+
+
+def test_two_processes_asking_for_a_fold_s_ceiling_at_once_compute_it_once(tmp_path):
+    """The second waits on the fold's lock while the first computes, then reads what it wrote."""
+    import threading
+    import time
+
+    from synthbench.models.cache import cached_ceiling
+
+    data = _hand_fold()
+    calls, results = [], []
+    start = threading.Barrier(2)
+
+    def compute():
+        calls.append(1)
+        time.sleep(0.5)  # the other asker arrives meanwhile
+        return Ceiling(0.9, 0.8, "gbm", 0.95, 0.6, 100, 0.5)
+
+    def ask():
+        start.wait()
+        results.append(cached_ceiling(data, ["gbm"], compute, tmp_path))
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert [dataclasses.replace(r, seconds=0.0) for r in results] == [Ceiling(0.9, 0.8, "gbm", 0.95, 0.6, 100, 0.0)] * 2
+    # another set of kinds is another ceiling
+    cached_ceiling(data, ["forest"], compute, tmp_path)
+    assert len(calls) == 2

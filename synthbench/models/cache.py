@@ -1,24 +1,35 @@
-"""The on-disk cache of trained networks (``joblib.Memory``).
+"""The on-disk cache of trained networks (``joblib.Memory``) and of each fold's learnability ceiling.
 
 :func:`cached_train` calls the trainer a model kind hands it (:func:`~synthbench.models.mlp.train_mlp`,
 :func:`~synthbench.models.cnn.train_cnn`) behind a cache keyed by the trainer, the data, the
-config, the seed, the device type and the torch version.
+config, the seed, the device type and the torch version. :func:`cached_ceiling` computes a fold's
+:class:`~synthbench.models.competence.Ceiling` once for every task of the fold, whichever process
+asks first (a file lock per fold makes the others wait for it and read it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import joblib
 import numpy as np
 import torch
+from filelock import FileLock
 
+from synthbench import __version__
+from synthbench.models.competence import CEILING_VERSION, Ceiling
 from synthbench.models.loop import TRAINING_VERSION, EpochInputs, check_training_data, select_device
 from synthbench.models.networks import TrainedNetwork
+from synthbench.protocol import FoldData
 
-__all__ = ["cached_train", "Trainer"]
+__all__ = ["cached_train", "cached_ceiling", "Trainer"]
 
 #: ``trainer(X_train, y_train, *, config, seed, device, n_classes, epoch_inputs=None) -> TrainedNetwork``.
 Trainer = Callable[..., TrainedNetwork]
@@ -89,3 +100,42 @@ def cached_train(
         model.module.to(dev)
         model.device = dev
     return model
+
+
+#: Packages whose version can move a ceiling (the forest's and the booster's), part of its cache key.
+_CEILING_PACKAGES = ("numpy", "scikit-learn", "lightgbm")
+
+
+def _installed(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def cached_ceiling(data: FoldData, kinds: Iterable[str], compute: Callable[[], Ceiling], cache_dir: str | Path,
+                   ) -> Ceiling:
+    """The fold's ceiling, ``compute()``-d by the first process that asks for it and read from ``cache_dir`` by the rest.
+
+    The key hashes the fold (its rows, labels, truth, seed and fold index: everything a ceiling's
+    trainings read), the model ``kinds`` that take part, synthbench's version,
+    :data:`~synthbench.models.competence.CEILING_VERSION` and the versions of numpy, scikit-learn and
+    LightGBM. A lock file per key makes a second task of the fold wait while the first computes, so the
+    trainings run once per fold whatever the number of tasks. A ceiling read from the cache carries the
+    ``seconds`` this call spent (waiting and reading), not those of the trainings.
+    """
+    t0 = time.perf_counter()
+    key = joblib.hash((data, sorted(kinds), __version__, CEILING_VERSION,
+                       [(name, _installed(name)) for name in _CEILING_PACKAGES]))
+    folder = Path(cache_dir) / "ceilings"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key}.json"
+    with FileLock(str(path) + ".lock"):
+        if path.exists():
+            stored = Ceiling(**json.loads(path.read_text()))
+            return dataclasses.replace(stored, seconds=time.perf_counter() - t0)
+        ceiling = compute()
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(dataclasses.asdict(ceiling)))
+        os.replace(partial, path)  # never a half-written ceiling, even if the process dies here
+    return ceiling

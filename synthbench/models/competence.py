@@ -35,12 +35,16 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 from synthbench.protocol import FoldData
 
-__all__ = ["Ceiling", "learnability_ceiling", "competence", "competence_fields", "competent", "check_threshold",
+__all__ = ["Ceiling", "CEILING_VERSION", "learnability_ceiling", "competence", "competence_fields", "competent", "check_threshold",
            "COMPETENCE_THRESHOLD", "chance_rate", "held_out_quality", "relevant_only"]
 
 #: A model whose competence is below this did not learn enough for an explanation of it to say
 #: anything about the method (stated with every report that uses it).
 COMPETENCE_THRESHOLD = 0.5
+
+#: Part of the ceiling cache's key (:func:`~synthbench.models.cache.cached_ceiling`); bump it whenever a change moves
+#: a ceiling, the training of a kind that takes part in it included.
+CEILING_VERSION = 1
 
 #: The least gap between the ceiling and chance for anything to be learnable on a fold (see :attr:`Ceiling.learnable`).
 _MIN_GAP = 0.02

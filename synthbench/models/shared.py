@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from synthbench.models.cache import cached_ceiling
 from synthbench.models.competence import Ceiling, competence_fields, held_out_quality, learnability_ceiling
 from synthbench.models.loop import EpochInputs
 from synthbench.models.randomise import Layer
@@ -130,11 +131,14 @@ class SharedModels:
     def ceiling(self) -> Ceiling:
         """The fold's learnability ceiling (:func:`~synthbench.models.competence.learnability_ceiling`), computed on
         first request: every registered kind declaring ``ceiling`` that trains on the fold's inputs, fitted on the
-        relevant inputs only with the seed it has on the whole fold."""
+        relevant inputs only with the seed it has on the whole fold. With a disk cache in the settings, once per
+        fold whatever the tasks that ask (:func:`~synthbench.models.cache.cached_ceiling`)."""
         if self._ceiling is None:
             trainers = {name: (lambda d, k=kind: k.train(d, self._settings, replicate=0))
                         for name, kind in MODEL_KINDS.items() if kind.ceiling and self._data.kind in kind.inputs}
-            self._ceiling = learnability_ceiling(self._data, trainers)
+            compute = lambda: learnability_ceiling(self._data, trainers)  # noqa: E731
+            cache = self._settings.cache_dir
+            self._ceiling = compute() if cache is None else cached_ceiling(self._data, trainers, compute, cache)
             log.debug("learnability ceiling of fold %d: %s", self._data.fold, self._ceiling)
         return self._ceiling
 
