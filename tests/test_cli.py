@@ -147,6 +147,10 @@ BAD_INPUT = [
     (["--max-retries", "-1"], "--max-retries must be non-negative"),
     (["--address", "127.0.0.1:6379"], "--address and --gpus-per-cell need --executor ray"),
     (["--executor", "ray", "--gpus-per-cell", "1.5"], "gpus per cell must be within [0, 1]"),
+    # a value the scorer's own check refuses: the option and the value are named, whatever the check says
+    (["--scorer", "randomisation", "--scorer-option", "layers=nope", "--scorer-option", "n_bins=5"],
+     "scorer 'randomisation' refuses layers='nope': invalid literal"),
+    (["--scorer", "roar", "--scorer-option", "fractions=a,b"], "scorer 'roar' refuses fractions=('a', 'b'): "),
 ]
 
 #: Warnings Python prints by default (a run's stderr would show them); DeprecationWarning and the like it hides.

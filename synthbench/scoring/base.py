@@ -197,7 +197,21 @@ def configure_scorer(name: str, options: Mapping[str, Any] | tuple[tuple[str, An
     if unknown:
         raise ValueError(f"scorer {name!r} has no option {', '.join(map(repr, unknown))}; "
                          f"its options: {', '.join(valid) or 'none'}")
-    return dataclasses.replace(scorer, **options)
+    try:
+        return dataclasses.replace(scorer, **options)
+    except (ValueError, TypeError) as exc:  # the scorer's own check, which may not say what it was given
+        alone = [k for k in options if _refuses(scorer, k, options[k])] or list(options)
+        given = ", ".join(f"{k}={options[k]!r}" for k in alone)
+        raise ValueError(f"scorer {name!r} refuses {given}: {exc}") from None
+
+
+def _refuses(scorer: Scorer, option: str, value: Any) -> bool:
+    """Whether ``scorer`` refuses ``option=value`` on its own."""
+    try:
+        dataclasses.replace(scorer, **{option: value})
+    except (ValueError, TypeError):
+        return True
+    return False
 
 
 def get_metric(name: str, scorer: str | None = None) -> Metric:
