@@ -29,8 +29,8 @@ from synthbench.methods import get_method, method_names, run_method
 from synthbench.models import SharedModels
 from synthbench.protocol import cell_fold
 from synthbench.scoring import configure_scorer
-from synthbench.scoring.budget import Budget
-from synthbench.scoring.fragility import _Cell, attack_access
+from synthbench.scoring.fragility.budget import Budget
+from synthbench.scoring.fragility.scorer import _Cell, attack_access
 
 
 def main() -> None:

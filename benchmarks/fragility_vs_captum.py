@@ -8,9 +8,9 @@ or each image's label (the CNN), with the method's parameters on that input kind
 ``--eps`` (tables: feature standard deviations; images: pixel units) and ``--samples`` draws:
 
 * synthbench: the scorer's path (``_Cell.measure``): the maps of the rows, ``samples`` uniform draws
-  of the L-infinity budget (:meth:`~synthbench.scoring.budget.Budget.uniform`), the maps of each
+  of the L-infinity budget (:meth:`~synthbench.scoring.fragility.budget.Budget.uniform`), the maps of each
   drawn batch with :func:`synthbench.attribution.attribute`, and
-  :func:`~synthbench.scoring.sensitivity.sensitivities` (max- and average-sensitivity and the local
+  :func:`~synthbench.scoring.fragility.sensitivity.sensitivities` (max- and average-sensitivity and the local
   Lipschitz estimate at once);
 * captum 0.9: ``sensitivity_max(explanation_func, inputs, perturb_radius=eps,
   n_perturb_samples=samples, max_examples_per_batch=--max-examples-per-batch)``, with captum's
@@ -45,8 +45,8 @@ from synthbench.attribution import attribute
 from synthbench.methods import get_method
 from synthbench.models import SharedModels
 from synthbench.protocol import cell_fold
-from synthbench.scoring.budget import Budget
-from synthbench.scoring.sensitivity import sensitivities
+from synthbench.scoring.fragility.budget import Budget
+from synthbench.scoring.fragility.sensitivity import sensitivities
 
 from timing import best_of, timed
 

@@ -22,7 +22,7 @@ from synthbench.models import TrainSettings
 from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
 from synthbench.protocol import MethodOutputError
 from synthbench.scoring import get_scorer, scorer_names, scorer_options
-from synthbench.scoring.fragility import attack_access
+from synthbench.scoring.fragility.scorer import attack_access
 from synthbench.runner.execute import execute
 from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
                                          SerialExecutor)

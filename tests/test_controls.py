@@ -14,7 +14,7 @@ from synthbench import datasets
 from synthbench.methods import default_methods, get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.scoring import explained_kind
-from synthbench.scoring.retrain import RetrainScorer
+from synthbench.scoring.removal.retrain import RetrainScorer
 from synthbench.runner.grid import Cell, GridSpec
 
 from conftest import fold_of

@@ -13,9 +13,9 @@ from synthbench.models import SharedModels
 from synthbench.models.surrogate import SmoothLeakyReLU, smooth_surrogate
 from synthbench.protocol import FoldData, dataset_folds
 from synthbench.scoring import SkipCell, configure_scorer
-from synthbench.scoring import fragility as fragility_module
-from synthbench.scoring.budget import Budget
-from synthbench.scoring.fragility import _Cell, attack_access, parse_eps
+from synthbench.scoring.fragility import scorer as fragility_module
+from synthbench.scoring.fragility.budget import Budget
+from synthbench.scoring.fragility.scorer import _Cell, attack_access, parse_eps
 
 
 @pytest.fixture(scope="module")

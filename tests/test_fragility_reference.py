@@ -4,7 +4,7 @@ Both sides run on one model (a small xor fold's trained ``sparse_mlp``, ``Linear
 LeakyReLU -> Linear(256, 1)``, cast to float64 with its inputs for the direct cross-checks, so a
 LeakyReLU kink within float32 rounding cannot take another slope on another CPU's kernels),
 the same explained rows and the same perturbed copies: ``m``
-uniform draws of the L-infinity budget (:meth:`~synthbench.scoring.budget.Budget.uniform`, radius
+uniform draws of the L-infinity budget (:meth:`~synthbench.scoring.fragility.budget.Budget.uniform`, radius
 ``EPS`` feature standard deviations) from a seeded numpy generator, handed to the reference
 implementation through a ``perturb_func`` that returns them in the order it is called:
 
@@ -48,8 +48,8 @@ from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, cell_fold
 from synthbench.scoring import configure_scorer
-from synthbench.scoring import sensitivity as S
-from synthbench.scoring.budget import Budget
+from synthbench.scoring.fragility import sensitivity as S
+from synthbench.scoring.fragility.budget import Budget
 
 #: Perturbed copies per example.
 M = 5

@@ -14,7 +14,7 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.runner.grid import Cell
 from synthbench.scoring import get_scorer
-from synthbench.scoring import localisation as L
+from synthbench.scoring.truth import localisation as L
 
 
 def _maps_and_masks(n=12, h=10, w=10, seed=0):

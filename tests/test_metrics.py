@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from synthbench.scoring import metrics as M
+from synthbench.scoring.truth import metrics as M
 
 GLOBAL = M.names("global")
 

@@ -17,9 +17,9 @@ from synthbench.models.randomise import randomised, sequential_layers
 from synthbench.protocol import FoldData, dataset_folds
 from synthbench.runner.grid import GridSpec
 from synthbench.scoring import configure_scorer, get_scorer
-from synthbench.scoring import randomisation as randomisation_module
+from synthbench.scoring.randomisation import model as randomisation_module
 from synthbench.scoring.base import SkipCell
-from synthbench.scoring.randomisation import RandomisationScorer, cascade, map_entropy
+from synthbench.scoring.randomisation.model import RandomisationScorer, cascade, map_entropy
 
 
 @pytest.fixture(scope="module")
@@ -247,7 +247,7 @@ def test_the_command_line_refuses_bad_randomisation_input_in_one_line(tmp_path, 
 
 
 def test_other_classes_are_uniform_over_the_other_classes():
-    from synthbench.scoring.random_logit import other_classes
+    from synthbench.scoring.randomisation.random_logit import other_classes
 
     labels = np.repeat(np.arange(4), 3000)
     others = other_classes(labels, 4, np.random.default_rng(0))
@@ -284,7 +284,7 @@ def test_random_logit_skips_one_logit_models_with_the_reason(tmp_path):
 
 
 def test_permuted_labels_permute_the_training_labels_only(xor_fold):
-    from synthbench.scoring.data_randomisation import permuted_labels
+    from synthbench.scoring.randomisation.data import permuted_labels
 
     data, _ = xor_fold
     permuted = permuted_labels(data)
@@ -294,7 +294,7 @@ def test_permuted_labels_permute_the_training_labels_only(xor_fold):
 
 
 def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_reruns_the_method(monkeypatch):
-    from synthbench.scoring.data_randomisation import DataRandomisationScorer, permuted_labels
+    from synthbench.scoring.randomisation.data import DataRandomisationScorer, permuted_labels
 
     ds = datasets.make("xor", n_samples=300, n_decoys=30, seed=0)
     data = FoldData.from_dataset(ds, dataset_folds(ds, n_folds=3, seed=0)[0])
@@ -327,7 +327,7 @@ def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_rer
 def test_scale_and_contribution_of_a_layers_input_by_hand():
     from types import SimpleNamespace
 
-    from synthbench.scoring.activation_scale import scale_and_contribution
+    from synthbench.scoring.randomisation.activation_scale import scale_and_contribution
 
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).eval()
@@ -345,7 +345,7 @@ def test_scale_and_contribution_of_a_layers_input_by_hand():
 
 
 def test_top_down_cells_store_the_activation_scale_curve_once_per_fold(xor_fold):
-    from synthbench.scoring.activation_scale import activation_scale_curve
+    from synthbench.scoring.randomisation.activation_scale import activation_scale_curve
 
     data, models = xor_fold
     scorer = get_scorer("randomisation")

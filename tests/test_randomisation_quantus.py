@@ -13,7 +13,7 @@ never skipped:
 * Model states. Quantus re-draws each module with ``reset_parameters()`` after
   ``torch.manual_seed(seed + 1)`` (``PyTorchModel.get_random_layer_generator``); synthbench re-draws
   each declared layer from its kind's own initialiser with a seed of its own. For the cross-checks
-  the MLP kind's layer declaration is replaced (in :mod:`synthbench.scoring.randomisation` only,
+  the MLP kind's layer declaration is replaced (in :mod:`synthbench.scoring.randomisation.model` only,
   :func:`quantus_aligned`) by the same layers with Quantus' re-draw as their initialiser, so both
   sides explain identical model states; the cascade, the explaining, the comparison and the means
   are synthbench's own.
@@ -46,9 +46,9 @@ from synthbench.models import SharedModels
 from synthbench.models.mlp import MLPConfig, TrainedMLP, build_seeded_mlp, mlp_layers
 from synthbench.models.randomise import Layer, randomised
 from synthbench.protocol import FoldData
-from synthbench.scoring import randomisation as R
-from synthbench.scoring import similarity as S
-from synthbench.scoring.similarity import preprocess
+from synthbench.scoring.randomisation import model as R
+from synthbench.scoring.randomisation import similarity as S
+from synthbench.scoring.randomisation.similarity import preprocess
 from synthbench.testing import small_fold
 
 #: Quantus' default ``seed`` of every randomisation metric (its modules are reset after ``torch.manual_seed(seed + 1)``).

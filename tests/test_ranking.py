@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from synthbench.scoring import localisation as L
-from synthbench.scoring import metrics as M
+from synthbench.scoring.truth import localisation as L
+from synthbench.scoring.truth import metrics as M
 from synthbench.scoring.ranking import rank, top_k_mask
 
 

@@ -299,7 +299,7 @@ def test_styles_never_repeat_and_families_group_the_rows():
 def test_the_example_maps_show_the_images_of_the_fold_the_cells_ran_on(tmp_path):
     from synthbench.protocol import cell_fold
     from synthbench.report.tables import example_maps
-    from synthbench.scoring.localisation import pixel_masks
+    from synthbench.scoring.truth.localisation import pixel_masks
 
     grid = GridSpec(("shapes",), ("random",), (1, 2), n_samples=40, n_folds=2, seed=3, explain="train",
                     dataset_params={"shapes": {"size": 12}})

@@ -11,7 +11,7 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.scoring import get_scorer
 from synthbench.scoring.ranking import rank
-from synthbench.scoring.retrain import RetrainScorer, replace_by_mean
+from synthbench.scoring.removal.retrain import RetrainScorer, replace_by_mean
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_the_random_control_redrawn_per_epoch_gets_a_fresh_mask_each_epoch(xor_f
 
 
 def test_roar_and_kar_share_the_methods_maps_of_every_row(monkeypatch):
-    from synthbench.scoring import retrain
+    from synthbench.scoring.removal import retrain
 
     ds = datasets.make("shapes", n_samples=60, seed=0, size=16, n_decoys=1)
     data = FoldData.from_dataset(ds, dataset_folds(ds, n_folds=2, seed=0)[0])

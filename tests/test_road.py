@@ -10,10 +10,10 @@ from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.scoring import get_scorer
-from synthbench.scoring.imputation import GaussianImputer, impute_images
+from synthbench.scoring.removal.imputation import GaussianImputer, impute_images
 from synthbench.scoring.ranking import rank
-from synthbench.scoring.removal import removal_masks
-from synthbench.scoring.road import RoadScorer
+from synthbench.scoring.removal.base import removal_masks
+from synthbench.scoring.removal.road import RoadScorer
 
 
 @pytest.mark.parametrize("channels", [1, 3])

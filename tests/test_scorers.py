@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from synthbench import datasets
-from synthbench.scoring import metrics as M
+from synthbench.scoring.truth import metrics as M
 from synthbench.protocol import MethodOutput
 from synthbench.scoring import GroundTruthScorer, get_scorer
 

@@ -8,7 +8,7 @@ from scipy.stats import spearmanr
 from skimage.feature import hog
 from skimage.metrics import structural_similarity
 
-from synthbench.scoring import similarity as S
+from synthbench.scoring.randomisation import similarity as S
 
 
 def rng(seed=0):

@@ -13,7 +13,7 @@ from pathlib import Path
 from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_competence_options,
                             add_data_dir_option, competence_threshold, data_dir, load_plugins, parse_names, print_error,
                             setup_logging)
-from synthbench.scoring import metrics
+from synthbench.scoring.truth import metrics
 
 __all__ = ["main"]
 

@@ -267,7 +267,7 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndar
     """
     from synthbench.protocol import cell_fold
     from synthbench.runner.store import ResultStore
-    from synthbench.scoring.localisation import pixel_masks
+    from synthbench.scoring.truth.localisation import pixel_masks
 
     ok = results.cells[(results.cells["status"] == "ok") & (results.cells["kind"] == "image")]
     if ok.empty:

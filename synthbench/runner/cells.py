@@ -23,7 +23,7 @@ from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
 from synthbench.scoring import Scorer, Scores, SkipCell
-from synthbench.scoring.localisation import aggregate_channels
+from synthbench.scoring.truth.localisation import aggregate_channels
 
 __all__ = ["run_task", "import_plugins", "import_plugin", "is_plugin_path", "PluginError", "package_versions",
            "EXAMPLE_IMAGES"]

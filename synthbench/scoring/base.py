@@ -4,7 +4,7 @@ A scorer turns a method's output on one fold into named metric values. It sits a
 and models: it receives the method's :class:`~synthbench.methods.registry.MethodSpec` and the
 fold's :class:`~synthbench.models.SharedModels`, so it may rerun the method on other inputs or
 on a randomised model, and may train models (remove-and-retrain). Each scorer declares its
-metrics, with their metadata, as :class:`~synthbench.scoring.metrics.Metric` objects; the
+metrics, with their metadata, as :class:`~synthbench.scoring.truth.metrics.Metric` objects; the
 leaderboard and the report read them through the scorer (:func:`get_metric`).
 """
 
@@ -21,7 +21,7 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["Scorer", "Scores", "Curve", "SkipCell", "SCORERS", "register_scorer", "get_scorer", "scorer_names", "get_metric",
            "configure_scorer", "scorer_options",

@@ -1,8 +1,8 @@
 """The one tie-broken ranking every scorer reads.
 
-The ground-truth metrics (:mod:`~synthbench.scoring.metrics`), the localisation metrics
-(:mod:`~synthbench.scoring.localisation`) and the removal scorers
-(:mod:`~synthbench.scoring.removal`: ROAD, remove-and-retrain) all order a method's scores with
+The ground-truth metrics (:mod:`~synthbench.scoring.truth.metrics`), the localisation metrics
+(:mod:`~synthbench.scoring.truth.localisation`) and the removal scorers
+(:mod:`~synthbench.scoring.removal.base`: ROAD, remove-and-retrain) all order a method's scores with
 :func:`rank`, or take its first ``k`` with :func:`top_k_mask` (the same entries without a sort), so a
 tie means the same thing everywhere: an independent uniform key drawn from the
 caller's generator orders the tied entries, never their position (a constant map ranks like the

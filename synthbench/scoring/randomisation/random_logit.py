@@ -2,7 +2,7 @@
 
 Each explained example's map for its label is compared with its map for a class drawn uniformly
 from the other classes (one draw per example from the cell's seed, the same for every method), on
-the fold's trained model, by every similarity measure of :mod:`~synthbench.scoring.similarity`;
+the fold's trained model, by every similarity measure of :mod:`~synthbench.scoring.randomisation.similarity`;
 lower passes. A method that explains no model (a control, a filter) is rerun with a fresh random
 stream instead: the ``random`` control then passes perfectly and the ``input`` control fails,
 as for the model-randomisation check. A method that explains a model without an attribution
@@ -27,9 +27,9 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Scores, SkipCell, explained_model, register_scorer
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import check_comparison, mean_similarities, similarity_metrics
+from synthbench.scoring.randomisation.similarity import check_comparison, mean_similarities, similarity_metrics
 
 __all__ = ["RandomLogitScorer", "RANDOM_LOGIT", "other_classes"]
 
@@ -49,7 +49,7 @@ class RandomLogitScorer:
     Attributes
     ----------
     name : ``"random_logit"``
-    absolute, normalise, top_k : as for :class:`~synthbench.scoring.randomisation.RandomisationScorer`
+    absolute, normalise, top_k : as for :class:`~synthbench.scoring.randomisation.model.RandomisationScorer`
     metrics : one per similarity measure
     """
 

@@ -1,6 +1,6 @@
 """Label-preserving attacks on explanations (Ghorbani, Abid and Zou 2019), batched over examples.
 
-An attack looks for a perturbation inside a :class:`~synthbench.scoring.budget.Budget` that
+An attack looks for a perturbation inside a :class:`~synthbench.scoring.fragility.budget.Budget` that
 changes an example's explanation as much as an objective asks while the explained model keeps
 its predicted label. All examples of a batch move together: one forward/backward pass per
 iteration. Objectives read a map's *relevance* (:func:`relevance`: ``|a|``, summed over the
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from synthbench.scoring.budget import Budget
+from synthbench.scoring.fragility.budget import Budget
 
 __all__ = ["Objective", "AttackResult", "relevance", "top_k_objective", "center_objective", "region_objective",
            "center_of_mass", "gradient_attack", "random_search", "random_perturbation"]

@@ -17,7 +17,7 @@ Model states (``order``), over the chosen layers ``l_1 .. l_L`` in forward order
     state ``s`` randomises layer ``l_s`` alone.
 
 Each state's maps are compared with the trained model's, example by example
-(:mod:`~synthbench.scoring.similarity`: Spearman of ``|a|`` and of signed ``a``, top-k
+(:mod:`~synthbench.scoring.randomisation.similarity`: Spearman of ``|a|`` and of signed ``a``, top-k
 intersection, and on images SSIM and the Spearman of HOG features), after the stated
 preprocessing (``absolute``, ``normalise``, per example). The curve of each measure
 (x = the state's number, 0 = the trained model explained again with a fresh random stream: 1 for
@@ -34,7 +34,7 @@ its cell's maps with themselves (it fails the check by construction, and reports
 the verdict's ordering).
 
 With the top-down order over every layer, the cell also stores the curve ``activation_scale``
-(:mod:`~synthbench.scoring.activation_scale`, Binder et al.'s claim (ii): how far the randomised
+(:mod:`~synthbench.scoring.randomisation.activation_scale`, Binder et al.'s claim (ii): how far the randomised
 output is carried by the units with large trained activations), the same for every method of
 the fold.
 
@@ -73,12 +73,12 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels, model_kind
 from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.activation_scale import activation_scale_curve
+from synthbench.scoring.randomisation.activation_scale import activation_scale_curve
 from synthbench.scoring.base import Curve, Scores, SkipCell, explained_model, register_scorer
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import (IMAGE_MEASURES, TABLE_MEASURES, Comparison, check_comparison, preprocess,
-                                           similarity_metrics)
+from synthbench.scoring.randomisation.similarity import (IMAGE_MEASURES, TABLE_MEASURES, Comparison,
+                                                         check_comparison, preprocess, similarity_metrics)
 
 __all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade",
            "map_entropy"]
@@ -140,13 +140,13 @@ class RandomisationScorer:
         :data:`~synthbench.methods.recipe.TARGET_RULES`
     absolute : compare ``|a|`` (True) or signed ``a`` in the top-k, SSIM, HOG and entropy
         measures (the Spearman measures come in both)
-    normalise : per-example normalisation, one of :data:`~synthbench.scoring.similarity.NORMALISATIONS`
+    normalise : per-example normalisation, one of :data:`~synthbench.scoring.randomisation.similarity.NORMALISATIONS`
     top_k : the share of an example's input elements the top-k intersection compares, in (0, 1]
     noise_samples : sMPRT's noisy copies per map (0: plain maps)
     noise_level : sMPRT's noise sd as a share of the training inputs' range
     n_bins : eMPRT's histogram bins
     measures : the similarity measures to compute, of
-        :data:`~synthbench.scoring.similarity.IMAGE_MEASURES` (empty: every measure of the input kind;
+        :data:`~synthbench.scoring.randomisation.similarity.IMAGE_MEASURES` (empty: every measure of the input kind;
         ``ssim`` and ``hog`` are computed on images only); fewer measures, less time per state
     layers : positions of the declared layers to randomise, in forward order (0: the layer
         nearest the input; empty: all); a position the model does not have is refused before

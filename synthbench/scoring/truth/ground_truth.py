@@ -1,9 +1,9 @@
 """The ground-truth scorer: a method's ranking against the dataset's known relevant features.
 
 Tables: global rankings against the relevant features, per-instance attributions against the
-per-instance truth (:mod:`~synthbench.scoring.metrics`). Images: each explained image's map,
+per-instance truth (:mod:`~synthbench.scoring.truth.metrics`). Images: each explained image's map,
 aggregated over channels (``channel_aggregation``), against its signal mask
-(:mod:`~synthbench.scoring.localisation`).
+(:mod:`~synthbench.scoring.truth.localisation`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring import metrics as M
+from synthbench.scoring.truth import metrics as M
 from synthbench.scoring.base import register_scorer
-from synthbench.scoring.localisation import CHANNEL_AGGREGATIONS, LOCALISATION_METRICS, aggregate_channels, pixel_masks
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.truth.localisation import (CHANNEL_AGGREGATIONS, LOCALISATION_METRICS, aggregate_channels,
+                                                   pixel_masks)
+from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["GroundTruthScorer", "GROUND_TRUTH"]
 
@@ -34,11 +35,11 @@ class GroundTruthScorer:
     Attributes
     ----------
     name : ``"ground_truth"``
-    metrics : the metrics it reports (default: every one of :data:`synthbench.scoring.metrics.METRICS`
-        and :data:`synthbench.scoring.localisation.LOCALISATION_METRICS`), each truth-based
+    metrics : the metrics it reports (default: every one of :data:`synthbench.scoring.truth.metrics.METRICS`
+        and :data:`synthbench.scoring.truth.localisation.LOCALISATION_METRICS`), each truth-based
         (:attr:`Metric.truth_based`); each applies to the input kinds it declares
     channel_aggregation : how image attributions ``(n, C, H, W)`` become the maps ``(n, H, W)`` the
-        localisation metrics read (:data:`~synthbench.scoring.localisation.CHANNEL_AGGREGATIONS`);
+        localisation metrics read (:data:`~synthbench.scoring.truth.localisation.CHANNEL_AGGREGATIONS`);
         recorded with every image cell (:meth:`params_for`)
     """
 

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.stats import rankdata
 from scipy.ndimage import uniform_filter
 
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import top_k_mask
 
 __all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows", "top_k_intersection",
@@ -398,7 +398,7 @@ def check_comparison(normalise: str, top_k: float) -> None:
 def similarity_metrics(prefix: str, between: str, summaries: dict[str, str]) -> dict[str, Metric]:
     """The metrics of a check that compares two maps per example by every measure, lower passing.
 
-    One :class:`~synthbench.scoring.metrics.Metric` ``{prefix}_{measure}{suffix}`` per measure and
+    One :class:`~synthbench.scoring.truth.metrics.Metric` ``{prefix}_{measure}{suffix}`` per measure and
     per ``summaries`` entry ``suffix -> phrase`` ("mean over the randomised states"); ``between``
     names the two maps ("the trained and randomised models' maps"). SSIM and HOG apply to images
     only; the chance reference is the ``random`` control.

@@ -3,7 +3,7 @@ inputs its explanation ranks first (MoRF) or last (LeRF) are imputed, without re
 
 For each fraction ``t`` of :attr:`RoadScorer.fractions`, the ``floor(t * m)`` highest-ranked (MoRF)
 or lowest-ranked (LeRF) of an explained example's ``m`` ranked units are imputed
-(:mod:`~synthbench.scoring.imputation`: noisy linear imputation on images, the Gaussian
+(:mod:`~synthbench.scoring.removal.imputation`: noisy linear imputation on images, the Gaussian
 conditional mean on tables), and the accuracy of the fold's model on the imputed explained
 examples is measured. Units are ranked by ``|a|`` (``signed=False``) or by ``a``; ties are broken at
 random with the cell's stream, so a constant map ranks like the random control.
@@ -28,10 +28,11 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
-from synthbench.scoring.imputation import GaussianImputer, impute_images
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.removal.imputation import GaussianImputer, impute_images
+from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import rank
-from synthbench.scoring.removal import RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys, removal_masks
+from synthbench.scoring.removal.base import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys,
+                                             removal_masks)
 
 __all__ = ["RoadScorer", "ROAD", "ROAD_METRICS"]
 

@@ -3,7 +3,7 @@
 Ghorbani, Abid and Zou (2019) showed that inputs that look the same and keep their label can get
 very different explanations, under random noise and far more under targeted perturbations.
 ``--scorer fragility`` perturbs a cell's explained examples inside a budget
-(:mod:`~synthbench.scoring.budget`: L-infinity, or L2, of radius ``eps`` in input units; on
+(:mod:`~synthbench.scoring.fragility.budget`: L-infinity, or L2, of radius ``eps`` in input units; on
 tables a share of each feature's standard deviation), at each ``eps`` of the run, with:
 
 ``random``    one random-sign perturbation (the baseline at the same budget);
@@ -14,7 +14,7 @@ tables a share of each feature's standard deviation), at each ``eps`` of the run
 ``truth``     the truth attack, which no other tool has: move the relevance off the example's
               true features (tables) or signal mask (images) onto decoys or distractors.
 
-(:mod:`~synthbench.scoring.attacks`.) Every kept perturbation keeps the label the original model
+(:mod:`~synthbench.scoring.fragility.attacks`.) Every kept perturbation keeps the label the original model
 predicts; each example keeps its best label-preserving iterate (none: the original input). A
 method whose maps are differentiable in the inputs (a recipe whose attribution function declares
 ``create_graph``: gradient, saliency, input x gradient, integrated gradients, the SmoothGrad
@@ -23,7 +23,7 @@ of the explained network (:mod:`~synthbench.models.surrogate`, Softplus of ``bet
 smoothed leaky ReLU for the MLP presets); every iterate is evaluated and explained on the
 original network. Every other method with per-example maps (the layer rules, perturbation
 methods, TreeSHAP, the controls) gets the random baseline and a black-box random search
-(:func:`~synthbench.scoring.attacks.random_search`) in place of the gradient attacks
+(:func:`~synthbench.scoring.fragility.attacks.random_search`) in place of the gradient attacks
 (:func:`attack_access`; ``--list`` shows it). A method that returns only global scores fitted on
 the training rows cannot change with the explained inputs: its cell is skipped with the reason.
 
@@ -37,7 +37,7 @@ the attack, example by example (tables: the share of an example's true features 
 with ``k`` the number of true features, and the AUROC of its ``|b|``; images: rank accuracy against
 its mask), and its drop from before. In the same scorer, from ``samples``
 uniform draws of the budget per ``eps``: max- and average-sensitivity and a local Lipschitz
-estimate (:mod:`~synthbench.scoring.sensitivity`, cross-checked against captum and Quantus).
+estimate (:mod:`~synthbench.scoring.fragility.sensitivity`, cross-checked against captum and Quantus).
 
 Values are at the largest ``eps``; every measure is also stored as a curve over ``eps``
 (``{attack}_{measure}``, and the sensitivities by name). An image cell stores, as its example maps,
@@ -67,18 +67,18 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.models.surrogate import smooth_surrogate
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring import metrics as M
-from synthbench.scoring.attacks import (AttackResult, center_objective, center_of_mass, gradient_attack,
+from synthbench.scoring.truth import metrics as M
+from synthbench.scoring.fragility.attacks import (AttackResult, center_objective, center_of_mass, gradient_attack,
                                         random_perturbation, random_search, region_objective, relevance,
                                         top_k_objective)
 from synthbench.scoring.base import Curve, Scores, SkipCell, explained_model, register_scorer
-from synthbench.scoring.budget import NORMS, Budget
-from synthbench.scoring.localisation import pixel_masks, rank_accuracy, top_k as image_top_k
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.fragility.budget import NORMS, Budget
+from synthbench.scoring.truth.localisation import pixel_masks, rank_accuracy, top_k as image_top_k
+from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import top_k_mask
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.sensitivity import SENSITIVITY_MEASURES, sensitivities
-from synthbench.scoring.similarity import spearman_rows, top_k_intersection
+from synthbench.scoring.fragility.sensitivity import SENSITIVITY_MEASURES, sensitivities
+from synthbench.scoring.randomisation.similarity import spearman_rows, top_k_intersection
 
 __all__ = ["FragilityScorer", "FRAGILITY", "ATTACKS", "DEFAULT_EPS", "attack_access", "parse_eps"]
 
@@ -176,7 +176,7 @@ class FragilityScorer:
     name : ``"fragility"``
     eps : the budget's radii (a curve over them); empty: :data:`DEFAULT_EPS` of the input kind.
         Numbers or fractions (``"8/255"``)
-    norm : :data:`~synthbench.scoring.budget.NORMS`
+    norm : :data:`~synthbench.scoring.fragility.budget.NORMS`
     attacks : names of :data:`ATTACKS`; empty: :data:`DEFAULT_ATTACKS` of the input kind
     iterations : gradient-attack steps; 0: :data:`DEFAULT_ITERATIONS` of the input kind
     step : each gradient step's length as a share of eps (0: ``2.5 / iterations``)
@@ -353,7 +353,7 @@ class _Cell:
         return M.local_tpr_at_k(maps, self.truth, rng("best_k")), _nanmean(np.array(auroc))
 
     def _objective(self, attack: str):
-        """The objective ``attack`` raises (see :mod:`~synthbench.scoring.attacks`)."""
+        """The objective ``attack`` raises (see :mod:`~synthbench.scoring.fragility.attacks`)."""
         if attack == "topk":
             return top_k_objective(torch.as_tensor(self.top0))
         if attack == "center":

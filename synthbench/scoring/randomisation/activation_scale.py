@@ -7,7 +7,7 @@ explanations after top-down randomisation keep the imprint of the activation sca
 differ from the trained model's only to a certain extent.
 
 For each state ``s`` of top-down cascading randomisation (the ``s`` layers closest to the output
-re-drawn, as :mod:`~synthbench.scoring.randomisation` draws them), let ``h`` be the input of the
+re-drawn, as :mod:`~synthbench.scoring.randomisation.model` draws them), let ``h`` be the input of the
 lowest randomised layer (the output of the trained part below it; for ``s = L`` the model's
 input). Over its units (tables: neurons or input features; images: channels, positions summed),
 this module measures the Spearman correlation between each unit's mean ``|h_j|`` over the
@@ -27,7 +27,7 @@ import torch
 from synthbench.models.randomise import Layer, randomised
 from synthbench.protocol import FoldData
 from synthbench.scoring.base import Curve
-from synthbench.scoring.similarity import spearman_rows
+from synthbench.scoring.randomisation.similarity import spearman_rows
 
 __all__ = ["activation_scale_curve", "scale_and_contribution"]
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import rank, top_k_mask
 
 __all__ = ["CHANNEL_AGGREGATIONS", "aggregate_channels", "pixel_masks", "mass_accuracy", "rank_accuracy",

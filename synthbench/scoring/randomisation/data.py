@@ -6,9 +6,9 @@ method), every model the method needs is retrained on them, and the method is re
 network trained on noise, the forest's importances and TreeSHAP read the forest grown on it,
 mRMR and the embedded selectors select against the permuted labels. Each explained example's map
 is compared with its map on the real labels by every similarity measure of
-:mod:`~synthbench.scoring.similarity`; lower passes. A method that gives only global scores is
+:mod:`~synthbench.scoring.randomisation.similarity`; lower passes. A method that gives only global scores is
 compared on them (one row). The explained rows and their labels are the real ones; the explained
-class follows ``target`` as in :mod:`~synthbench.scoring.randomisation`.
+class follows ``target`` as in :mod:`~synthbench.scoring.randomisation.model`.
 
 Networks are retrained "until they fit" the permuted labels: their preset's architecture and
 optimiser, with no held-out rows and no early stopping, the last weights kept, for ``epochs``
@@ -36,9 +36,9 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels, model_kind
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Scores, register_scorer
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.similarity import check_comparison, mean_similarities, similarity_metrics
+from synthbench.scoring.randomisation.similarity import check_comparison, mean_similarities, similarity_metrics
 
 __all__ = ["DataRandomisationScorer", "DATA_RANDOMISATION", "permuted_labels"]
 
@@ -73,7 +73,7 @@ class DataRandomisationScorer:
     fit : the training accuracy on the permuted labels at which a network fits
     max_epochs : the most epochs of one training (the last try runs exactly these)
     target : the explained class, a rule of :data:`~synthbench.methods.recipe.TARGET_RULES`
-    absolute, normalise, top_k : as for :class:`~synthbench.scoring.randomisation.RandomisationScorer`
+    absolute, normalise, top_k : as for :class:`~synthbench.scoring.randomisation.model.RandomisationScorer`
     metrics : one per similarity measure, and the two fit diagnostics
     """
 

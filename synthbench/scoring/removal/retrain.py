@@ -2,7 +2,7 @@
 
 Every training and test example of the fold is explained by the method (its per-instance maps;
 for tables with ``ranking="global"`` its global ranking), and its units are ranked
-(:mod:`~synthbench.scoring.removal`). For each fraction ``t`` of the ``m`` units, ROAR replaces
+(:mod:`~synthbench.scoring.removal.base`). For each fraction ``t`` of the ``m`` units, ROAR replaces
 the ``floor(t m)`` ranked first of every example, KAR the ``floor(t m)`` ranked last (it keeps
 the top ``1 - t``), with the training set's mean (per channel for images, per feature for
 tables). ``t`` is the share replaced for both, as in the 2019 paper's figures, so ``t = 0`` is
@@ -44,9 +44,10 @@ from synthbench.methods.registry import MethodSpec, run_method
 from synthbench.models import SharedModels, model_kind
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
-from synthbench.scoring.metrics import Metric
+from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import rank
-from synthbench.scoring.removal import RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys, removal_masks
+from synthbench.scoring.removal.base import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys,
+                                             removal_masks)
 
 __all__ = ["RetrainScorer", "ROAR", "KAR", "replace_by_mean", "RANDOM_MASKS"]
 
@@ -73,7 +74,7 @@ class RetrainScorer:
     keep : KAR replaces the bottom fraction (keeps the rest); ROAR replaces the top fraction
     fractions : each in (0, 1), increasing
     repeats : retrainings per fraction (each its own seed), at least 1
-    unit, signed, ranking : as for :class:`~synthbench.scoring.road.RoadScorer` (images rank each
+    unit, signed, ranking : as for :class:`~synthbench.scoring.removal.road.RoadScorer` (images rank each
         channel value by default, as the 2019 code does)
     random_masks : ``"fixed"`` (each example of the random control keeps its one random mask) or
         ``"epoch"`` (the control's training rows get a fresh random mask every epoch)
