@@ -1,4 +1,4 @@
-"""A plugin written from the README's "Write your own" section alone, as a new user would: an image
+"""A plugin written from the documentation's "Write your own" page alone, as a new user would: an image
 dataset and a method. Copied by tests/test_plugin_report.py into a temporary folder and passed to
 ``python -m synthbench.run --plugin ./my_plugins.py``.
 

@@ -1,4 +1,4 @@
-"""A plugin image dataset and method, as a new user writes them from the README: checked, run with
+"""A plugin image dataset and method, as a new user writes them from the documentation: checked, run with
 ``--plugin ./file.py``, then reported *without* ``--plugin``: the store holds what the report needs."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The README's "Write your own" examples run as written and pass their checks, so the README cannot rot.
+"""The documentation's examples of your own components run as written and pass their checks, so the pages cannot rot.
 
-Each ```python block of that section is run on its own (a fresh namespace, as a user pasting it
-would), inside blocks that undo every registration it makes, so nothing leaks into other tests.
+Each ```python block of ``docs/write-your-own.md`` and ``docs/getting-started.md`` is run on its own (a
+fresh namespace, as a user pasting it would), inside blocks that undo every registration it makes, so
+nothing leaks into other tests.
 """
 
 from __future__ import annotations
@@ -13,26 +14,23 @@ import pytest
 
 from conftest import registrations_undone, registries
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-SECTION = "## Write your own"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PAGES = ("write-your-own.md", "getting-started.md")
 
 
-def examples(text: str) -> list[tuple[str, str]]:
-    """``(subsection title, code)`` of every python block in the README's "Write your own" section."""
-    start = text.index(f"\n{SECTION}\n")
-    end = text.find("\n## ", start + 1)
-    section = text[start:end if end != -1 else len(text)]
+def examples(text: str, page: str) -> list[tuple[str, str]]:
+    """``(page: subsection title, code)`` of every python block of a documentation page."""
     out = []
-    for part in section.split("\n### ")[1:]:
+    for part in text.split("\n## ")[1:]:
         title = part.splitlines()[0].strip()
-        out += [(title, code) for code in re.findall(r"^```python\n(.*?)^```$", part, re.M | re.S)]
+        out += [(f"{page}: {title}", code) for code in re.findall(r"^```python\n(.*?)^```$", part, re.M | re.S)]
     return out
 
 
-EXAMPLES = examples(README.read_text(encoding="utf-8"))
+EXAMPLES = [e for page in PAGES for e in examples((DOCS / page).read_text(encoding="utf-8"), page)]
 
 
-def test_the_section_shows_every_kind_of_component_each_ending_with_its_check():
+def test_the_pages_show_every_kind_of_component_each_ending_with_its_check():
     checks = [code.rstrip().splitlines()[-1] for _, code in EXAMPLES]
     assert all(re.fullmatch(r"check_(dataset|method|scorer|model_kind)\(\"\w+\"\)", line) for line in checks), checks
     called = {re.match(r"(check_\w+)\(", line).group(1) for line in checks}
@@ -45,7 +43,7 @@ def test_the_section_shows_every_kind_of_component_each_ending_with_its_check():
 def test_each_example_runs_as_written_and_passes_its_check(title, code):
     before = {r.what: r.names() for r in registries()}
     with registrations_undone():
-        exec(compile(code, f"README.md, {title}", "exec"), {"__name__": "readme_example"})  # a check raises CheckFailed
+        exec(compile(code, title, "exec"), {"__name__": "readme_example"})  # a check raises CheckFailed
         added = {r.what: set(r.names()) - set(before[r.what]) for r in registries()}
         assert any(added.values()), "the example registers nothing"
     assert {r.what: r.names() for r in registries()} == before  # nothing leaks into other tests
