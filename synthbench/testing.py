@@ -51,7 +51,7 @@ from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, model_kind
 from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput, cell_fold, dataset_folds
-from synthbench.scoring import configure_scorer
+from synthbench.scoring import Abilities, Scorer, configure_scorer
 
 __all__ = ["CheckFailed", "CheckData", "check_dataset", "check_method", "check_model_kind", "check_scorer", "small_fold"]
 
@@ -309,6 +309,9 @@ def check_scorer(name: str, *, data: FoldData | None = None, options: Mapping[st
     scorer = configure_scorer(name, options or {})
     check = _Checks(f"scorer {name!r}")
     check("declares metrics", bool(scorer.metrics))
+    check("declares its abilities", isinstance(scorer.abilities, Abilities), repr(scorer.abilities))
+    check("checks the layers it randomises",
+          not scorer.abilities.randomises_layers or type(scorer).check_layers is not Scorer.check_layers)
     for metric_name, metric in scorer.metrics.items():
         lo, hi = metric.limits
         check(f"metric {metric_name}: metadata", metric.name == metric_name and metric.direction in ("higher", "lower")

@@ -87,6 +87,33 @@ def test_check_scorer_covers_images():
     assert "image: same fold, same values" in check_scorer("ground_truth")
 
 
+def test_a_scorer_derives_from_scorer_and_declares_what_it_does_as_abilities():
+    """The registry takes only a :class:`Scorer` (its abilities and defaults come with the class), and the battery
+    refuses abilities that are not an :class:`Abilities` or a scorer that re-draws layers it never checks."""
+    from conftest import registrations_undone
+    from synthbench.scoring import Abilities, GroundTruthScorer, Scorer, register_scorer
+
+    class Bare:
+        name, metrics = "bare", GroundTruthScorer().metrics
+
+    with pytest.raises(TypeError, match="derives from synthbench.scoring.Scorer"):
+        register_scorer(Bare())
+    assert Scorer.abilities == Abilities() and not Abilities().judges_model  # nothing beyond scoring by default
+
+    class Undeclared(GroundTruthScorer):
+        abilities = {"judges_model": True}  # a dict, not Abilities
+
+    class Unchecked(GroundTruthScorer):
+        abilities = Abilities(randomises_layers=True)  # and no check_layers of its own
+
+    for scorer, failing in [(Undeclared(name="undeclared"), "declares its abilities"),
+                            (Unchecked(name="unchecked"), "checks the layers it randomises")]:
+        with registrations_undone():
+            register_scorer(scorer)
+            with pytest.raises(CheckFailed, match=failing):
+                check_scorer(scorer.name, data=CheckData().fold("tabular"))
+
+
 def _register(name, fn, **kw):
     return METHODS.temporarily(name, MethodSpec(name, fn, "test: " + name, **kw))
 

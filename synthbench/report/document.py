@@ -387,14 +387,14 @@ def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metri
         table = tables.summary_table(results, metrics=shown, setting=setting)
         md += _collapsed(part, setting, table.dropna(subset=[names[0]]), shown)
     all_curves = tables.scorer_curve_table(results)
-    model_level = set(getattr(get_scorer(scorer), "model_curves", ()))
+    model_level = set(get_scorer(scorer).abilities.model_curves)
     curves = all_curves[~all_curves["curve"].isin(model_level)]
-    drawn = getattr(get_scorer(scorer), "report_curves", None)  # the curves a scorer asks a report to show
+    drawn = get_scorer(scorer).abilities.report_curves  # the curves a scorer asks a report to show
     if drawn:
         curves = curves[curves["curve"].isin(drawn)]
         curves = curves.assign(order=curves["curve"].map(drawn.index)).sort_values("order", kind="stable").drop(columns="order")
     styles = figures.method_styles(results.methods, results.families)
-    axis = getattr(get_scorer(scorer), "curve_axis", "share of inputs removed")
+    axis = get_scorer(scorer).abilities.curve_axis
     lead = declared[names[0]]
     limits = lead.limits if all(map(np.isfinite, lead.limits)) else (-np.inf, np.inf)
     if not curves.empty:
@@ -407,7 +407,7 @@ def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metri
                (f"Each curve's mean per method and {axis.split(' (')[0]}:" if drawn else
                 f"At the last point ({curves['x'].max():g}), the mean of each curve:"), "",
                _curves_markdown(curves, every_x=bool(drawn)), ""]
-    caption = getattr(get_scorer(scorer), "examples_caption", None)
+    caption = get_scorer(scorer).abilities.examples_caption
     if caption and kind == "image":
         md += _attacked_maps(results, truth, report, scorer, caption, prefix, heading)
     model_curves = all_curves[all_curves["curve"].isin(model_level)]

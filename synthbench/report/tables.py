@@ -353,7 +353,7 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
     paired = paired.rename(columns={"value_truth": "truth", "value_verdict": "verdict"})[
         ["setting", "n_decoys", "seed", "fold", "method", "control", "reads_model", "truth", "verdict"]]
     scorers = set(verdict.cells["scorer"])
-    if any(getattr(get_scorer(s), "judges_parameters", False) for s in scorers):
+    if any(get_scorer(s).abilities.judges_parameters for s in scorers):
         paired = paired[paired["reads_model"] | paired["control"]].reset_index(drop=True)
     return paired
 

@@ -87,7 +87,7 @@ class Cell:
     def judged_model(self) -> str | None:
         """The model kind the cell's scorer measures (:func:`explained_kind`), or None for a scorer that
         judges no model (the ground truth)."""
-        if not getattr(self.scorer_object, "judges_model", False):
+        if not self.scorer_object.abilities.judges_model:
             return None
         return explained_kind(self.spec, self.kind)
 
@@ -238,7 +238,7 @@ class GridSpec:
         """
         spec = get_method(method)
         needed = [k for k in spec.needs_for(kind) if model_kind(k).uses_preset]
-        if not needed and scorer is not None and getattr(get_scorer(scorer), "judges_model", False):
+        if not needed and scorer is not None and get_scorer(scorer).abilities.judges_model:
             needed = [k for k in (explained_kind(spec, kind),) if model_kind(k).uses_preset]
         if not needed:
             return (None,)
@@ -256,7 +256,7 @@ class GridSpec:
         model (:meth:`presets_for`). Empty for any other method or scorer.
         """
         spec, kind = get_method(method), datasets.spec(dataset).kind
-        if not spec.control or not getattr(get_scorer(scorer), "judges_model", False):
+        if not spec.control or not get_scorer(scorer).abilities.judges_model:
             return ()
         own = explained_kind(spec, kind)
         explained = (explained_kind(get_method(m), kind) for m in self.methods_for(dataset)
@@ -279,9 +279,8 @@ class GridSpec:
             raise ValueError(f"no scorer of the grid ({', '.join(self.scorers)}) takes the option(s) {', '.join(stray)}")
         for name in self.scorers:
             scorer = configure_scorer(name, self.options_for(name))  # ValueError when the scorer refuses a value
-            if hasattr(scorer, "check_kind"):  # ValueError for settings the grid's input kinds cannot take
-                for kind in sorted({datasets.spec(d).kind for d in self.datasets}):
-                    scorer.check_kind(kind)
+            for kind in sorted({datasets.spec(d).kind for d in self.datasets}):
+                scorer.check_kind(kind)  # ValueError for settings the grid's input kinds cannot take
         self._check_retrainable()
         self._check_randomisable()
         return [
@@ -302,7 +301,7 @@ class GridSpec:
     @staticmethod
     def _randomisable(method: str, kind: str, scorer: str) -> bool:
         """False when ``scorer`` randomises layers and ``method`` explains a model kind that declares none."""
-        if not getattr(get_scorer(scorer), "randomises_layers", False):
+        if not get_scorer(scorer).abilities.randomises_layers:
             return True
         return model_kind(explained_kind(get_method(method), kind)).layers is not None
 
@@ -311,7 +310,7 @@ class GridSpec:
         ``skip_inapplicable``), or is asked for layers a preset's network does not have."""
         for name in self.scorers:
             scorer = configure_scorer(name, self.options_for(name))
-            if not getattr(scorer, "randomises_layers", False):
+            if not scorer.abilities.randomises_layers:
                 continue
             for d in self.datasets:
                 kind = datasets.spec(d).kind
@@ -329,7 +328,7 @@ class GridSpec:
 
     def _check_retrainable(self) -> None:
         """ValueError when a scorer that retrains (ROAR, KAR) meets a method whose model kind cannot be retrained."""
-        retraining = [name for name in self.scorers if getattr(get_scorer(name), "retrains", False)]
+        retraining = [name for name in self.scorers if get_scorer(name).abilities.retrains]
         if not retraining:
             return
         for d in self.datasets:

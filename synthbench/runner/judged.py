@@ -37,7 +37,7 @@ def model_key(rows: pd.DataFrame) -> pd.Series:
     model kind its scorer measured (``forest``); ``""`` for a scorer that judges no model (the ground
     truth: every method meets the controls there) and where neither is known (a cell written before
     schema 8 that explains no preset)."""
-    judges = rows["scorer"].map(lambda name: bool(getattr(get_scorer(name), "judges_model", False)))
+    judges = rows["scorer"].map(lambda name: bool(get_scorer(name).abilities.judges_model))
     key = rows["model_preset"].where(rows["model_preset"].notna(), rows["judged_model"]).fillna("")
     return key.where(judges, "")
 

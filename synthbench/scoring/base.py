@@ -1,11 +1,12 @@
-"""The scorer protocol and the one registry of scorers.
+"""The scorer base class, its declared abilities, and the one registry of scorers.
 
 A scorer turns a method's output on one fold into named metric values. It sits above methods
 and models: it receives the method's :class:`~synthbench.methods.registry.MethodSpec` and the
 fold's :class:`~synthbench.models.SharedModels`, so it may rerun the method on other inputs or
 on a randomised model, and may train models (remove-and-retrain). Each scorer declares its
 metrics, with their metadata, as :class:`~synthbench.scoring.truth.metrics.Metric` objects; the
-leaderboard and the report read them through the scorer (:func:`get_metric`).
+leaderboard and the report read them through the scorer (:func:`get_metric`), and what it does beyond
+scoring (judging the explained model, retraining, re-drawing layers, its curves) as :class:`Abilities`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
 from synthbench.scoring.truth.metrics import Metric
 
-__all__ = ["Scorer", "Scores", "Curve", "SkipCell", "SCORERS", "register_scorer", "get_scorer", "scorer_names", "get_metric",
+__all__ = ["Scorer", "Abilities", "Scores", "Curve", "SkipCell", "SCORERS", "register_scorer", "get_scorer", "scorer_names", "get_metric",
            "configure_scorer", "scorer_options",
            "DEFAULT_MODELS", "explained_kind", "explained_model"]
 
@@ -93,58 +94,83 @@ def explained_model(spec: MethodSpec, data: FoldData, models: SharedModels) -> t
     return kind, models.get(kind)
 
 
-class Scorer(Protocol):
-    """Protocol every scorer implements.
+@dataclass(frozen=True)
+class Abilities:
+    """What a scorer does beyond scoring, declared once per scorer class (as Quantus declares a metric's
+    metadata): the grid, the choice of the model a control is judged on, and the report read it from here.
 
     Attributes
     ----------
-    name : the name cells and the CLI use (``--scorer``)
-    metrics : name -> :class:`Metric`, every metric it may report (with its truth-based parts when
-        it has them, see :class:`Metric`)
-    judges_model : (optional, False when absent) its values measure the model each method
-        explains (:func:`explained_kind`), so a method that explains none is judged on the input
-        kind's default model, one cell per preset of the grid, and a control also on each other
-        model kind the grid's methods explain (its chance must be measured on their model)
-    retrains : (optional, False when absent) it trains fresh models of the kind each method
-        explains, so a grid pairing it with a kind that is not ``retrainable`` is refused before
-        anything runs
-    judges_parameters : (optional, False when absent) its values measure how a method's maps depend on the
-        explained model's parameters or outputs (MPRT, sMPRT, eMPRT, RandomLogit): a method that reads no model
-        gives the same map whatever the model by construction, so reports leave it out of the verdict's ordering
-    randomises_layers : (optional, False when absent) it re-draws layers of the model each method
-        explains, so a grid pairing it with a kind that declares no ``layers`` (the forest) is
-        refused (or those methods left out of a default method list) before anything runs; such a
-        scorer also offers ``check_layers(n_layers, what)`` (ValueError for layers a network of
-        ``n_layers`` does not have)
-    curve_axis : (optional) what its curves' x is, for reports (default: the share of inputs removed)
-    check_kind : (optional) ``check_kind(kind)``, ValueError for settings that ``kind`` inputs cannot
-        take (fragility's centre-of-mass attack on tables); the grid calls it for each input kind it
-        holds before anything runs
-    report_curves : (optional) the names of the curves a report draws and tabulates at every x, in
-        order (default: every curve, tabulated at the last x)
-    examples_caption : (optional) the scorer stores example maps of its own (:attr:`Scores.examples`);
-        a report draws them beside the ground truth's, captioned "its map {examples_caption}"
-    model_curves : (optional) names of curves that describe the fold's model rather than the
-        method (the same in every cell of a fold), which reports draw once per setting
+    judges_model : its values measure the model each method explains (:func:`explained_kind`), so a
+        method that explains none is judged on the input kind's default model, one cell per preset of
+        the grid, and a control also on each other model kind the grid's methods explain (its chance
+        must be measured on their model)
+    retrains : it trains fresh models of the kind each method explains, so a grid pairing it with a
+        kind that is not ``retrainable`` is refused before anything runs
+    judges_parameters : its values measure how a method's maps depend on the explained model's
+        parameters or outputs (MPRT, sMPRT, eMPRT, RandomLogit): a method that reads no model gives the
+        same map whatever the model by construction, so reports leave it out of the verdict's ordering
+    randomises_layers : it re-draws layers of the model each method explains, so a grid pairing it with
+        a kind that declares no ``layers`` (the forest) is refused (or those methods left out of a
+        default method list) before anything runs, and :meth:`Scorer.check_layers` is asked of
+        every preset
+    curve_axis : what its curves' x is, for reports
+    report_curves : the names of the curves a report draws and tabulates at every x, in order (None:
+        every curve, tabulated at the last x)
+    examples_caption : the scorer stores example maps of its own (:attr:`Scores.examples`); a report
+        draws them beside the ground truth's, captioned "its map {examples_caption}" (None: it stores none)
+    model_curves : names of curves that describe the fold's model rather than the method (the same in
+        every cell of a fold), which reports draw once per setting
+    """
+
+    judges_model: bool = False
+    retrains: bool = False
+    judges_parameters: bool = False
+    randomises_layers: bool = False
+    curve_axis: str = "share of inputs removed"
+    report_curves: tuple[str, ...] | None = None
+    examples_caption: str | None = None
+    model_curves: tuple[str, ...] = ()
+
+
+class Scorer:
+    """What every scorer is: the class a scorer derives from (the registry takes nothing else).
+
+    A scorer sets ``name`` (the name cells and the CLI use, ``--scorer``) and ``metrics`` (name ->
+    :class:`Metric`, every metric it may report, with its truth-based parts when it has them) and
+    implements :meth:`score`. It may override what is declared here with its defaults:
+    :attr:`abilities`, :meth:`chance`, :meth:`params_for`, :meth:`check_kind` and :meth:`check_layers`.
+    Options are the fields of a dataclass scorer (:func:`scorer_options`).
     """
 
     name: str
     metrics: Mapping[str, Metric]
+    #: What it does beyond scoring (nothing, by default).
+    abilities: ClassVar[Abilities] = Abilities()
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> dict[str, float]:
         """Metric values for the method ``spec`` on one fold; random draws come from ``data.rng(...)``.
 
         A :class:`Scores` carries the curves measured on the way (stored with the cell).
         """
-        ...
+        raise NotImplementedError
 
     def chance(self, data: FoldData) -> dict[str, float]:
-        """Each metric's value for a uniformly random ranking on this fold (those that have one)."""
-        ...
+        """Each metric's value for a uniformly random ranking on this fold, for those that have one (default: none;
+        a metric's ``control`` method, measured in the same run, then stands beside each method)."""
+        return {}
 
     def params_for(self, kind: str) -> dict:
-        """Parameters that define the scorer's values on ``kind`` inputs; they enter the cell id (``{}``: none)."""
-        ...
+        """Parameters that define the scorer's values on ``kind`` inputs; they enter the cell id (default ``{}``: none)."""
+        return {}
+
+    def check_kind(self, kind: str) -> None:
+        """ValueError for settings that ``kind`` inputs cannot take (fragility's centre-of-mass attack on tables);
+        the grid asks it of each input kind it holds before anything runs. Default: every kind is fine."""
+
+    def check_layers(self, n_layers: int, what: str) -> None:
+        """A scorer that ``randomises_layers``: ValueError for layers a network of ``n_layers`` (``what``) does not
+        have; the grid asks it of every preset before anything runs. Default: any network is fine."""
 
 
 #: Every registered scorer, by name, in registration order.
@@ -152,7 +178,11 @@ SCORERS: Registry[Scorer] = Registry("scorer")
 
 
 def register_scorer(scorer: Scorer) -> Scorer:
-    """Add ``scorer`` to the registry under its ``name`` (ValueError when the name is taken)."""
+    """Add ``scorer`` to the registry under its ``name`` (ValueError when the name is taken, TypeError for an object
+    that does not derive from :class:`Scorer`)."""
+    if not isinstance(scorer, Scorer):
+        raise TypeError(f"a scorer derives from synthbench.scoring.Scorer (its abilities and defaults); "
+                        f"{type(scorer).__name__} does not")
     return SCORERS.add(scorer.name, scorer)
 
 

@@ -71,7 +71,7 @@ from synthbench.scoring.truth import metrics as M
 from synthbench.scoring.fragility.attacks import (AttackResult, center_objective, center_of_mass, gradient_attack,
                                         random_perturbation, random_search, region_objective, relevance,
                                         top_k_objective)
-from synthbench.scoring.base import Curve, Scores, SkipCell, explained_model, register_scorer
+from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.fragility.budget import NORMS, Budget
 from synthbench.scoring.truth.localisation import pixel_masks, rank_accuracy, top_k as image_top_k
 from synthbench.scoring.truth.metrics import Metric
@@ -168,7 +168,7 @@ def _metrics(name: str) -> dict[str, Metric]:
 
 
 @dataclass(frozen=True)
-class FragilityScorer:
+class FragilityScorer(Scorer):
     """How far a label-preserving perturbation moves a method's maps, and off the truth.
 
     Attributes
@@ -190,13 +190,14 @@ class FragilityScorer:
     metrics : every metric it may report (built from ``name``)
     """
 
-    judges_model: ClassVar[bool] = True  # measures the model the method explains (labels kept, surrogate)
-    curve_axis: ClassVar[str] = "eps (the perturbation budget; tables: share of each feature's sd)"
-    #: The curves a report draws, random against adversarial: the top-k intersection under the random baseline and
+    #: Its curves a report draws, random against adversarial: the top-k intersection under the random baseline and
     #: the top-k attack, the ground-truth score under the random baseline and the truth attack.
-    report_curves: ClassVar[tuple[str, ...]] = ("random_intersection", "topk_intersection", "random_truth",
-                                                "truth_truth")
-    examples_caption: ClassVar[str] = "after the truth attack at the largest eps"
+    abilities: ClassVar[Abilities] = Abilities(
+        judges_model=True,
+        curve_axis="eps (the perturbation budget; tables: share of each feature's sd)",
+        report_curves=("random_intersection", "topk_intersection", "random_truth", "truth_truth"),
+        examples_caption="after the truth attack at the largest eps",
+    )
 
     name: str = "fragility"
     eps: tuple[float, ...] = ()
@@ -263,9 +264,6 @@ class FragilityScorer:
                 "search_steps": int(self.search_steps), "samples": int(self.samples), "beta": float(self.beta),
                 "top_k": float(self.top_k), "max_examples": int(self.max_examples)}
 
-    def chance(self, data: FoldData) -> dict[str, float]:
-        """None analytic: the chance reference is the ``random`` control of the same run."""
-        return {}
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """Every attack's measures at each eps (curves) and at the largest (values), with the sensitivities."""

@@ -35,7 +35,7 @@ from synthbench.methods.recipe import TARGET_RULES
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels, model_kind
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.base import Scores, register_scorer
+from synthbench.scoring.base import Abilities, Scorer, Scores, register_scorer
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.randomisation.similarity import check_comparison, mean_similarities, similarity_metrics
@@ -62,7 +62,7 @@ def _diagnostics(name: str) -> dict[str, Metric]:
 
 
 @dataclass(frozen=True)
-class DataRandomisationScorer:
+class DataRandomisationScorer(Scorer):
     """Similarity of each example's map before and after every model is retrained on permuted labels.
 
     Attributes
@@ -77,8 +77,7 @@ class DataRandomisationScorer:
     metrics : one per similarity measure, and the two fit diagnostics
     """
 
-    judges_model: ClassVar[bool] = True  # measures the model the method explains
-    retrains: ClassVar[bool] = True  # the grid refuses a method whose model kind cannot be retrained
+    abilities: ClassVar[Abilities] = Abilities(judges_model=True, retrains=True)
 
     name: str = "data_randomisation"
     epochs: int = 300
@@ -111,9 +110,6 @@ class DataRandomisationScorer:
                 "target": self.target, "absolute": self.absolute, "normalise": self.normalise,
                 "top_k": float(self.top_k), "labels": "permuted per fold", "training": "no early stopping, last weights"}
 
-    def chance(self, data: FoldData) -> dict[str, float]:
-        """None analytic: the chance reference is the ``random`` control of the same run."""
-        return {}
 
     def retrained(self, data: FoldData, models: SharedModels, kind: str) -> Any:
         """The fold's model of ``kind`` retrained on :func:`permuted_labels` until it fits, once per fold (shared)."""

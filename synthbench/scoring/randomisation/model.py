@@ -74,7 +74,7 @@ from synthbench.models import SharedModels, model_kind
 from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.randomisation.activation_scale import activation_scale_curve
-from synthbench.scoring.base import Curve, Scores, SkipCell, explained_model, register_scorer
+from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.randomisation.similarity import (IMAGE_MEASURES, TABLE_MEASURES, Comparison,
@@ -128,7 +128,7 @@ def _entropy_metrics(name: str) -> dict[str, Metric]:
 
 
 @dataclass(frozen=True)
-class RandomisationScorer:
+class RandomisationScorer(Scorer):
     """Model-parameter randomisation: how much a method's maps change as the explained model's layers are re-drawn.
 
     Attributes
@@ -154,11 +154,13 @@ class RandomisationScorer:
     metrics : built from ``name`` and ``variant``
     """
 
-    judges_model: ClassVar[bool] = True  # measures the model the method explains (explained_kind)
-    randomises_layers: ClassVar[bool] = True  # the grid refuses a method whose model kind declares no layers
-    judges_parameters: ClassVar[bool] = True  # says nothing of a method that reads no model
-    curve_axis: ClassVar[str] = "model state (layers re-drawn; 0 = the trained model explained again)"
-    model_curves: ClassVar[tuple[str, ...]] = ("activation_scale",)  # the same for every method of a fold
+    abilities: ClassVar[Abilities] = Abilities(
+        judges_model=True,
+        randomises_layers=True,
+        judges_parameters=True,
+        curve_axis="model state (layers re-drawn; 0 = the trained model explained again)",
+        model_curves=("activation_scale",),
+    )
 
     name: str = "randomisation"
     variant: str = field(default="similarity", metadata={"fixed": True})
@@ -220,9 +222,6 @@ class RandomisationScorer:
         applicable = IMAGE_MEASURES if kind == "image" else TABLE_MEASURES
         return tuple(m for m in self.measures or applicable if m in applicable)
 
-    def chance(self, data: FoldData) -> dict[str, float]:
-        """None analytic: the chance reference is the ``random`` control of the same run."""
-        return {}
 
     def check_layers(self, n_layers: int, what: str) -> None:
         """ValueError when :attr:`layers` names a position beyond ``n_layers`` layers of ``what``."""

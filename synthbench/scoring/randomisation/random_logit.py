@@ -26,7 +26,7 @@ import numpy as np
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.base import Scores, SkipCell, explained_model, register_scorer
+from synthbench.scoring.base import Abilities, Scorer, Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.randomisation.similarity import check_comparison, mean_similarities, similarity_metrics
@@ -43,7 +43,7 @@ def other_classes(labels: np.ndarray, n_classes: int, rng: np.random.Generator) 
 
 
 @dataclass(frozen=True)
-class RandomLogitScorer:
+class RandomLogitScorer(Scorer):
     """Similarity of each example's map for its label and for a random other class.
 
     Attributes
@@ -53,8 +53,7 @@ class RandomLogitScorer:
     metrics : one per similarity measure
     """
 
-    judges_model: ClassVar[bool] = True  # measures the model the method explains
-    judges_parameters: ClassVar[bool] = True  # says nothing of a method that reads no model
+    abilities: ClassVar[Abilities] = Abilities(judges_model=True, judges_parameters=True)
 
     name: str = "random_logit"
     absolute: bool = True
@@ -73,9 +72,6 @@ class RandomLogitScorer:
         return {"absolute": self.absolute, "normalise": self.normalise, "top_k": float(self.top_k),
                 "other_class": "uniform, per example"}
 
-    def chance(self, data: FoldData) -> dict[str, float]:
-        """None analytic: the chance reference is the ``random`` control of the same run."""
-        return {}
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """Each measure's mean over the explained examples; SkipCell where the class cannot be chosen."""

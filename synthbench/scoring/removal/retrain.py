@@ -43,7 +43,7 @@ import numpy as np
 from synthbench.methods.registry import MethodSpec, run_method
 from synthbench.models import SharedModels, model_kind
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
+from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, explained_model, register_scorer
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import rank
 from synthbench.scoring.removal.base import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys,
@@ -65,7 +65,7 @@ def replace_by_mean(X: np.ndarray, removed: np.ndarray, mean: np.ndarray) -> np.
 
 
 @dataclass(frozen=True)
-class RetrainScorer:
+class RetrainScorer(Scorer):
     """ROAR (``keep=False``) or KAR (``keep=True``): test accuracy of models retrained without the ranked inputs.
 
     Attributes
@@ -80,8 +80,7 @@ class RetrainScorer:
         ``"epoch"`` (the control's training rows get a fresh random mask every epoch)
     """
 
-    retrains: ClassVar[bool] = True  # the grid refuses a method whose model kind cannot be retrained
-    judges_model: ClassVar[bool] = True  # measures (retrains) the model the method explains
+    abilities: ClassVar[Abilities] = Abilities(judges_model=True, retrains=True)
 
     name: str = "roar"
     keep: bool = field(default=False, metadata={"fixed": True})
@@ -117,9 +116,6 @@ class RetrainScorer:
                   "replacement": "train_mean", "random_masks": self.random_masks}
         return {**common, "unit": self.unit} if kind == "image" else {**common, "ranking": self.ranking}
 
-    def chance(self, data: FoldData) -> dict[str, float]:
-        """None analytic: the chance reference is the ``random`` control of the same run."""
-        return {}
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """The retrained accuracy curve of the method's ranking and its mean (empty when it gives none)."""

@@ -27,7 +27,7 @@ import numpy as np
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.base import Curve, Scores, explained_model, register_scorer
+from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, explained_model, register_scorer
 from synthbench.scoring.removal.imputation import GaussianImputer, impute_images
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import rank
@@ -51,7 +51,7 @@ ROAD_METRICS: dict[str, Metric] = {
 }
 
 @dataclass(frozen=True)
-class RoadScorer:
+class RoadScorer(Scorer):
     """Remove and debias: MoRF and LeRF accuracy curves of the explained model under imputation.
 
     Attributes
@@ -70,7 +70,7 @@ class RoadScorer:
     metrics : :data:`ROAD_METRICS`
     """
 
-    judges_model: ClassVar[bool] = True  # measures the model the method explains (explained_kind)
+    abilities: ClassVar[Abilities] = Abilities(judges_model=True)
 
     name: str = "road"
     fractions: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -94,9 +94,6 @@ class RoadScorer:
         common = {"fractions": list(self.fractions), "noise": self.noise, "signed": self.signed}
         return {**common, "unit": self.unit} if kind == "image" else {**common, "ranking": self.ranking}
 
-    def chance(self, data: FoldData) -> dict[str, float]:
-        """None analytic: the chance reference is the ``random`` control of the same run."""
-        return {}
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """ROAD values and curves of the method's ranking on the explained examples (empty when it has none)."""

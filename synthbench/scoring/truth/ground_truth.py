@@ -15,7 +15,7 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.truth import metrics as M
-from synthbench.scoring.base import register_scorer
+from synthbench.scoring.base import Scorer, register_scorer
 from synthbench.scoring.truth.localisation import (CHANNEL_AGGREGATIONS, LOCALISATION_METRICS, aggregate_channels,
                                                    pixel_masks)
 from synthbench.scoring.truth.metrics import Metric
@@ -24,7 +24,7 @@ __all__ = ["GroundTruthScorer", "GROUND_TRUTH"]
 
 
 @dataclass(frozen=True)
-class GroundTruthScorer:
+class GroundTruthScorer(Scorer):
     """Compares a ranking with the dataset's known relevant features.
 
     Global metrics apply when the dataset has global truth and the method returned global
