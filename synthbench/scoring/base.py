@@ -24,9 +24,9 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
 from synthbench.scoring.truth.metrics import Metric
 
-__all__ = ["Scorer", "Abilities", "Scores", "Curve", "SkipCell", "SCORERS", "register_scorer", "get_scorer", "scorer_names", "get_metric",
-           "configure_scorer", "scorer_options",
-           "DEFAULT_MODELS", "explained_kind", "explained_model"]
+__all__ = ["Scorer", "Abilities", "Scores", "Curve", "SkipCell", "SCORERS", "register_scorer", "get_scorer",
+           "scorer_names", "get_metric", "configure_scorer", "scorer_options", "DEFAULT_MODELS", "explained_kind",
+           "explained_model"]
 
 
 class SkipCell(Exception):
@@ -161,7 +161,8 @@ class Scorer:
         return {}
 
     def params_for(self, kind: str) -> dict:
-        """Parameters that define the scorer's values on ``kind`` inputs; they enter the cell id (default ``{}``: none)."""
+        """Parameters that define the scorer's values on ``kind`` inputs; they enter the cell id (default ``{}``:
+        none)."""
         return {}
 
     def check_kind(self, kind: str) -> None:
