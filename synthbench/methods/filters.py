@@ -18,8 +18,8 @@ _MRMR = "Peng, Long & Ding 2005 (IEEE TPAMI)"
                  reference="Kraskov, Stögbauer & Grassberger 2004 (Physical Review E); Ross 2014 (PLOS ONE); "
                  "scikit-learn mutual_info_classif")
 def mutual_information(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
-    """scikit-learn's ``mutual_info_classif`` on the training part (computed for all columns at once, equal to it bit
-    for bit: :func:`~synthbench.selection.mutual_info.mutual_info_classif_1d`), shape ``(p,)``, in nats, non-negative."""
+    """scikit-learn's ``mutual_info_classif`` on the training part, shape ``(p,)``, in nats, non-negative (computed for
+    all columns at once, equal to it bit for bit: :func:`~synthbench.selection.mutual_info.mutual_info_classif_1d`)."""
     return mutual_info_classif_1d(data.X_train, data.y_train, random_state=int(rng.integers(2**31 - 1)))
 
 

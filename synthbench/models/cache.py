@@ -115,7 +115,8 @@ def _installed(name: str) -> str:
 
 def cached_ceiling(data: FoldData, kinds: Iterable[str], compute: Callable[[], Ceiling], cache_dir: str | Path,
                    ) -> Ceiling:
-    """The fold's ceiling, ``compute()``-d by the first process that asks for it and read from ``cache_dir`` by the rest.
+    """The fold's ceiling, ``compute()``-d by the first process that asks for it and read from ``cache_dir`` by the
+    rest.
 
     The key hashes the fold (its rows, labels, truth, seed and fold index: everything a ceiling's
     trainings read), the model ``kinds`` that take part, synthbench's version,

@@ -35,7 +35,8 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 
 from synthbench.protocol import FoldData
 
-__all__ = ["Ceiling", "CEILING_VERSION", "learnability_ceiling", "competence", "competence_fields", "competent", "check_threshold",
+__all__ = ["Ceiling", "CEILING_VERSION", "learnability_ceiling", "competence", "competence_fields", "competent",
+           "check_threshold",
            "COMPETENCE_THRESHOLD", "chance_rate", "held_out_quality", "relevant_only"]
 
 #: A model whose competence is below this did not learn enough for an explanation of it to say

@@ -31,8 +31,9 @@ from synthbench.scoring.randomisation.random_logit import RANDOM_LOGIT, RandomLo
 from synthbench.scoring.randomisation.data import DATA_RANDOMISATION, DataRandomisationScorer
 from synthbench.scoring.fragility.scorer import FRAGILITY, FragilityScorer
 
-__all__ = ["Scorer", "Abilities", "Scores", "Curve", "SCORERS", "Metric", "SkipCell", "GroundTruthScorer", "GROUND_TRUTH",
-           "RoadScorer", "ROAD", "RetrainScorer", "ROAR", "KAR", "RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT",
+__all__ = ["Scorer", "Abilities", "Scores", "Curve", "SCORERS", "Metric", "SkipCell", "GroundTruthScorer",
+           "GROUND_TRUTH", "RoadScorer", "ROAD", "RetrainScorer", "ROAR", "KAR", "RandomisationScorer", "RANDOMISATION",
+           "SMPRT", "EMPRT",
            "RandomLogitScorer", "RANDOM_LOGIT", "DataRandomisationScorer", "DATA_RANDOMISATION",
            "FragilityScorer", "FRAGILITY", "explained_kind", "explained_model",
            "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]

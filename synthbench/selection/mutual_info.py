@@ -73,7 +73,8 @@ def mutual_info_classif_1d(X: np.ndarray, y: np.ndarray, *, n_neighbors: int = 3
 
 
 def _kth_neighbour_distance(Z: np.ndarray, k: int) -> np.ndarray:
-    """Per row and column of ``Z`` ``(n, p)``, ``|fl(z_l - z_i)|`` of the ``k``-th nearest other row ``l`` of the column."""
+    """Per row and column of ``Z`` ``(n, p)``: ``|fl(z_l - z_i)|`` of the ``k``-th nearest other row ``l`` of the
+    column."""
     n = len(Z)
     order = np.argsort(Z, axis=0, kind="stable")
     S = np.take_along_axis(Z, order, axis=0)
