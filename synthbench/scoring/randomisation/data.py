@@ -38,7 +38,7 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Abilities, Scorer, Scores, register_scorer
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.randomisation.similarity import check_comparison, mean_similarities, similarity_metrics
+from synthbench.scoring.randomisation.similarity import ComparisonOptions, similarity_metrics
 
 __all__ = ["DataRandomisationScorer", "DATA_RANDOMISATION", "permuted_labels"]
 
@@ -62,7 +62,7 @@ def _diagnostics(name: str) -> dict[str, Metric]:
 
 
 @dataclass(frozen=True)
-class DataRandomisationScorer(Scorer):
+class DataRandomisationScorer(ComparisonOptions, Scorer):
     """Similarity of each example's map before and after every model is retrained on permuted labels.
 
     Attributes
@@ -73,7 +73,8 @@ class DataRandomisationScorer(Scorer):
     fit : the training accuracy on the permuted labels at which a network fits
     max_epochs : the most epochs of one training (the last try runs exactly these)
     target : the explained class, a rule of :data:`~synthbench.methods.recipe.TARGET_RULES`
-    absolute, normalise, top_k : as for :class:`~synthbench.scoring.randomisation.model.RandomisationScorer`
+    absolute, normalise, top_k : how maps are compared
+        (:class:`~synthbench.scoring.randomisation.similarity.ComparisonOptions`)
     metrics : one per similarity measure, and the two fit diagnostics
     """
 
@@ -84,9 +85,6 @@ class DataRandomisationScorer(Scorer):
     fit: float = 0.95
     max_epochs: int = 2400
     target: str = "label"
-    absolute: bool = True
-    normalise: str = "none"
-    top_k: float = 0.1
     metrics: Mapping[str, Metric] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -98,7 +96,7 @@ class DataRandomisationScorer(Scorer):
             raise ValueError(f"fit must be in (0, 1], got {self.fit}")
         if self.target not in TARGET_RULES:
             raise ValueError(f"target must be one of {', '.join(TARGET_RULES)}, got {self.target!r}")
-        check_comparison(self.normalise, self.top_k)
+        self.check_comparison()
         if not self.metrics:
             metrics = similarity_metrics(self.name, "the maps before and after the labels were permuted",
                                          {"": "mean over the examples"})
@@ -139,10 +137,7 @@ class DataRandomisationScorer(Scorer):
             held_out.append(float(np.mean(model.predict(data.X_test) == data.y_test)))
         before = explain_again(spec, data, models, target=self.target)
         after = explain_again(spec, permuted, view, target=self.target, stream=(self.name,))
-        values = mean_similarities(before, after, absolute=self.absolute, normalise=self.normalise,
-                                   top_k=float(self.top_k), input_shape=data.input_shape,
-                                   rng=data.rng(self.name, spec.name, "top_k"))
-        out = {f"{self.name}_{k}": v for k, v in values.items() if np.isfinite(v)}
+        out = self.compared(self.name, before, after, data.input_shape, data.rng(self.name, spec.name, "top_k"))
         if fit:
             out.update({f"{self.name}_fit": min(fit), f"{self.name}_held_out": max(held_out)})
         return Scores(out)

@@ -77,8 +77,8 @@ from synthbench.scoring.randomisation.activation_scale import activation_scale_c
 from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.randomisation.similarity import (IMAGE_MEASURES, TABLE_MEASURES, Comparison,
-                                                         check_comparison, preprocess, similarity_metrics)
+from synthbench.scoring.randomisation.similarity import (IMAGE_MEASURES, TABLE_MEASURES, ComparisonOptions,
+                                                         preprocess, similarity_metrics)
 
 __all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade",
            "map_entropy"]
@@ -128,7 +128,7 @@ def _entropy_metrics(name: str) -> dict[str, Metric]:
 
 
 @dataclass(frozen=True)
-class RandomisationScorer(Scorer):
+class RandomisationScorer(ComparisonOptions, Scorer):
     """Model-parameter randomisation: how much a method's maps change as the explained model's layers are re-drawn.
 
     Attributes
@@ -138,10 +138,8 @@ class RandomisationScorer(Scorer):
     order : :data:`ORDERS` (similarity variant)
     target : the explained class after randomisation, a rule of
         :data:`~synthbench.methods.recipe.TARGET_RULES`
-    absolute : compare ``|a|`` (True) or signed ``a`` in the top-k, SSIM, HOG and entropy
-        measures (the Spearman measures come in both)
-    normalise : per-example normalisation, one of :data:`~synthbench.scoring.randomisation.similarity.NORMALISATIONS`
-    top_k : the share of an example's input elements the top-k intersection compares, in (0, 1]
+    absolute, normalise, top_k : how maps are compared
+        (:class:`~synthbench.scoring.randomisation.similarity.ComparisonOptions`)
     noise_samples : sMPRT's noisy copies per map (0: plain maps)
     noise_level : sMPRT's noise sd as a share of the training inputs' range
     n_bins : eMPRT's histogram bins
@@ -166,9 +164,6 @@ class RandomisationScorer(Scorer):
     variant: str = field(default="similarity", metadata={"fixed": True})
     order: str = "top_down"
     target: str = "label"
-    absolute: bool = True
-    normalise: str = "none"
-    top_k: float = 0.1
     noise_samples: int = 0
     noise_level: float = 0.1
     n_bins: int = 100
@@ -180,7 +175,7 @@ class RandomisationScorer(Scorer):
         _choice("variant", self.variant, VARIANTS)
         _choice("order", self.order, ORDERS)
         _choice("target", self.target, TARGET_RULES)
-        check_comparison(self.normalise, self.top_k)
+        self.check_comparison()
         if int(self.noise_samples) != self.noise_samples or self.noise_samples < 0:
             raise ValueError(f"noise_samples must be a whole number >= 0, got {self.noise_samples}")
         if not self.noise_level > 0:
@@ -260,9 +255,7 @@ class RandomisationScorer(Scorer):
         if not measures:
             raise SkipCell(f"measures {', '.join(self.measures)} compare images only")
         rng = data.rng(self.name, spec.name, "top_k")
-        comparison = Comparison(trained, absolute=self.absolute, normalise=self.normalise, top_k=float(self.top_k),
-                                input_shape=data.input_shape, measures=measures)
-        compare = partial(comparison.against, rng=rng)
+        compare = partial(self.comparison(trained, data.input_shape, measures).against, rng=rng)
         rows = [compare(maps((), ("randomisation", 0)))]
         rows += [compare(maps(state, ("randomisation", s))) for s, state in enumerate(states, start=1)]
         last = rows[-1] if final else compare(maps(tuple(names), ("randomisation", "all")))

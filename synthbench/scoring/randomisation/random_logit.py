@@ -29,7 +29,7 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Abilities, Scorer, Scores, SkipCell, explained_model, register_scorer
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.randomisation.similarity import check_comparison, mean_similarities, similarity_metrics
+from synthbench.scoring.randomisation.similarity import ComparisonOptions, similarity_metrics
 
 __all__ = ["RandomLogitScorer", "RANDOM_LOGIT", "other_classes"]
 
@@ -43,26 +43,24 @@ def other_classes(labels: np.ndarray, n_classes: int, rng: np.random.Generator) 
 
 
 @dataclass(frozen=True)
-class RandomLogitScorer(Scorer):
+class RandomLogitScorer(ComparisonOptions, Scorer):
     """Similarity of each example's map for its label and for a random other class.
 
     Attributes
     ----------
     name : ``"random_logit"``
-    absolute, normalise, top_k : as for :class:`~synthbench.scoring.randomisation.model.RandomisationScorer`
+    absolute, normalise, top_k : how maps are compared
+        (:class:`~synthbench.scoring.randomisation.similarity.ComparisonOptions`)
     metrics : one per similarity measure
     """
 
     abilities: ClassVar[Abilities] = Abilities(judges_model=True, judges_parameters=True)
 
     name: str = "random_logit"
-    absolute: bool = True
-    normalise: str = "none"
-    top_k: float = 0.1
     metrics: Mapping[str, Metric] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_comparison(self.normalise, self.top_k)
+        self.check_comparison()
         if not self.metrics:
             object.__setattr__(self, "metrics", similarity_metrics(
                 self.name, "the maps for the label and for a random other class", {"": "mean over the examples"}))
@@ -87,10 +85,7 @@ class RandomLogitScorer(Scorer):
         else:
             label = explain_again(spec, data, models)
             other = explain_again(spec, data, models, stream=(self.name,))
-        values = mean_similarities(label, other, absolute=self.absolute, normalise=self.normalise,
-                                   top_k=float(self.top_k), input_shape=data.input_shape,
-                                   rng=data.rng(self.name, spec.name, "top_k"))
-        return Scores({f"{self.name}_{k}": v for k, v in values.items() if np.isfinite(v)})
+        return Scores(self.compared(self.name, label, other, data.input_shape, data.rng(self.name, spec.name, "top_k")))
 
 
 #: The registered instance: ``--scorer random_logit``.

@@ -17,6 +17,8 @@ Conventions
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.stats import rankdata
 from scipy.ndimage import uniform_filter
@@ -25,8 +27,8 @@ from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import top_k_mask
 
 __all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows", "top_k_intersection",
-           "ssim_rows", "hog_cell", "hog_descriptors", "hog_spearman_rows", "similarity", "mean_similarities",
-           "Comparison", "LIMITS", "LABELS", "similarity_metrics", "check_comparison"]
+           "ssim_rows", "hog_cell", "hog_descriptors", "hog_spearman_rows", "similarity", "Comparison",
+           "ComparisonOptions", "LIMITS", "LABELS", "similarity_metrics"]
 
 NORMALISATIONS = ("none", "max", "second_moment")
 """How :func:`preprocess` scales each example's map."""
@@ -380,19 +382,41 @@ class Comparison:
                 for measure, values in self.per_example(other, rng).items()}
 
 
-def mean_similarities(reference: np.ndarray, other: np.ndarray, *, absolute: bool, normalise: str, top_k: float,
-                      input_shape: tuple[int, ...], rng: np.random.Generator) -> dict[str, float]:
-    """:meth:`Comparison.against` of one pair of map sets."""
-    return Comparison(reference, absolute=absolute, normalise=normalise, top_k=top_k,
-                      input_shape=input_shape).against(other, rng)
+@dataclass(frozen=True)
+class ComparisonOptions:
+    """How the three sanity checks (model and data randomisation, RandomLogit) compare two sets of maps: the
+    options they share as scorer fields (``--scorer-option absolute=false``), recorded in their cell ids.
 
+    Attributes
+    ----------
+    absolute : compare ``|a|`` (True) or signed ``a`` in the top-k, SSIM, HOG and entropy measures
+    normalise : per-example normalisation, one of :data:`NORMALISATIONS`
+    top_k : the share of an example's input elements the top-k intersection compares, in (0, 1]
+    """
 
-def check_comparison(normalise: str, top_k: float) -> None:
-    """ValueError for a normalisation not in :data:`NORMALISATIONS` or a ``top_k`` outside (0, 1]."""
-    if normalise not in NORMALISATIONS:
-        raise ValueError(f"normalise must be one of {', '.join(NORMALISATIONS)}, got {normalise!r}")
-    if not 0.0 < float(top_k) <= 1.0:
-        raise ValueError(f"top_k must be in (0, 1], got {top_k}")
+    absolute: bool = True
+    normalise: str = "none"
+    top_k: float = 0.1
+
+    def check_comparison(self) -> None:
+        """ValueError for a normalisation not in :data:`NORMALISATIONS` or a ``top_k`` outside (0, 1]."""
+        if self.normalise not in NORMALISATIONS:
+            raise ValueError(f"normalise must be one of {', '.join(NORMALISATIONS)}, got {self.normalise!r}")
+        if not 0.0 < float(self.top_k) <= 1.0:
+            raise ValueError(f"top_k must be in (0, 1], got {self.top_k}")
+
+    def comparison(self, reference: np.ndarray, input_shape: tuple[int, ...],
+                   measures: tuple[str, ...] | None = None) -> Comparison:
+        """The :class:`Comparison` of ``reference`` with these options."""
+        return Comparison(reference, absolute=self.absolute, normalise=self.normalise, top_k=float(self.top_k),
+                          input_shape=input_shape, measures=measures)
+
+    def compared(self, prefix: str, reference: np.ndarray, other: np.ndarray, input_shape: tuple[int, ...],
+                 rng: np.random.Generator) -> dict[str, float]:
+        """Every measure's mean similarity of ``reference`` and ``other`` as ``{f"{prefix}_{measure}": value}``, the
+        measures without a finite value (constant maps) left out."""
+        values = self.comparison(reference, input_shape).against(other, rng)
+        return {f"{prefix}_{k}": v for k, v in values.items() if np.isfinite(v)}
 
 
 def similarity_metrics(prefix: str, between: str, summaries: dict[str, str]) -> dict[str, Metric]:
