@@ -98,20 +98,24 @@ def test_a_tree_method_runs_on_a_supplied_forest_and_model_free_methods_refuse_o
         run_method(get_method("mrmr"), data, models, model=models.get("mlp"))
 
 
-def test_a_recipe_explains_other_inputs_differentiably(fold):
+def test_the_one_verb_explains_other_inputs_differentiably_and_refuses_maps_that_are_not(fold):
+    from synthbench.scoring.reexplain import explain_again
+
     data, models = fold
     trained = models.get("mlp")
     spec = get_method("input_x_gradient")
     x = torch.as_tensor(data.X_explain).clone().requires_grad_(True)
-    a = spec.recipe.explain(trained, data, data.rng("method", spec.name), spec.params_for("tabular"), inputs=x,
-                            create_graph=True)
-    np.testing.assert_array_equal(a.detach().numpy(), run_method(spec, data, models).local)
+    a = explain_again(spec, data, models, inputs=x, differentiable=True)
+    np.testing.assert_array_equal(a.detach().numpy(), run_method(spec, data, models).local)  # the cell's stream
     # a LeakyReLU MLP is piecewise linear: d(sum x * grad)/dx is the gradient itself
     (d,) = torch.autograd.grad(a.sum(), x)
     torch.testing.assert_close(d, attribute("gradient", trained.module, x.detach()), rtol=1e-5, atol=1e-6)
     assert d.abs().sum() > 0
-    shifted = spec.recipe.explain(trained, data, data.rng("method", spec.name), {}, inputs=data.X_explain + 0.5)
+    shifted = explain_again(spec, data, models, inputs=x.detach() + 0.5, differentiable=True)
     assert not torch.equal(shifted, a.detach())  # the inputs given are the inputs explained
+    for name in ("feature_ablation", "mrmr"):  # no graph through a perturbation method; no map at all
+        with pytest.raises(ValueError, match="not differentiable"):
+            explain_again(get_method(name), data, models, inputs=x, differentiable=True)
 
 
 def test_target_rules_explain_the_label_or_the_prediction():

@@ -33,7 +33,8 @@ from synthbench.models import SharedModels, kinds, model_kind
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
 
-__all__ = ["MethodSpec", "METHODS", "register_method", "get_method", "method_names", "default_methods", "run_method"]
+__all__ = ["MethodSpec", "METHODS", "register_method", "get_method", "method_names", "default_methods", "run_method",
+           "method_rng"]
 
 MethodFn = Callable[..., "MethodOutput | np.ndarray"]
 
@@ -222,6 +223,16 @@ def get_method(name: str) -> MethodSpec:
     return METHODS[name]
 
 
+def method_rng(spec: MethodSpec, data: FoldData, stream: tuple[int | str, ...] = ()) -> np.random.Generator:
+    """The random stream of ``spec`` on the fold: ``data.rng("method", name, *stream)``, ``()`` the cell's own.
+
+    The one rule every run of a method draws from, the cell's (:func:`run_method`) and a scorer's
+    (:func:`~synthbench.scoring.reexplain.explain_again`), so the fold's own model and rows give the
+    cell's output whichever runs it.
+    """
+    return data.rng("method", spec.name, *stream)
+
+
 def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
                stream: tuple[int | str, ...] = ()) -> MethodOutput:
     """Run ``spec`` on one fold and return its validated output (ValueError when malformed).
@@ -242,7 +253,7 @@ def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model:
         For inputs the method does not accept, a ``model`` for a method that explains no single
         model, or a malformed output.
     """
-    rng = data.rng("method", spec.name, *stream)
+    rng = method_rng(spec, data, stream)
     spec.needs_for(data.kind)  # ValueError for inputs it does not accept
     if model is not None:
         kind = spec.explains(data.kind)

@@ -379,13 +379,11 @@ class _Cell:
         return region
 
     def _surrogate_maps(self):
-        recipe, data = self.spec.recipe, self.data
-        targets = explained_targets(recipe.target, self.model, data, self.x0)
-        params = self.spec.params_for(data.kind)
+        targets = explained_targets(self.spec.recipe.target, self.model, self.data, self.x0)
 
-        def maps(x: torch.Tensor) -> torch.Tensor:
-            rng = data.rng("method", self.spec.name)  # the cell's stream: the same noise at every iterate
-            return recipe.explain(self.surrogate, data, rng, params, inputs=x, create_graph=True, targets=targets)
+        def maps(x: torch.Tensor) -> torch.Tensor:  # the cell's stream: the same noise at every iterate
+            return explain_again(self.spec, self.data, self.models, model=self.surrogate, inputs=x, targets=targets,
+                                 differentiable=True)
 
         return maps
 
