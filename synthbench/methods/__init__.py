@@ -31,5 +31,5 @@ from synthbench.methods import selectors_2023 as _selectors_2023  # noqa: E402,F
 from synthbench.attribution import attribute  # noqa: E402
 from synthbench.selection.mrmr import mrmr  # noqa: E402
 
-__all__ = ["MethodSpec", "METHODS", "AttributionRecipe", "register_method", "get_method", "method_names", "default_methods", "run_method",
-           "method_rng", "mrmr", "attribute"]
+__all__ = ["MethodSpec", "METHODS", "AttributionRecipe", "register_method", "get_method", "method_names",
+           "default_methods", "run_method", "method_rng", "mrmr", "attribute"]
