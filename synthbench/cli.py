@@ -17,7 +17,7 @@ from pathlib import Path
 
 from synthbench.datasets.files import DATA_DIR_ENV
 from synthbench.models.competence import COMPETENCE_THRESHOLD, check_threshold
-from synthbench.runner.cells import PluginError, import_plugin, is_plugin_path
+from synthbench.plugins import PluginError, import_plugin, is_plugin_path
 
 __all__ = ["DEFAULT_STORE", "UsageError", "OneLineParser", "parse_names", "add_common_options", "add_data_dir_option",
            "data_dir", "setup_logging", "load_plugins", "print_error", "add_competence_options", "competence_threshold"]

@@ -30,7 +30,7 @@ def plugin_store(tmp_path_factory):
     """The user's folder: the plugin file, and the store of one run with it. The plugin is registered only while
     the fixture checks and runs it, as in the command that ran it; the tests below run without it."""
     from synthbench.run import main as run
-    from synthbench.runner.cells import import_plugin
+    from synthbench.plugins import import_plugin
     from synthbench.testing import check_dataset, check_method
 
     folder = tmp_path_factory.mktemp("user")

@@ -332,7 +332,7 @@ def test_each_cell_records_its_data_and_the_store_describes_its_datasets_and_met
 
 
 def test_plugin_of_names_the_module_or_the_file_to_pass_to_plugin(tmp_path, monkeypatch):
-    from synthbench.runner.cells import import_plugin
+    from synthbench.plugins import import_plugin
     from synthbench.runner.store import plugin_of
 
     (tmp_path / "sb_where_mod.py").write_text("def f():\n    pass\n")

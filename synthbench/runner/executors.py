@@ -31,7 +31,8 @@ from typing import Any, Protocol
 
 from synthbench.methods import get_method
 from synthbench.models import TrainSettings
-from synthbench.runner.cells import import_plugins, package_versions, run_task
+from synthbench.plugins import import_plugins
+from synthbench.runner.cells import package_versions, run_task
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.machine import usable_cores
 from synthbench.runner.store import CellResult
