@@ -16,7 +16,7 @@ from synthbench.models.layers import GaussianNoise
 from synthbench.models.mlp import MLPConfig
 from synthbench.models.mlp import TrainedMLP, train_mlp
 from synthbench.models.cache import cached_train
-from synthbench.models.loop import select_device, torch_threads
+from synthbench.models.device import select_device, torch_threads
 
 # Short runs for the tests that do not need a converged model.
 QUICK = MLPConfig.from_dict(dict(max_epochs=8, patience=100))

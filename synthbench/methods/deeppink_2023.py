@@ -33,7 +33,8 @@ from synthbench.selection.knockoffs import make_knockoffs
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.models.presets import get_preset
-from synthbench.models.loop import TrainConfig, fit_network, select_device, torch_threads
+from synthbench.models.device import cpu_threads, select_device
+from synthbench.models.loop import TrainConfig, fit_network
 from synthbench.models.mlp import build_seeded_mlp
 
 __all__ = ["PairedDeepPink", "deeppink_2023"]
@@ -92,7 +93,7 @@ def deeppink_2023(data: FoldData, models: SharedModels, rng: np.random.Generator
     gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
     p = X.shape[1]
     net = PairedDeepPink(build_seeded_mlp(p, config, gen), p, gen)
-    with torch_threads(1 if dev.type == "cpu" else None):
+    with cpu_threads(dev):
         fit_network(net, pairs, data.y_train, config=config.train, generator=gen, device=dev)
     W = net.statistics()
     return W - W.min()

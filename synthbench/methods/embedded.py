@@ -44,7 +44,8 @@ from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.models.mlp import MLPConfig
 from synthbench.models.presets import get_preset
-from synthbench.models.loop import TrainConfig, fit_network, select_device, torch_threads
+from synthbench.models.device import cpu_threads, select_device
+from synthbench.models.loop import TrainConfig, fit_network
 from synthbench.models.mlp import build_seeded_mlp
 
 __all__ = [
@@ -234,7 +235,7 @@ def fit_cancelout(
     if lambda_var != 0.0 or lambda_l1 != 0.0:
         penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1, signed=signed_l1)  # noqa: E731
     own = () if gate_lr is None else (gate.weight,)
-    with torch_threads(1 if dev.type == "cpu" else None):
+    with cpu_threads(dev):
         result = fit_network(module, X, y, config=config.train, generator=gen, device=dev, penalty=penalty,
                              gate_params=own, gate_lr=gate_lr)
     with torch.no_grad():
@@ -355,7 +356,7 @@ def fit_deep_lasso(
     gen = torch.Generator().manual_seed(int(seed))
     module = build_seeded_mlp(X.shape[1], config, gen)
     penalty = None if lam == 0.0 else (lambda _m, xb, loss: deep_lasso_penalty(xb, loss, lam))  # noqa: E731
-    with torch_threads(1 if dev.type == "cpu" else None):
+    with cpu_threads(dev):
         return fit_network(module, X, y, config=config.train, generator=gen, device=dev, penalty=penalty,
                            input_grad=penalty is not None).module
 
@@ -427,7 +428,7 @@ def path_scores(leave_lambda: np.ndarray, tiebreak: np.ndarray, multiplier: floa
 def _seeded_path(clf, X: np.ndarray, y: np.ndarray, seed: int, dev: torch.device, callback=None) -> list:
     """``clf.path(X, y)`` with torch's CPU generator seeded inside ``fork_rng`` (the global state is restored
     afterwards), one CPU thread, and the package's warning about a large ``lambda_start`` silenced."""
-    with torch.random.fork_rng(devices=[]), torch_threads(1 if dev.type == "cpu" else None), warnings.catch_warnings():
+    with torch.random.fork_rng(devices=[]), cpu_threads(dev), warnings.catch_warnings():
         torch.default_generator.manual_seed(int(seed))
         warnings.filterwarnings("ignore", message=r"lambda_start=", category=UserWarning)
         return clf.path(np.asarray(X, dtype=np.float32), np.asarray(y, dtype=np.int64), callback=callback)

@@ -62,7 +62,8 @@ from synthbench.protocol import FoldData
 from synthbench.selection.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
-from synthbench.models.loop import TrainConfig, fit_network, select_device, torch_threads
+from synthbench.models.device import cpu_threads, select_device
+from synthbench.models.loop import TrainConfig, fit_network
 
 __all__ = [
     "temperature_schedule",
@@ -375,7 +376,7 @@ def fit_concrete(
             loss = loss + rec_w * F.mse_loss(recon, xb)
         return loss
 
-    with torch_threads(1 if dev.type == "cpu" else None):
+    with cpu_threads(dev):
         fit_network(net, X, y, config=selector_config(epochs=epochs, batch_size=batch_size, lr=lr), loss=step_loss,
                     generator=cpu_gen, device=dev)
     with torch.no_grad():
@@ -536,7 +537,7 @@ def fit_deeppink(
         return loss + lam * W0.abs().sum() if lam > 0 else loss
 
     pairs = np.concatenate([np.asarray(X, dtype=np.float32), np.asarray(X_tilde, dtype=np.float32)], axis=1)
-    with torch_threads(1 if dev.type == "cpu" else None):
+    with cpu_threads(dev):
         fit_network(net, pairs, y, config=selector_config(epochs=epochs, batch_size=batch_size, lr=lr), loss=step_loss,
                     generator=cpu_gen, device=dev)
     return DeepPinkFit(

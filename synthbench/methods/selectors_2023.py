@@ -70,7 +70,8 @@ from synthbench.models import SharedModels
 from synthbench.models.layers import GaussianNoise, SeededDropout
 from synthbench.models.presets import get_preset
 from synthbench.models.mlp import build_seeded_mlp
-from synthbench.models.loop import fit_network, select_device, torch_threads
+from synthbench.models.device import cpu_threads, select_device
+from synthbench.models.loop import fit_network
 
 __all__ = ["cae_batch_size", "cae_temperatures", "fit_cae_2023", "histogram_matrix_2023",
            "fsnet_temperature", "fit_fsnet_2023"]
@@ -101,7 +102,7 @@ def _fit_2023(build: Callable[[torch.Generator], nn.Module], X: np.ndarray, y: n
     net = build(cpu_gen).to(dev)
     net.gumbel_generator = dev_gen
     try:
-        with torch_threads(1 if dev.type == "cpu" else None):
+        with cpu_threads(dev):
             fit_network(net, X, y, config=selector_config(**training), loss=loss, generator=cpu_gen, device=dev)
     finally:
         net.gumbel_generator = None

@@ -25,7 +25,8 @@ from filelock import FileLock
 
 from synthbench import __version__
 from synthbench.models.competence import CEILING_VERSION, Ceiling
-from synthbench.models.loop import TRAINING_VERSION, EpochInputs, check_training_data, select_device
+from synthbench.models.device import select_device
+from synthbench.models.loop import TRAINING_VERSION, EpochInputs, check_training_data
 from synthbench.models.networks import TrainedNetwork
 from synthbench.protocol import FoldData
 

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
@@ -39,11 +38,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.layers import seed_noise_layers
 
 __all__ = ["TrainConfig", "NetworkConfig", "TrainResult", "Penalty", "BatchLoss", "EpochInputs", "classification_loss",
            "fit_network", "fit_classifier", "first_linear",
-           "select_device", "torch_threads", "plateau_2023", "check_training_data", "n_classes_of", "TRAINING_VERSION",
+           "plateau_2023", "check_training_data", "n_classes_of", "TRAINING_VERSION",
            "PREDICT_BATCH"]
 
 log = logging.getLogger(__name__)
@@ -53,43 +53,6 @@ TRAINING_VERSION = 3
 
 #: Rows per forward pass when predicting or validating.
 PREDICT_BATCH = 8192
-
-
-def select_device(device: str | torch.device = "auto") -> torch.device:
-    """The torch device to train on.
-
-    Parameters
-    ----------
-    device : ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``,
-        or a ``torch.device``.
-
-    Returns
-    -------
-    torch.device
-
-    Raises
-    ------
-    ValueError
-        For CUDA when torch sees no CUDA device (or not that index), and for any other name.
-    """
-    if isinstance(device, str) and device == "auto":
-        return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"unknown device {device!r}; valid: 'auto', 'cpu', 'cuda', 'cuda:N'") from exc
-    if dev.type == "cpu":
-        return dev
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"device {device!r} requested but CUDA is not available to torch {torch.__version__} "
-                "(CPU-only build or no visible GPU); use 'cpu' or 'auto'"
-            )
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device {device!r} requested but only {torch.cuda.device_count()} CUDA device(s) visible")
-        return dev
-    raise ValueError(f"unsupported device {device!r}; valid: 'auto', 'cpu', 'cuda', 'cuda:N'")
 
 
 def _adam(param_groups: list[dict], lr: float, eps: float = 1e-8, fused: bool = True) -> torch.optim.Adam:
@@ -130,29 +93,6 @@ def _n_validation(n: int, fraction: float) -> int:
     if n_val < 1 or n - n_val < 1:
         raise ValueError(f"{n} rows are too few for a validation fraction of {fraction}")
     return n_val
-
-
-@contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the body with ``torch.set_num_threads(n)``, restoring the previous count after.
-
-    ``None`` leaves the setting alone. The setting is process-wide: threads that run torch
-    concurrently see it too.
-    """
-    if n is None:
-        yield
-        return
-    if n < 1:
-        raise ValueError(f"thread count must be positive, got {n}")
-    previous = torch.get_num_threads()
-    if previous == n:
-        yield
-        return
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def n_classes_of(y: np.ndarray, n_classes: int | None) -> int:
@@ -570,7 +510,7 @@ def fit_classifier(
         raise ValueError(f"X_train must be images (n, C, H, W), got shape {X.shape}")
     k = n_classes_of(y, n_classes)
     dev = select_device(device)
-    with torch_threads(num_threads if dev.type == "cpu" else None):
+    with cpu_threads(dev, num_threads):
         gen = torch.Generator().manual_seed(int(seed))
         result = fit_network(build(gen, k), X, y, config=config, generator=gen, device=dev,
                              epoch_inputs=epoch_inputs, penalty=penalty, validation_rows=validation_rows)

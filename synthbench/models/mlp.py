@@ -300,9 +300,9 @@ def train_mlp(
         Seeds the one ``torch.Generator`` behind the initialisation, the validation split
         (``ceil(validation_fraction * n)`` rows, uniformly at random, not stratified), the
         batch order and the Gaussian input noise.
-    device : ``"cpu"``, ``"cuda"``, ``"auto"`` or a ``torch.device`` (see :func:`select_device`).
+    device : ``"cpu"``, ``"cuda"``, ``"auto"`` or a ``torch.device`` (see :func:`~synthbench.models.device.select_device`).
     num_threads : int or None
-        CPU threads torch may use while training (set with :func:`torch_threads` and restored
+        CPU threads torch may use while training (set with :func:`~synthbench.models.device.torch_threads` and restored
         afterwards); None keeps the current setting. The default, 1, is much faster for these
         small networks (batches of 64 rows, width 16) than torch's default of one thread per
         core, most of all on a loaded machine, and makes CPU results independent of the core

@@ -12,7 +12,8 @@ from typing import Any
 
 from synthbench.models.cache import Trainer, cached_train
 from synthbench.models.cnn import cnn_layers, train_cnn
-from synthbench.models.loop import EpochInputs, select_device
+from synthbench.models.device import select_device
+from synthbench.models.loop import EpochInputs
 from synthbench.models.mlp import mlp_layers, train_mlp
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
 from synthbench.models.screening import screening_record
