@@ -300,7 +300,8 @@ def train_mlp(
         Seeds the one ``torch.Generator`` behind the initialisation, the validation split
         (``ceil(validation_fraction * n)`` rows, uniformly at random, not stratified), the
         batch order and the Gaussian input noise.
-    device : ``"cpu"``, ``"cuda"``, ``"auto"`` or a ``torch.device`` (see :func:`~synthbench.models.device.select_device`).
+    device : ``"cpu"``, ``"cuda"``, ``"auto"`` or a ``torch.device``
+        (see :func:`~synthbench.models.device.select_device`).
     num_threads : int or None
         CPU threads torch may use while training (set with :func:`~synthbench.models.device.torch_threads` and restored
         afterwards); None keeps the current setting. The default, 1, is much faster for these
