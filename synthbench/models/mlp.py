@@ -303,11 +303,10 @@ def train_mlp(
     device : ``"cpu"``, ``"cuda"``, ``"auto"`` or a ``torch.device``
         (see :func:`~synthbench.models.device.select_device`).
     num_threads : int or None
-        CPU threads torch may use while training (set with :func:`~synthbench.models.device.torch_threads` and restored
-        afterwards); None keeps the current setting. The default, 1, is much faster for these
-        small networks (batches of 64 rows, width 16) than torch's default of one thread per
-        core, most of all on a loaded machine, and makes CPU results independent of the core
-        count.
+        CPU threads torch may use while training (set with :func:`~synthbench.models.device.torch_threads` and
+        restored afterwards); None keeps the current setting. The default, 1, is much faster for these small
+        networks (batches of 64 rows, width 16) than torch's default of one thread per core, most of all on a
+        loaded machine, and makes CPU results independent of the core count.
     n_classes : int or None
         ``K``; None: one more than the largest label (a fold can lack the last class: pass the
         data set's).
