@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from synthbench.runner.machine import usable_cores
+from synthbench.machine import usable_cores
 
 from timing import timed
 

@@ -15,8 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from synthbench.datasets.files import DATA_DIR_ENV
-from synthbench.models.competence import COMPETENCE_THRESHOLD, check_threshold
+from synthbench.defaults import COMPETENCE_THRESHOLD, DATA_DIR_ENV, check_threshold
 from synthbench.plugins import PluginError, import_plugin, is_plugin_path
 
 __all__ = ["DEFAULT_STORE", "UsageError", "OneLineParser", "parse_names", "add_common_options", "add_data_dir_option",

@@ -10,28 +10,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from synthbench import __version__, datasets
+# Only what the parser and the checks of numbers, counts and paths need: bad input is answered before torch and the
+# registries are imported (the rest is imported where it is used).
+from synthbench import __version__
 from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_competence_options,
                             add_data_dir_option, competence_threshold, data_dir, load_plugins, parse_names, print_error,
                             setup_logging)
-from synthbench.methods import default_methods, get_method, method_names
-from synthbench.models import TrainSettings
-from synthbench.models.presets import PRESETS, RUN_PRESETS, preset_names
-from synthbench.protocol import MethodOutputError
-from synthbench.scoring import get_scorer, scorer_names, scorer_options
-from synthbench.scoring.fragility.scorer import attack_access
-from synthbench.runner.execute import execute
-from synthbench.runner.executors import (DEFAULT_GPUS_PER_CELL, Executor, ExecutorError, ProcessExecutor, RayExecutor,
-                                         SerialExecutor)
-from synthbench.runner.grid import Cell, GridSpec
-from synthbench.runner.judged import entry_labels
-from synthbench.runner.machine import usable_cores
-from synthbench.runner.leaderboard import format_competence, format_leaderboard, leaderboard
-from synthbench.runner.store import ResultStore, StoreError
-from synthbench.suites import SuiteError, load_suite, suite_names
+from synthbench.defaults import DEFAULT_GPUS_PER_CELL, RUN_PRESETS
+from synthbench.machine import usable_cores
+
+if TYPE_CHECKING:
+    from synthbench.runner.executors import Executor
+    from synthbench.runner.grid import Cell
 
 DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
 #: Decoy counts of each input kind's datasets when --decoys is not given: decoy columns of tables,
@@ -118,30 +111,52 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
-    """Parse and validate ``argv`` into options and the cells to run; :class:`UsageError` on bad input."""
+    """Parse and validate ``argv`` into options and the cells to run; :class:`UsageError` on bad input.
+
+    Numbers, counts, paths and the shape of every option are checked first, before anything heavy is imported;
+    plugins, names and the grid after.
+    """
     args = build_parser().parse_args(argv)
     setup_logging(args.debug)
-    args.plugin = list(load_plugins(args.plugin))  # paths made absolute, for the workers
     _check_run_options(args)
-    if args.list:
-        return args, []
     grid_options = {flag: flag[2:].replace("-", "_") for flag in GRID_FLAGS}
-    if args.suite is not None:
+    if args.suite is not None and not args.list:
         given = [flag for flag, name in grid_options.items() if getattr(args, name) is not None]
         if given:
             raise UsageError(f"--suite fixes the grid; drop {', '.join(given)}")
-        try:
-            cells = load_suite(args.suite).cells()
-        except (SuiteError, ValueError, OSError) as exc:
-            raise UsageError(str(exc)) from None
-        _check_metric(args, cells)
-        return args, _fitting(cells)
     model_given, decoys_given = args.model is not None, args.decoys is not None
     for flag, name in grid_options.items():
         if getattr(args, name) is None and flag != "--decoys":
             setattr(args, name, GRID_FLAGS[flag][0])
     if args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
+    if args.folds < 2:
+        raise UsageError(f"--folds must be at least 2, got {args.folds}")
+    sizes = _integers(args.n_samples, "--n-samples", positive=True)
+    if min(sizes) < args.folds:
+        raise UsageError(f"--n-samples ({min(sizes)}) must be at least --folds ({args.folds})")
+    # Without --decoys, each input kind's datasets get that kind's default counts.
+    decoys = (_integers(args.decoys, "--decoys") if decoys_given
+              else {kind: _integers(counts, "--decoys") for kind, counts in DEFAULT_DECOYS.items()})
+    scorer_options = _scorer_options(args.scorer_option)
+
+    args.plugin = list(load_plugins(args.plugin))  # paths made absolute, for the workers
+    if args.list:
+        return args, []
+    from synthbench import datasets
+    from synthbench.methods import default_methods, get_method, method_names
+    from synthbench.models.presets import preset_names
+    from synthbench.runner.grid import GridSpec
+    from synthbench.scoring import scorer_names
+    from synthbench.suites import SuiteError, load_suite
+
+    if args.suite is not None:
+        try:
+            cells = load_suite(args.suite).cells()
+        except (SuiteError, ValueError, OSError) as exc:
+            raise UsageError(str(exc)) from None
+        _check_metric(args, cells)
+        return args, _fitting(cells)
     ds = parse_names(args.datasets, datasets.names(), "datasets")
     scorers = parse_names(args.scorer, scorer_names(), "scorers")
     named = args.methods not in ("default", "all")
@@ -151,22 +166,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         methods = tuple(method_names())
     else:
         methods = parse_names(args.methods, method_names(), "methods")
-    if args.folds < 2:
-        raise UsageError(f"--folds must be at least 2, got {args.folds}")
-    sizes = _integers(args.n_samples, "--n-samples", positive=True)
-    if min(sizes) < args.folds:
-        raise UsageError(f"--n-samples ({min(sizes)}) must be at least --folds ({args.folds})")
     models = parse_names(args.model, preset_names(), "models")
     if model_given and not any(get_method(m).uses_preset for m in methods):
         raise UsageError(f"--model {args.model}: none of the methods explains an MLP (the neural methods, e.g. "
                          "saliency, do); drop --model or add such a method")
-    # Without --decoys, each input kind's datasets get that kind's default counts.
-    decoys = (_integers(args.decoys, "--decoys") if decoys_given
-              else {kind: _integers(counts, "--decoys") for kind, counts in DEFAULT_DECOYS.items()})
     grid = GridSpec(ds, methods, decoys, sizes, args.folds, args.seed, args.explain,
                     models=models, scorers=scorers, skip_inapplicable=not named,
-                    scorer_options=_scorer_options(args.scorer_option),
-                    data_dir=args.data_dir)
+                    scorer_options=scorer_options, data_dir=args.data_dir)
     try:
         cells = grid.cells()
         for cell in cells:
@@ -209,6 +215,8 @@ def _check_metric(args: argparse.Namespace, cells: list[Cell]) -> None:
     The default is the first scorer's headline on the first dataset's input kind:
     :data:`DEFAULT_METRICS` for the ground truth, the first metric it declares for that kind otherwise.
     """
+    from synthbench.scoring import get_scorer
+
     if args.metric is None:
         kind, first = cells[0].kind, get_scorer(cells[0].scorer).metrics
         args.metric = DEFAULT_METRICS[kind] if DEFAULT_METRICS[kind] in first else next(
@@ -220,6 +228,8 @@ def _check_metric(args: argparse.Namespace, cells: list[Cell]) -> None:
 
 def _fitting(cells: list[Cell]) -> list[Cell]:
     """``cells``, once every dataset they generate is known to fit in memory (:class:`UsageError` otherwise)."""
+    from synthbench import datasets
+
     for d, params, n, decoys, seed in dict.fromkeys((c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.seed)
                                                     for c in cells):
         try:
@@ -247,6 +257,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
 
 def make_executor(args: argparse.Namespace) -> Executor:
     """The engine the options ask for, checked (:class:`ExecutorError` when it cannot run)."""
+    from synthbench.runner.executors import ProcessExecutor, RayExecutor, SerialExecutor
+
     plugins = tuple(args.plugin)
     if args.executor == "ray":
         executor: Executor = RayExecutor(address=args.address, gpus_per_cell=args.gpus_per_cell,
@@ -260,6 +272,13 @@ def make_executor(args: argparse.Namespace) -> Executor:
 
 
 def _listing() -> str:
+    from synthbench import datasets
+    from synthbench.methods import get_method, method_names
+    from synthbench.models.presets import PRESETS
+    from synthbench.scoring import get_scorer, scorer_names, scorer_options
+    from synthbench.scoring.fragility.scorer import attack_access
+    from synthbench.suites import load_suite, suite_names
+
     lines = ["datasets:"]
     lines += [f"  {n:<24} {d}" for n, d in datasets.describe().items()]
     lines.append("default grid (each flag left out):")
@@ -303,6 +322,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print(_listing())
         return 0
+    from synthbench.models import TrainSettings
+    from synthbench.protocol import MethodOutputError
+    from synthbench.runner.execute import execute
+    from synthbench.runner.executors import ExecutorError
+    from synthbench.runner.judged import entry_labels
+    from synthbench.runner.leaderboard import format_competence, format_leaderboard, leaderboard
+    from synthbench.runner.store import ResultStore, StoreError
+
     try:
         executor = make_executor(args)
         store = ResultStore(args.store)

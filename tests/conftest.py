@@ -2,7 +2,7 @@
 
 The suite runs in one pytest-xdist worker per usable core (``-n auto`` in pyproject.toml; see
 :func:`pytest_xdist_auto_num_workers`). Each worker is pinned to its own share of the cores before
-torch is imported, so torch, OpenMP and the runner's serial executor (:func:`~synthbench.runner.machine.usable_cores`)
+torch is imported, so torch, OpenMP and the runner's serial executor (:func:`~synthbench.machine.usable_cores`)
 size their threads to that share instead of all running one thread per core of the machine.
 """
 
@@ -35,7 +35,7 @@ from synthbench.protocol import FoldData, dataset_folds  # noqa: E402
 
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one worker per core this process may use (its affinity), not per core of the machine."""
-    from synthbench.runner.machine import usable_cores
+    from synthbench.machine import usable_cores
 
     return usable_cores()
 

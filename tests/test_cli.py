@@ -179,6 +179,29 @@ def test_bad_input_is_one_line_exit_2_store_untouched(tmp_path, capsys, recwarn,
     assert not store.exists()
 
 
+#: Bad numbers, counts and option shapes: answered before torch or any registry is imported.
+CHEAP_BAD_INPUT = [["--decoys", "10,-5"], ["--decoys", "abc"], ["--folds", "1"], ["--seed", "-1"], ["--jobs", "0"],
+                   ["--n-samples", "3", "--folds", "6"], ["--max-retries", "-1"], ["--competence", "2"],
+                   ["--scorer-option", "nonsense"], ["--address", "127.0.0.1:6379"], ["--bogus"],
+                   ["--suite", "passemiers2023", "--folds", "3"]]
+
+
+def test_bad_numbers_are_answered_before_torch_or_a_registry_is_imported(tmp_path):
+    """The command line checks what needs no registry first: in a fresh process, every case exits 2 with neither
+    torch nor the datasets' registry imported (which take seconds: the answer comes at once)."""
+    script = (
+        "import sys\n"
+        "from synthbench.run import main\n"
+        f"cases = {CHEAP_BAD_INPUT!r}\n"
+        f"codes = [main([*case, '--store', {str(tmp_path / 'r.sqlite')!r}]) for case in cases]\n"
+        "print(codes, 'torch' in sys.modules, 'synthbench.datasets' in sys.modules, 'synthbench.methods' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.stdout.strip() == f"{[2] * len(CHEAP_BAD_INPUT)} False False False", proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == len(CHEAP_BAD_INPUT)  # one line each
+    assert not (tmp_path / "r.sqlite").exists()
+
+
 def test_bad_input_through_the_module_entry_point(tmp_path):
     """One case of the list above as a real process: its exit status is main's 2 and its stderr the one
     line, with nothing else (import-time warnings or logging included)."""

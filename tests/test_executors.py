@@ -170,7 +170,8 @@ def test_the_serial_executor_and_the_jobs_default_size_to_the_cores_this_process
     trains in-process on 3 threads, whatever the machine's core count says."""
     from synthbench.models import TrainSettings
     from synthbench.run import build_parser
-    from synthbench.runner import executors, machine
+    from synthbench import machine
+    from synthbench.runner import executors
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 5, 7}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
+from synthbench.defaults import DATA_DIR_ENV
 from synthbench.datasets.base import Dataset, register
 
 __all__ = ["DATA_DIR_ENV", "MissingDataFiles", "read_idx", "data_files", "fingerprint"]
 
-DATA_DIR_ENV = "SYNTHBENCH_DATA_DIR"
 """Environment variable the command lines read as their ``--data-dir`` default (the library never reads it)."""
 
 _IDX = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")

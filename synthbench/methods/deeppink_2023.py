@@ -34,7 +34,7 @@ from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.models.presets import get_preset
 from synthbench.models.device import cpu_threads, select_device
-from synthbench.models.loop import TrainConfig, fit_network
+from synthbench.models.loop import fit_network
 from synthbench.models.mlp import build_seeded_mlp
 
 __all__ = ["PairedDeepPink", "deeppink_2023"]

@@ -33,15 +33,13 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import accuracy_score, roc_auc_score
 
+from synthbench.defaults import COMPETENCE_THRESHOLD, check_threshold
 from synthbench.protocol import FoldData
 
 __all__ = ["Ceiling", "CEILING_VERSION", "learnability_ceiling", "competence", "competence_fields", "competent",
            "check_threshold",
            "COMPETENCE_THRESHOLD", "chance_rate", "held_out_quality", "relevant_only"]
 
-#: A model whose competence is below this did not learn enough for an explanation of it to say
-#: anything about the method (stated with every report that uses it).
-COMPETENCE_THRESHOLD = 0.5
 
 #: Part of the ceiling cache's key (:func:`~synthbench.models.cache.cached_ceiling`); bump it whenever a change moves
 #: a ceiling, the training of a kind that takes part in it included.
@@ -49,14 +47,6 @@ CEILING_VERSION = 1
 
 #: The least gap between the ceiling and chance for anything to be learnable on a fold (see :attr:`Ceiling.learnable`).
 _MIN_GAP = 0.02
-
-
-def check_threshold(threshold: float) -> float:
-    """``threshold`` as a float; ValueError unless it lies strictly between 0 and 1."""
-    value = float(threshold)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"the competence threshold must lie strictly between 0 and 1, got {threshold!r}")
-    return value
 
 
 def chance_rate(y: np.ndarray) -> float:

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from synthbench.defaults import RUN_PRESETS
 from synthbench.models.cnn import CNNConfig
 from synthbench.models.loop import TrainConfig
 from synthbench.models.mlp import MLPConfig
@@ -130,10 +131,6 @@ for _preset in (
 DEFAULT_PRESET = "passemiers2023_corrected"
 #: Per model kind, the preset used when a grid names none of that kind.
 DEFAULT_PRESETS = {"mlp": DEFAULT_PRESET, "cnn": "cnn"}
-#: The presets ``python -m synthbench.run`` explains without ``--model``: the one that learns what the booster
-#: learns. The paper's ``passemiers2023`` learns on almost no default setting (competence below 0.5 on 40 of 48
-#: fits); it runs in the 2023 suites, and wherever ``--model`` names it.
-RUN_PRESETS = ("screened_mlp",)
 
 
 def preset_names() -> list[str]:

@@ -22,7 +22,7 @@ from synthbench.protocol import MethodOutputError
 from synthbench.runner.cells import run_task
 from synthbench.runner.executors import Executor, SerialExecutor
 from synthbench.runner.grid import Cell, FoldTask, GridSpec
-from synthbench.runner.machine import describe_machine
+from synthbench.machine import describe_machine
 from synthbench.runner.store import STALE_AFTER_SECONDS, CellResult, ResultStore, StoreError
 
 __all__ = ["execute", "RunSummary", "run_task"]

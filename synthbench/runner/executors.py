@@ -29,12 +29,13 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
+from synthbench.defaults import DEFAULT_GPUS_PER_CELL
+from synthbench.machine import usable_cores
 from synthbench.methods import get_method
 from synthbench.models import TrainSettings
 from synthbench.plugins import import_plugins
 from synthbench.runner.cells import package_versions, run_task
 from synthbench.runner.grid import Cell, FoldTask
-from synthbench.runner.machine import usable_cores
 from synthbench.runner.store import CellResult
 
 __all__ = ["Executor", "ExecutorError", "SerialExecutor", "ProcessExecutor", "RayExecutor", "DEFAULT_GPUS_PER_CELL"]
@@ -53,7 +54,6 @@ def _claim_all(task: FoldTask) -> FoldTask:
 
 
 #: Share of a GPU each accelerated (torch) task asks Ray for where the cluster has GPUs.
-DEFAULT_GPUS_PER_CELL = 0.25
 
 
 class ExecutorError(Exception):
