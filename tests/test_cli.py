@@ -194,7 +194,8 @@ def test_bad_numbers_are_answered_before_torch_or_a_registry_is_imported(tmp_pat
         "from synthbench.run import main\n"
         f"cases = {CHEAP_BAD_INPUT!r}\n"
         f"codes = [main([*case, '--store', {str(tmp_path / 'r.sqlite')!r}]) for case in cases]\n"
-        "print(codes, 'torch' in sys.modules, 'synthbench.datasets' in sys.modules, 'synthbench.methods' in sys.modules)\n"
+        "loaded = ['torch' in sys.modules, 'synthbench.datasets' in sys.modules, 'synthbench.methods' in sys.modules]\n"
+        "print(codes, *loaded)\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert proc.stdout.strip() == f"{[2] * len(CHEAP_BAD_INPUT)} False False False", proc.stdout + proc.stderr
