@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.dummy import DummyClassifier
 
 from synthbench.methods import register_method

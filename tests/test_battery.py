@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from synthbench import datasets
-from synthbench.methods import METHODS, MethodSpec, get_method, method_names
+from synthbench.methods import METHODS, MethodSpec, method_names
 from synthbench.models import kinds
 from synthbench.scoring import scorer_names
 from synthbench.testing import CheckData, CheckFailed, check_dataset, check_method, check_model_kind, check_scorer

@@ -15,7 +15,7 @@ from synthbench.methods import default_methods, get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.scoring import explained_kind
 from synthbench.scoring.removal.retrain import RetrainScorer
-from synthbench.runner.grid import Cell, GridSpec
+from synthbench.runner.grid import GridSpec
 
 from conftest import fold_of
 

@@ -169,8 +169,6 @@ def _as_captum(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[..., Any]
 def _synthbench_explainer(name: str, module: torch.nn.Module) -> Callable[..., Any]:
     return _as_captum(lambda x, target=0: attribute(name, module, x, target, **PARAMS[name]))
 
-    return explain
-
 
 def _captum_sensitivity_max(explain: Callable[..., torch.Tensor], x: np.ndarray, perturbed: list[np.ndarray],
                             max_examples_per_batch: int | None = None) -> tuple[np.ndarray, list[int]]:
