@@ -227,8 +227,6 @@ def test_pymrmr_wrapper_is_silent(capfd: pytest.CaptureFixture[str]) -> None:
 
 
 def test_pymrmr_wrapper_restores_stdout_on_error(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import pymrmr
-
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 

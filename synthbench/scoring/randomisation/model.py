@@ -291,8 +291,10 @@ class RandomisationScorer(ComparisonOptions, Scorer):
 
     def _entropy(self, trained: np.ndarray, random: np.ndarray) -> Scores:
         """eMPRT: mean relative entropy rise over the examples whose trained map is not constant."""
-        prepare = (lambda a: preprocess(a, absolute=self.absolute, normalise=self.normalise))
-        before, after = map_entropy(prepare(trained), self.n_bins), map_entropy(prepare(random), self.n_bins)
+        def entropy(maps: np.ndarray) -> np.ndarray:
+            return map_entropy(preprocess(maps, absolute=self.absolute, normalise=self.normalise), self.n_bins)
+
+        before, after = entropy(trained), entropy(random)
         ok = before > 0
         if not ok.any():
             return Scores()
