@@ -22,11 +22,11 @@ from sklearn.model_selection import KFold
 
 from synthbench import datasets
 from synthbench.datasets import Dataset
+from synthbench.kinds import get_kind
 
 __all__ = ["Fold", "FoldData", "MethodOutput", "MethodOutputError", "make_folds", "dataset_folds", "cell_fold",
-           "seed_stream", "PERMUTED_KINDS"]
+           "seed_stream"]
 
-PERMUTED_KINDS = frozenset({"tabular"})
 """Input kinds whose columns each fold permutes (tables); other kinds are passed through."""
 
 
@@ -75,8 +75,8 @@ def make_folds(n_samples: int, n_features: int, *, n_folds: int, seed: int, perm
 
 
 def dataset_folds(ds: Dataset, *, n_folds: int, seed: int) -> list[Fold]:
-    """:func:`make_folds` for ``ds``, permuting columns when its kind is one of :data:`PERMUTED_KINDS`."""
-    return make_folds(ds.n_samples, ds.n_features, n_folds=n_folds, seed=seed, permute=ds.kind in PERMUTED_KINDS)
+    """:func:`make_folds` for ``ds``, permuting columns when its kind says so (:attr:`InputKind.permuted`)."""
+    return make_folds(ds.n_samples, ds.n_features, n_folds=n_folds, seed=seed, permute=get_kind(ds.kind).permuted)
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,7 +116,7 @@ class FoldData:
         if explain not in ("test", "train"):
             raise ValueError(f"explain must be 'test' or 'train', got {explain!r}")
         perm = fold.permutation
-        if (perm is None) == (ds.kind in PERMUTED_KINDS):
+        if (perm is None) == get_kind(ds.kind).permuted:
             raise ValueError(f"a {ds.kind} dataset needs folds {'with' if perm is None else 'without'} a column "
                              "permutation (see dataset_folds)")
         X = ds.X if perm is None else ds.X[:, perm]

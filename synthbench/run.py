@@ -20,6 +20,7 @@ from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common
                             add_data_dir_option, competence_threshold, data_dir, load_plugins, parse_names, print_error,
                             setup_logging)
 from synthbench.defaults import DEFAULT_GPUS_PER_CELL, RUN_PRESETS
+from synthbench.kinds import INPUT_KINDS, get_kind
 from synthbench.machine import usable_cores
 
 if TYPE_CHECKING:
@@ -29,13 +30,11 @@ if TYPE_CHECKING:
 DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
 #: Decoy counts of each input kind's datasets when --decoys is not given: decoy columns of tables,
 #: distractor glyphs of synthetic images (none, and the generators' default of 4).
-DEFAULT_DECOYS = {"tabular": "100,1000", "image": "0,4"}
-_KIND_NAMES = {"tabular": "tables", "image": "images"}
 #: Flags that define a grid; a suite defines its own, so they cannot be combined with --suite.
 GRID_FLAGS = {
     "--datasets": (",".join(DEFAULT_DATASETS), dict(help="comma-separated dataset names")),
     "--methods": ("default", dict(help="comma-separated method names, 'default' or 'all'")),
-    "--decoys": (", ".join(f"{v} on {_KIND_NAMES[k]}" for k, v in DEFAULT_DECOYS.items()),
+    "--decoys": (", ".join(f"{k.default_decoys} on {k.plural}" for k in INPUT_KINDS.values()),
                  dict(help="comma-separated decoy counts (distractor glyphs on images), for every dataset that "
                            "takes decoys")),
     "--n-samples": ("1000", dict(help="comma-separated sample sizes")),
@@ -46,8 +45,6 @@ GRID_FLAGS = {
                                                 "tables, CNN presets on images (see --list; images default to cnn)")),
     "--scorer": ("ground_truth", dict(help="comma-separated scorers, each a separate result (see --list)")),
 }
-#: The ground truth's leaderboard metric when --metric is not given: per input kind of the grid's first dataset.
-DEFAULT_METRICS = {"tabular": "best_k", "image": "rank_accuracy"}
 EXPORT_COLUMNS = ["dataset", "dataset_params", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset",
                   "judged", "judged_model", "control", "explain", "scorer", "scorer_params", "fold", "seed", "metric",
                   "value", "chance", "seconds", "train_seconds", "competence", "scorer_seconds", "peak_memory_bytes", "status", "message",
@@ -137,7 +134,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         raise UsageError(f"--n-samples ({min(sizes)}) must be at least --folds ({args.folds})")
     # Without --decoys, each input kind's datasets get that kind's default counts.
     decoys = (_integers(args.decoys, "--decoys") if decoys_given
-              else {kind: _integers(counts, "--decoys") for kind, counts in DEFAULT_DECOYS.items()})
+              else {k.name: _integers(k.default_decoys, "--decoys") for k in INPUT_KINDS.values()})
     scorer_options = _scorer_options(args.scorer_option)
 
     args.plugin = list(load_plugins(args.plugin))  # paths made absolute, for the workers
@@ -213,13 +210,15 @@ def _check_metric(args: argparse.Namespace, cells: list[Cell]) -> None:
     """Resolve the leaderboard's ``--metric`` and check a scorer declares it.
 
     The default is the first scorer's headline on the first dataset's input kind:
-    :data:`DEFAULT_METRICS` for the ground truth, the first metric it declares for that kind otherwise.
+    the kind's :attr:`~synthbench.kinds.InputKind.headline_metric` for the ground truth, the first metric it declares
+    for that kind otherwise.
     """
     from synthbench.scoring import get_scorer
 
     if args.metric is None:
         kind, first = cells[0].kind, get_scorer(cells[0].scorer).metrics
-        args.metric = DEFAULT_METRICS[kind] if DEFAULT_METRICS[kind] in first else next(
+        headline = get_kind(kind).headline_metric
+        args.metric = headline if headline in first else next(
             (name for name, m in first.items() if kind in m.kinds), next(iter(first)))
     declared = sorted({m for s in dict.fromkeys(c.scorer for c in cells) for m in get_scorer(s).metrics})
     if args.metric not in declared:

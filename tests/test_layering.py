@@ -11,8 +11,8 @@ ROOT = Path(synthbench.__file__).parent
 #: Bottom to top. A module may import from its own layer and the layers before it: ``cli`` (what the
 #: two command lines share) below the report, and the run's command line (``run``) on top, so the
 #: report's command line cannot import from it.
-LAYERS = ["defaults", "machine", "registry", "plugins", "datasets", "protocol", "models", "attribution", "selection",
-          "methods", "scoring", "testing", "runner", "suites", "cli", "report", "run"]
+LAYERS = ["defaults", "machine", "registry", "kinds", "plugins", "datasets", "protocol", "models", "attribution",
+          "selection", "methods", "scoring", "testing", "runner", "suites", "cli", "report", "run"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 

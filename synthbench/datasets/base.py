@@ -27,22 +27,21 @@ import os
 
 import numpy as np
 
+from synthbench.kinds import INPUT_KINDS, KINDS
 from synthbench.registry import Registry
 
 __all__ = ["Dataset", "GeneratorSpec", "DatasetTooLarge", "KINDS", "DATASETS", "input_kind", "register", "spec", "make", "names",
            "describe", "estimate_bytes", "check_fits"]
 
 
-KINDS = ("tabular", "image")
-"""Input kinds: ``(n, p)`` tables and ``(n, C, H, W)`` images."""
 
 
 def input_kind(X: np.ndarray) -> str:
-    """``"tabular"`` for 2-D inputs, ``"image"`` for 4-D ``(n, C, H, W)``; ValueError otherwise."""
-    if X.ndim == 2:
-        return "tabular"
-    if X.ndim == 4:
-        return "image"
+    """The input kind of a batch ``X`` by its dimensions (:attr:`InputKind.ndim`: ``"tabular"`` for 2-D inputs,
+    ``"image"`` for 4-D ``(n, C, H, W)``); ValueError otherwise."""
+    for kind in INPUT_KINDS.values():
+        if X.ndim == kind.ndim:
+            return kind.name
     raise ValueError(f"inputs must be (n, p) tables or (n, C, H, W) images, got shape {X.shape}")
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from synthbench.kinds import INPUT_KINDS, get_kind
 from synthbench.report import tables
 from synthbench.report.parts import Part, headline, method_link, store_parts, verdict_agreement
 from synthbench.report.results import Results
@@ -216,8 +217,8 @@ def _verdict_sentences(parts: list[Part], metrics: tuple[str, ...]) -> list[str]
 
 def _count_word(results: Results) -> str:
     """What the decoy axis counts: decoy features (tables), distractor glyphs (images), or both."""
-    kinds = set(results.cells["kind"])
-    return {frozenset({"tabular"}): "decoy", frozenset({"image"}): "distractor"}.get(frozenset(kinds), "decoy/distractor")
+    present = set(results.cells["kind"])
+    return "/".join(dict.fromkeys(get_kind(k).decoy for k in INPUT_KINDS.names() if k in present))
 
 
 def _cost_sentence(results: Results, parts: list[Part]) -> str:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from synthbench.kinds import get_kind
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
@@ -25,7 +26,7 @@ from synthbench.registry import Registry
 from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["Scorer", "Abilities", "Scores", "Curve", "SkipCell", "SCORERS", "register_scorer", "get_scorer",
-           "scorer_names", "get_metric", "configure_scorer", "scorer_options", "DEFAULT_MODELS", "explained_kind",
+           "scorer_names", "get_metric", "configure_scorer", "scorer_options", "explained_kind",
            "explained_model"]
 
 
@@ -72,8 +73,6 @@ class Scores(dict):
         self.examples = examples
 
 
-#: The model a scorer evaluates or retrains for a method that explains none: per input kind.
-DEFAULT_MODELS = {"tabular": "mlp", "image": "cnn"}
 
 
 def explained_kind(spec: MethodSpec, kind: str) -> str:
@@ -83,9 +82,10 @@ def explained_kind(spec: MethodSpec, kind: str) -> str:
     CNN, ``treeshap`` the forest); a method that needs none (``random``, ``sobel``, ``mrmr``) or
     several is judged on the model its spec names for the kind (``spec.judged``, set by
     :meth:`~synthbench.methods.registry.MethodSpec.judged_on`: a control judged on the forest) or
-    else on :data:`DEFAULT_MODELS`'s model of the kind, shared with every other method.
+    else on the input kind's default model (:attr:`~synthbench.kinds.InputKind.default_model`), shared with every
+    other method.
     """
-    return spec.explains(kind) or spec.judged.get(kind) or DEFAULT_MODELS[kind]
+    return spec.explains(kind) or spec.judged.get(kind) or get_kind(kind).default_model
 
 
 def explained_model(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[str, Any]:
