@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from synthbench.runner.grid import Cell
 
 DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
-#: Decoy counts of each input kind's datasets when --decoys is not given: decoy columns of tables,
-#: distractor glyphs of synthetic images (none, and the generators' default of 4).
 #: Flags that define a grid; a suite defines its own, so they cannot be combined with --suite.
 GRID_FLAGS = {
     "--datasets": (",".join(DEFAULT_DATASETS), dict(help="comma-separated dataset names")),
