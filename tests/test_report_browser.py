@@ -72,7 +72,7 @@ def test_clicking_a_header_sorts_the_rows_and_clicking_again_reverses_them(page)
     col = header.index("method s / cell")
     click_header(opened, "method s / cell")  # numbers: largest first, by value (not as text)
     seconds = [number(r[col]) for r in rows(opened)]
-    assert seconds == sorted(seconds, reverse=True) and len(set(seconds)) == len(seconds)
+    assert seconds == sorted(seconds, reverse=True)  # measured times may tie; the values below cannot
     click_header(opened, "method s / cell")
     assert [number(r[col]) for r in rows(opened)] == sorted(seconds)
     assert opened.evaluate(f"{HEAD}[{col}].getAttribute('aria-sort')") == "ascending"
