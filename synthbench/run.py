@@ -276,7 +276,10 @@ def _listing() -> str:
     from synthbench.scoring.fragility.scorer import attack_access
     from synthbench.suites import load_suite, suite_names
 
-    lines = ["datasets:"]
+    lines = ["input kinds (a map; default decoys; the model judged for a method that explains none; headline metric):"]
+    lines += [f"  {k.name:<24} {k.map}; {k.decoy}s {k.default_decoys}; {k.default_model}; {k.headline_metric}"
+              for k in INPUT_KINDS.values()]
+    lines.append("datasets:")
     lines += [f"  {n:<24} {d}" for n, d in datasets.describe().items()]
     lines.append("default grid (each flag left out):")
     lines += [f"  {flag:<24} {default}" for flag, (default, _) in GRID_FLAGS.items()]

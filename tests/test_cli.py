@@ -30,6 +30,9 @@ def test_list_names_every_dataset_and_method(capsys):
     out = capsys.readouterr().out
     for name in ["ring_xor_sum", "switch", "dag", "rf", "treeshap", "mrmr_pymrmr", "relief"]:
         assert name in out
+    from synthbench.kinds import INPUT_KINDS
+
+    assert all(f"{k.name:<24} {k.map}; {k.decoy}s {k.default_decoys}" in out for k in INPUT_KINDS.values())
 
 
 def test_list_shows_the_model_presets_and_marks_the_default_ones(capsys):
