@@ -116,6 +116,8 @@ def test_the_one_verb_explains_other_inputs_differentiably_and_refuses_maps_that
     for name in ("feature_ablation", "mrmr"):  # no graph through a perturbation method; no map at all
         with pytest.raises(ValueError, match="not differentiable"):
             explain_again(get_method(name), data, models, inputs=x, differentiable=True)
+    with pytest.raises(ValueError, match="no attribution recipe"):  # never silently explain the fold's rows instead
+        explain_again(get_method("mrmr"), data, models, inputs=x.detach())
 
 
 def test_target_rules_explain_the_label_or_the_prediction():

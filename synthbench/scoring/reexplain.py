@@ -42,7 +42,7 @@ def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, mod
     models : the fold's models
     model : replaces the model the method explains (None: the fold's own); ignored for a method
         that explains no model, whose output cannot depend on it
-    stream : the method's random stream (:func:`~synthbench.methods.run_method`); ``()`` is its
+    stream : the method's random stream (:func:`~synthbench.methods.method_rng`); ``()`` is its
         cell's, so the fold's own model and rows give the cell's output
     target : a target rule (``"label"``, ``"prediction"``) replacing the method's own
     targets : ``(n,)`` explained output columns replacing any rule
@@ -57,12 +57,15 @@ def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, mod
         When a target or class is asked of a method that explains a model without an attribution
         recipe (it chooses its explained output itself).
     ValueError
-        For ``differentiable`` maps of a method whose maps are not differentiable in its inputs.
+        For ``differentiable`` maps of a method whose maps are not differentiable in its inputs, and for
+        ``inputs`` to a method without an attribution recipe (give it other rows as ``data.X_explain``).
     """
     explains = spec.explains(data.kind)
     recipe = spec.recipe
     if differentiable and (recipe is None or not ATTRIBUTION_METHODS[recipe.function].create_graph or inputs is None):
         raise ValueError(f"{spec.name}'s maps are not differentiable in its inputs (or no inputs were given)")
+    if inputs is not None and recipe is None:
+        raise ValueError(f"{spec.name} has no attribution recipe: give it other rows as data.X_explain, not inputs")
     if recipe is not None:
         if target is not None:
             recipe = dataclasses.replace(recipe, target=target)
