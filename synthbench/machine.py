@@ -1,12 +1,26 @@
-"""What machine a run ran on, recorded with the run so a report can say where its seconds come from."""
+"""What machine a run ran on, recorded with the run so a report can say where its seconds come from, and the
+versions of the packages installed on it."""
 
 from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Iterable
+from importlib import metadata
 from typing import Any
 
-__all__ = ["describe_machine", "usable_cores"]
+__all__ = ["describe_machine", "usable_cores", "installed_versions"]
+
+
+def installed_versions(names: Iterable[str]) -> dict[str, str]:
+    """The installed version of each distribution in ``names`` (``"absent"`` for one that is not installed)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
 
 
 def usable_cores() -> int:

@@ -14,7 +14,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import torch
 from filelock import FileLock
 
 from synthbench import __version__
+from synthbench.machine import installed_versions
 from synthbench.models.competence import CEILING_VERSION, Ceiling
 from synthbench.models.device import select_device
 from synthbench.models.loop import TRAINING_VERSION, EpochInputs, check_training_data
@@ -107,13 +107,6 @@ def cached_train(
 _CEILING_PACKAGES = ("numpy", "scikit-learn", "lightgbm")
 
 
-def _installed(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "absent"
-
-
 def cached_ceiling(data: FoldData, kinds: Iterable[str], compute: Callable[[], Ceiling], cache_dir: str | Path,
                    ) -> Ceiling:
     """The fold's ceiling, ``compute()``-d by the first process that asks for it and read from ``cache_dir`` by the
@@ -128,7 +121,7 @@ def cached_ceiling(data: FoldData, kinds: Iterable[str], compute: Callable[[], C
     """
     t0 = time.perf_counter()
     key = joblib.hash((data, sorted(kinds), __version__, CEILING_VERSION,
-                       [(name, _installed(name)) for name in _CEILING_PACKAGES]))
+                       list(installed_versions(_CEILING_PACKAGES).items())))
     folder = Path(cache_dir) / "ceilings"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key}.json"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from importlib import metadata
 
+from synthbench.machine import installed_versions
 from synthbench.methods import run_method
 from synthbench.models import SharedModels, TrainSettings
 from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, cell_fold
@@ -34,13 +34,7 @@ _VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", 
 
 def package_versions() -> dict[str, str]:
     """Installed versions of the packages that can move a result."""
-    out = {}
-    for name in _VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "absent"
-    return out
+    return installed_versions(_VERSIONED)
 
 
 def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> Iterator[CellResult]:
