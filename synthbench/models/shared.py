@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from synthbench.models.cache import cached_ceiling
@@ -136,7 +137,7 @@ class SharedModels:
         if self._ceiling is None:
             trainers = {name: (lambda d, k=kind: k.train(d, self._settings, replicate=0))
                         for name, kind in MODEL_KINDS.items() if kind.ceiling and self._data.kind in kind.inputs}
-            compute = lambda: learnability_ceiling(self._data, trainers)  # noqa: E731
+            compute = partial(learnability_ceiling, self._data, trainers)
             cache = self._settings.cache_dir
             self._ceiling = compute() if cache is None else cached_ceiling(self._data, trainers, compute, cache)
             log.debug("learnability ceiling of fold %d: %s", self._data.fold, self._ceiling)
