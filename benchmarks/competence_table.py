@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--competence", type=float, default=0.5)
     args = parser.parse_args()
     with ResultStore(args.store, readonly=True) as db:
-        fits = model_fits(db.cells())
+        fits = model_fits(db.cells(), db.catalogue())
     if fits.empty:
         raise SystemExit(f"{args.store}: no cell records a trained model")
     fits = fits.assign(passed=fits["competence"] >= args.competence)

@@ -360,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                 bar.close()
             rows = store.scores(c.cell_id for c in cells)
             fitted = store.cells(c.cell_id for c in cells)
+            catalogue = store.catalogue()
     except KeyboardInterrupt:
         newline = "\n" if bar is not None and not bar.disable else ""  # below the progress bar
         print(f"{newline}synthbench.run: interrupted; finished cells are stored, rerun the command to resume",
@@ -371,9 +372,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"synthbench.run: error: {exc}; the run stopped, cells finished before are kept in {args.store}",
               file=sys.stderr)
         return 2
-    board = leaderboard(rows, args.metric, competence=args.competence, all_models=args.all_models)
+    board = leaderboard(rows, args.metric, catalogue=catalogue, competence=args.competence, all_models=args.all_models)
     print(format_leaderboard(board, args.metric))
-    print(format_competence(fitted, args.competence))
+    print(format_competence(fitted, catalogue, args.competence))
     over = (f", {summary.over_limit} skipped with their reason (a method's feature limit, a method the scorer cannot "
             "judge)" if summary.over_limit else "")
     busy = (f", {summary.busy} left to another run computing them (rerun to collect them)"

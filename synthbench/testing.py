@@ -143,7 +143,7 @@ def _recordable(params: Mapping[str, Any]) -> bool:
 
 def _same_output(a: MethodOutput, b: MethodOutput) -> bool:
     def same(u: np.ndarray | None, v: np.ndarray | None) -> bool:
-        return (u is None) == (v is None) and (u is None or np.array_equal(u, v))
+        return (u is None and v is None) or (u is not None and v is not None and np.array_equal(u, v))
 
     return same(a.scores, b.scores) and same(a.local, b.local)
 
@@ -273,7 +273,7 @@ def check_model_kind(name: str, *, data: FoldData | None = None) -> list[str]:
     return check.passed
 
 
-def _check_layers(check: _Checks, layers: tuple, model: Any, X: np.ndarray, proba: np.ndarray) -> None:
+def _check_layers(check: _Checks, layers: tuple[Any, ...], model: Any, X: np.ndarray, proba: np.ndarray) -> None:
     """The declared layers exist, re-drawing them changes a copy's predictions (never the model's), and a
     layer's re-draw depends on its seed alone."""
     names = [layer.name for layer in layers]
@@ -328,8 +328,8 @@ def check_scorer(name: str, *, data: FoldData | None = None, options: Mapping[st
             values = scorer.score(output, fold, control, models)
             check(f"{kind}: values for the {label} map", bool(values))
             for metric_name, value in values.items():
-                metric = scorer.metrics.get(metric_name)
-                check(f"{kind}: {metric_name} is declared", metric is not None)
+                check(f"{kind}: {metric_name} is declared", metric_name in scorer.metrics)
+                metric = scorer.metrics[metric_name]
                 lo, hi = metric.limits
                 check(f"{kind}: {metric_name} of the {label} map finite and within its limits",
                       math.isfinite(value) and lo - 1e-9 <= value <= hi + 1e-9, f"{value} not in {metric.limits}")
@@ -347,6 +347,6 @@ def _perfect(fold: FoldData) -> MethodOutput:
     local = None if fold.relevant_local is None else fold.relevant_local.astype(np.float64)
     if scores is None and local is None:
         scores = np.ones(fold.input_shape)
-    if local is None and fold.kind == "image":
+    if local is None and scores is not None and fold.kind == "image":  # scores are set when local is None
         local = np.broadcast_to(scores, fold.X_explain.shape).copy()
     return MethodOutput(scores, local)

@@ -133,7 +133,7 @@ def test_the_store_gives_each_cell_its_competence_and_the_leaderboard_leaves_inc
     cells += [Cell("xor", 600, 8, 0, 3, 0, m) for m in ("gbm_gain", "anova")]
     with ResultStore(tmp_path / "r.sqlite") as store:
         assert execute(cells, store).failed == 0
-        table, rows = store.cells(), store.scores()
+        table, rows, catalogue = store.cells(), store.scores(), store.catalogue()
     for c in table.itertuples():
         if c.method == "anova":
             assert pd.isna(c.model) and pd.isna(c.competence)
@@ -143,14 +143,14 @@ def test_the_store_gives_each_cell_its_competence_and_the_leaderboard_leaves_inc
             assert c.competence == info["competence"]
             assert (c.competence == 0.0) == (c.dataset == "hypercube")  # nothing learnable there
             assert c.flags == ""
-    board = leaderboard(rows)
+    board = leaderboard(rows, catalogue=catalogue)
     assert board.loc["rf", "incompetent"] == 2 and board.loc["anova", "incompetent"] == 0
     assert np.isnan(board.loc["rf", "hypercube/20"])  # left out of the mean, the row kept
     assert board.loc["gbm_gain", "xor/8"] == 1.0 and board.loc["gbm_gain", "incompetent"] == 0
     assert "below 0.5" in format_leaderboard(board)
-    shown = leaderboard(rows, all_models=True)
+    shown = leaderboard(rows, catalogue=catalogue, all_models=True)
     assert not np.isnan(shown.loc["rf", "hypercube/20"]) and shown.loc["rf", "incompetent"] == 2
-    printed = format_competence(table)
+    printed = format_competence(table, catalogue)
     assert "forest" in printed and "gbm" in printed
     assert "no model here learns hypercube/20 at n = 300 (best: forest at competence 0.00 < 0.5" in printed
 

@@ -17,9 +17,12 @@ from scipy import stats
 from synthbench.report import (Results, breakpoints, build_report, decoy_table, load_results, mean_ci, model_table,
                                pareto_front, rank_test, summary_table, write_report)
 from synthbench.report.cli import main as report_main
-from synthbench.runner import GridSpec, ResultStore, execute
+from synthbench.runner import GridSpec, ResultStore
+from synthbench.runner.execute import execute
 from synthbench.runner.grid import Cell
 from synthbench.runner.store import CellResult
+from synthbench.catalogue import Catalogue, ScorerInfo
+from synthbench.scoring import get_metric, get_scorer
 
 METHODS = ("random", "anova", "mrmr")
 
@@ -120,18 +123,19 @@ def test_breakpoint_is_the_last_decoy_count_before_the_first_fall_below_the_leve
 def test_pareto_front_keeps_methods_no_other_beats_on_both_time_and_quality():
     summary = pd.DataFrame({"best_k": [0.2, 0.5, 0.4, 0.9, 0.9], "mean_rank": [9.0, 4.0, 5.0, 1.5, 1.0],
                             "seconds": [0.01, 0.1, 1.0, 5.0, np.nan]}, index=["a", "b", "c", "d", "e"])
-    assert pareto_front(summary, "best_k").index.tolist() == ["a", "b", "d"]
-    assert pareto_front(summary, "mean_rank").index.tolist() == ["a", "b", "d"]  # lower is better here
+    assert pareto_front(summary, get_metric("best_k")).index.tolist() == ["a", "b", "d"]
+    assert pareto_front(summary, get_metric("mean_rank")).index.tolist() == ["a", "b", "d"]  # lower is better here
     summary.loc["c", "mean_rank"] = 3.0
-    assert pareto_front(summary, "mean_rank").index.tolist() == ["a", "b", "c", "d"]
+    assert pareto_front(summary, get_metric("mean_rank")).index.tolist() == ["a", "b", "c", "d"]
 
 
 def _results_from_blocks(values: dict[str, list[float]]) -> Results:
     rows = [dict(cell_id=f"{m}{b}", method=m, setting="s", n_decoys=b, seed=0, fold=0, metric="best_k", value=v,
                  chance=0.1, status="ok") for m, vs in values.items() for b, v in enumerate(vs) if not np.isnan(v)]
     scores = pd.DataFrame(rows)
+    truth = get_scorer("ground_truth")
     return Results(scores=scores, cells=scores.drop(columns=["metric", "value", "chance"]), runs=pd.DataFrame(),
-                   path=None)
+                   path=None, catalogue=Catalogue({"ground_truth": ScorerInfo("ground_truth", truth.metrics)}))
 
 
 def test_rank_test_matches_scipy_and_scikit_posthocs_and_names_the_significant_pairs():
@@ -280,19 +284,21 @@ def test_rows_and_models_of_two_presets_are_never_pooled(tmp_path):
 
 
 def test_styles_never_repeat_and_families_group_the_rows():
-    from synthbench.methods import default_methods, get_method
+    from synthbench.methods import METHODS, default_methods, get_method
     from synthbench.report.figures import entry_family, method_styles
 
     neural = [m for m in default_methods() if get_method(m).uses_preset]
     rows = [m for m in default_methods() if m not in neural] + ["lassonet", "fsnet"]
     rows += [f"{m}@{p}" for p in ("passemiers2023", "sparse_mlp") for m in neural]
     assert len(rows) >= 30
-    styles = method_styles(rows)
+    known = {name: spec.family for name, spec in METHODS.items()}  # as a store records them
+    styles = method_styles(rows, known)
     looks = [(s.color, s.marker) for s in styles.values()]
     assert len(set(looks)) == len(rows)  # no two rows look alike anywhere, so none within a panel
-    assert entry_family("rf") == "classical" and entry_family("lassonet") == "neural selector"
-    assert entry_family("saliency@sparse_mlp") == "attribution · sparse_mlp"
-    families = [entry_family(m) for m in styles]
+    assert entry_family("rf", known) == "classical" and entry_family("lassonet", known) == "neural selector"
+    assert entry_family("saliency@sparse_mlp", known) == "attribution · sparse_mlp"
+    assert entry_family("unknown@sparse_mlp", known) == "other · sparse_mlp"
+    families = [entry_family(m, known) for m in styles]
     assert families == sorted(families, key=families.index)  # each family's rows are contiguous
 
 
@@ -321,8 +327,8 @@ def test_provenance_names_a_plugin_only_for_the_datasets_a_plugin_registered():
     from synthbench.report import document
     from synthbench.report.results import _DATASET_COLUMNS
 
-    info = pd.DataFrame.from_dict({"bars": ["image", True, "f", "d", "/abs/my_plugins.py", False],
-                                   "shapes": ["image", True, "f", "d", None, True]},
+    info = pd.DataFrame.from_dict({"bars": ["image", True, "f", "d", "/abs/my_plugins.py"],
+                                   "shapes": ["image", True, "f", "d", None]},
                                   orient="index", columns=_DATASET_COLUMNS)
     results = Results(scores=pd.DataFrame(), cells=pd.DataFrame(), runs=pd.DataFrame(), path="s.sqlite", datasets=info)
     assert document._plugin(results, "bars") == "/abs/my_plugins.py"

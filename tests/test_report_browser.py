@@ -8,7 +8,8 @@ from chromium_fixture import chromium  # noqa: F401  (the fixture)
 
 from synthbench.report import build_report, load_results, write_report
 from synthbench.report.browser import Browser
-from synthbench.runner import GridSpec, ResultStore, execute
+from synthbench.runner import GridSpec, ResultStore
+from synthbench.runner.execute import execute
 
 HEAD = "Array.from(document.querySelector('#leaderboard + table').tHead.rows[0].cells)"
 ROWS = ("Array.from(document.querySelector('#leaderboard + table').tBodies[0].rows)"

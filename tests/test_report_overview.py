@@ -12,6 +12,7 @@ from scipy import stats
 from synthbench.report import build_report, figures, load_results, mean_ci, model_table, summary_table, tables
 from synthbench.report.page import SCRIPT, html_page
 from synthbench.report.summary import holm, leaders, store_summary
+from synthbench.scoring import get_metric
 from synthbench.runner import ResultStore
 from synthbench.runner.leaderboard import leaderboard
 from synthbench.runner.grid import Cell
@@ -45,14 +46,15 @@ def _store(path, *, verdict=False):
 
 def test_a_methods_own_seconds_leave_out_the_shared_models_training(tmp_path):
     with ResultStore(_store(tmp_path / "s.sqlite"), readonly=True) as db:
-        cells, rows = db.cells().set_index("method"), db.scores()
+        cells, rows, catalogue = db.cells().set_index("method"), db.scores(), db.catalogue()
     assert cells.loc["saliency", "train_seconds"].tolist() == [8.0] * 4 and (cells.loc["anova", "train_seconds"] == 0).all()
-    board = leaderboard(rows)  # the printed leaderboard too
+    board = leaderboard(rows, catalogue=catalogue)  # the printed leaderboard too
     assert board.loc["saliency@sparse_mlp", "s/cell"] == pytest.approx(1.0) and board.loc["anova", "s/cell"] == 0.5
     # fold 2's MLP did not learn: its cells are left out of the means unless every model is asked for
     assert board.loc["saliency@sparse_mlp", "xor/4"] == pytest.approx(np.mean(np.delete(VALUES["a"], 2)))
     assert board.loc["saliency@sparse_mlp", "incompetent"] == 1 and board.loc["anova", "incompetent"] == 0
-    assert leaderboard(rows, all_models=True).loc["saliency@sparse_mlp", "xor/4"] == pytest.approx(np.mean(VALUES["a"]))
+    every = leaderboard(rows, catalogue=catalogue, all_models=True)
+    assert every.loc["saliency@sparse_mlp", "xor/4"] == pytest.approx(np.mean(VALUES["a"]))
     default = load_results(tmp_path / "s.sqlite")
     assert summary_table(default).loc["saliency@sparse_mlp", ["cells", "incompetent"]].tolist() == [3, 1]
     results = load_results(tmp_path / "s.sqlite", all_models=True)
@@ -67,7 +69,8 @@ def test_a_methods_own_seconds_leave_out_the_shared_models_training(tmp_path):
     assert models[["models", "incompetent", "train_seconds", "accuracy"]].values.tolist() == [[4, 1, 8.0, 0.8]]
     assert models["competence"].iloc[0] == pytest.approx(0.7)
     # The cost figure puts each method at its own seconds.
-    fig = figures.cost_quality(table, figures.method_styles(results.methods), metric="best_k")
+    styles = figures.method_styles(results.methods, results.families)
+    fig = figures.cost_quality(table, styles, metric=results.metric("best_k"))
     plotted = {round(float(x), 3) for line in fig.axes[0].lines for x in np.atleast_1d(line.get_xdata())}
     assert {1.0, 0.5} <= plotted and 9.0 not in plotted
     md = build_report(results).markdown
@@ -115,7 +118,7 @@ def test_the_overview_marks_chance_incompetent_models_and_orders_the_rows(tmp_pa
         pytest.approx([np.mean(VALUES["b"]), 4, 1])
     assert (table["chance"] == 0.05).all()
     order = ["anova", "saliency@sparse_mlp", "deeplift@sparse_mlp"]
-    fig = figures.overview_heatmap(table, metric="best_k", methods=order)
+    fig = figures.overview_heatmap(table, metric=get_metric("best_k"), methods=order)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == order
     assert [t.get_text() for t in ax.get_xticklabels()] == ["xor/4\nchance 0.05"]
@@ -124,7 +127,7 @@ def test_the_overview_marks_chance_incompetent_models_and_orders_the_rows(tmp_pa
     greyed = [p for p in ax.patches if isinstance(p, Rectangle) and not p.get_hatch()]
     assert greyed == []  # anova's 0.10 is above 0.05 with an interval that does not reach it
     low = table.assign(chance=0.2)  # now anova's interval reaches chance
-    ax = figures.overview_heatmap(low, metric="best_k", methods=order).axes[0]
+    ax = figures.overview_heatmap(low, metric=get_metric("best_k"), methods=order).axes[0]
     assert [(p.get_x(), p.get_y()) for p in ax.patches if isinstance(p, Rectangle) and not p.get_hatch()] == [(-0.5, -0.5)]
 
 
@@ -135,7 +138,7 @@ def test_the_overview_stays_readable_with_forty_methods():
     table = pd.DataFrame([(m, s, d, v, v - 0.1, v + 0.1, 0.05, 6, 0) for m in methods for s, d in columns
                           for v in [rng.uniform()]], columns=["method", "setting", "n_decoys", "mean", "lo", "hi",
                                                                 "chance", "cells", "incompetent"])
-    fig = figures.overview_heatmap(table, metric="best_k", methods=methods)
+    fig = figures.overview_heatmap(table, metric=get_metric("best_k"), methods=methods)
     ax = fig.axes[0]
     assert len(ax.get_yticklabels()) == 40 and min(t.get_fontsize() for t in ax.get_yticklabels()) >= 7
     height = fig.get_size_inches()[1] * ax.get_position().height

@@ -178,7 +178,7 @@ def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys
     # alone runs again: what follows reads roar's results)
     assert main([*grid, "--scorer", "roar", "--scorer-option", "repeats=1"]) == 0
     with ResultStore(store, readonly=True) as db:
-        board = leaderboard(db.scores(), "roar_accuracy")
+        board = leaderboard(db.scores(), "roar_accuracy", catalogue=db.catalogue())
     # rf, and random judged on the MLP preset the grid explains (the CLI's default) and on the forest rf explains,
     # x 2 settings, + a chance row per model
     assert {i for i in board.index if i.startswith("rf [roar {")} and len(board) == 8

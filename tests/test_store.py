@@ -255,6 +255,10 @@ def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and
         GridSpec(("xor",), ("saliency",), (3,), models=("nope",)).cells()
 
 
+def _version(path) -> str:
+    return sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+
+
 def _as_schema(path, version: int, undo, *statements: str) -> None:
     """Make the store at ``path`` look as schema ``version`` wrote it: ``undo(con)``, then ``statements``."""
     con = sqlite3.connect(path)
@@ -266,13 +270,20 @@ def _as_schema(path, version: int, undo, *statements: str) -> None:
     con.close()
 
 
+def _drop_catalogue(con: sqlite3.Connection) -> None:
+    """Undo schema 10: no scorers or models tables."""
+    con.execute("DROP TABLE scorers")
+    con.execute("DROP TABLE models")
+
+
 def _drop_references(con: sqlite3.Connection) -> None:
-    """Undo schema 9: no reference on methods."""
+    """Undo schemas 10 and 9: no reference on methods."""
+    _drop_catalogue(con)
     con.execute("ALTER TABLE methods DROP COLUMN reference")
 
 
 def _drop_judged(con: sqlite3.Connection) -> None:
-    """Undo schemas 9 and 8: no judged columns on cells, no control flag or reference on methods."""
+    """Undo schemas 10, 9 and 8: no judged columns on cells, no control flag or reference on methods."""
     _drop_references(con)
     for column in ("judged", "judged_model"):
         con.execute(f"ALTER TABLE cells DROP COLUMN {column}")
@@ -280,7 +291,7 @@ def _drop_judged(con: sqlite3.Connection) -> None:
 
 
 def _drop_descriptions(con: sqlite3.Connection) -> None:
-    """Undo schemas 9, 8 and 7: no datasets or methods tables, no data columns on cells."""
+    """Undo schemas 10, 9, 8 and 7: no datasets or methods tables, no data columns on cells."""
     _drop_judged(con)
     con.execute("DROP TABLE datasets")
     con.execute("DROP TABLE methods")
@@ -483,7 +494,7 @@ def test_a_version_8_store_gains_the_references_of_the_methods_registered_here_a
         references = store.methods().set_index("method")["reference"]
         assert store.finished(ids) == ids  # nothing to recompute
         after = store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True)
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "9"
+    assert _version(path) == str(SCHEMA_VERSION)
     assert references["random"] == "control (chance)" and references["anova"] == METHODS["anova"].reference != ""
     assert pd.isna(references["gone"])  # not registered in this process: left unknown, not guessed
     pd.testing.assert_frame_equal(after, before)

@@ -8,6 +8,10 @@ cost against quality, rank statistics, and a self-contained HTML/Markdown report
     store_summary(results)          # what the store says, as Markdown
     overview_figures(results)       # one heatmap per part of the store
     summary_table(results)
+
+Importing it loads neither torch nor a registry: everything it reports on, the store records (what each
+dataset, method, scorer, metric and model kind is). matplotlib and scipy are imported when a figure is
+drawn or a test computed.
 """
 
 from synthbench.report.document import Report, build_report, overview_figures, write_report
@@ -15,7 +19,6 @@ from synthbench.report.results import ReportError, Results, load_results
 from synthbench.report.statistics import RankTest, block_means, rank_test
 from synthbench.report.tables import (BREAKPOINT_LEVEL, breakpoints, decoy_table, mean_ci, model_table, pareto_front,
                                      summary_table)
-from synthbench.report import figures
 from synthbench.report.summary import store_summary
 from synthbench.runner.judged import control_verdict
 
@@ -23,3 +26,12 @@ __all__ = ["load_results", "Results", "ReportError", "summary_table", "decoy_tab
            "BREAKPOINT_LEVEL", "pareto_front", "rank_test", "RankTest", "block_means", "build_report", "write_report", "Report",
            "store_summary", "overview_figures",
            "figures", "control_verdict"]
+
+
+def __getattr__(name: str):
+    """``synthbench.report.figures`` on first use: it imports matplotlib, which reading a store does not need."""
+    if name == "figures":
+        import importlib
+
+        return importlib.import_module("synthbench.report.figures")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

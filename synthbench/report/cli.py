@@ -13,7 +13,6 @@ from pathlib import Path
 from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_competence_options,
                             add_data_dir_option, competence_threshold, data_dir, load_plugins, parse_names, print_error,
                             setup_logging)
-from synthbench.scoring.truth import metrics
 
 __all__ = ["main"]
 
@@ -45,12 +44,14 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         setup_logging(args.debug)
         load_plugins(args.plugin)
-        chosen = parse_names(args.metrics, metrics.names("global"), "metrics")
         if not 0 < args.alpha < 1:
             raise UsageError(f"--alpha must be within (0, 1), got {args.alpha}")
         threshold = competence_threshold(args)
         results = load_results(args.store, suite=args.suite, data_dir=data_dir(args), competence=threshold,
                                all_models=args.all_models)
+        declared = results.catalogue.scorers.values()  # the global truth metrics, as the store records them
+        chosen = parse_names(args.metrics, list(dict.fromkeys(m for s in declared for m, info in s.metrics.items()
+                                                              if info.scope == "global")), "metrics")
         report = build_report(results, metrics=chosen, level=args.level, alpha=args.alpha)
         written = write_report(report, args.out)
     except (UsageError, ReportError) as exc:

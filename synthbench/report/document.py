@@ -16,13 +16,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from synthbench import datasets
-from synthbench.scoring import get_metric, get_scorer
-from synthbench.report import figures, tables
+from synthbench.report import tables
 from synthbench.report.page import html_page
 from synthbench.report.parts import (IMAGE_METRICS, Part, headline, method_anchor, method_link, scored_metrics,
                                      store_parts, truth_of, verdict_agreement)
@@ -30,6 +29,9 @@ from synthbench.report.results import Results
 from synthbench.report.summary import duration, summary_lines, used_runs, wall_seconds
 from synthbench.report.statistics import rank_test
 from synthbench.runner.judged import control_verdict
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, so reading a store does not load it
+    from matplotlib.figure import Figure
 
 __all__ = ["Report", "build_report", "write_report", "overview_figure", "overview_figures"]
 
@@ -227,11 +229,14 @@ def build_report(results: Results, *, metrics: tuple[str, ...] = ("best_k", "bes
 def overview_figure(part: Part, metric: str) -> Figure:
     """The overview heatmap of one part (:func:`~synthbench.report.figures.overview_heatmap` of ``metric``, its
     :func:`~synthbench.report.parts.headline`), methods ordered by their mean over every cell."""
+    from synthbench.report import figures
+
     table = tables.overview_table(part.results, metric, part.scorer)
     order = list(tables.summary_table(part.results, metrics=(metric,)).dropna(subset=[metric]).index)
     scores = part.results.scores
     controls = set(scores.loc[scores["control"].fillna(False).astype(bool), "base_method"])
-    return figures.overview_heatmap(table, metric=metric, methods=order, scorer=part.scorer, controls=controls,
+    return figures.overview_heatmap(table, metric=part.results.metric(metric, part.scorer), methods=order,
+                                    controls=controls,
                                     title=part.label)
 
 
@@ -260,6 +265,8 @@ def _overview(parts: list[Part], report: Report, metrics: tuple[str, ...]) -> li
 
 
 def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], level: float, alpha: float) -> list[str]:
+    from synthbench.report import figures
+
     results, prefix, heading = part.results, part.prefix, part.heading
     metric = metrics[0]
     styles = figures.method_styles(results.methods, results.families)
@@ -269,13 +276,13 @@ def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], leve
     test = rank_test(results, metric, alpha)
     settings = results.settings
     scorer = results.cells["scorer"].iloc[0]
-    m = get_metric(metric, scorer)
+    m = results.metric(metric, scorer)
     models = tables.model_table(results)
     plots = not curves.empty  # without a finished cell there is nothing to draw
     md = [
         f"**How to read it.** Each method ranks every feature by importance; `{metric}` is the {m.description} "
         f"({m.direction} is better), and the *chance* column gives its expected value under a random ranking. "
-        + " ".join(f"`{other}`: the {get_metric(other, scorer).description}." for other in metrics[1:])
+        + " ".join(f"`{other}`: the {results.metric(other, scorer).description}." for other in metrics[1:])
         + " Means are over folds and seeds, with 95 % Student-t confidence intervals. "
         + _competence_rule(results),
         "",
@@ -305,7 +312,7 @@ def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], leve
            "(classical methods, neural selectors, the attribution methods of each MLP preset), the other families in "
            "grey behind; bands are 95 % confidence intervals, the dashed line is chance.", "",
            *_figure(report, plots, f"{prefix}curves.png", "decoy curves",
-                    lambda: figures.decoy_curves(curves, styles, metric=metric, settings=settings))]
+                    lambda: figures.decoy_curves(curves, styles, metric=m, settings=settings))]
     by_n = tables.sample_table(results, metric)
     if not by_n.empty:
         md += [f"## Recovery against the number of samples{heading}", "",
@@ -314,7 +321,7 @@ def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], leve
                "attribution methods explain, against the same sample sizes. The question they answer: how many "
                "samples does a model need before its explanations find the truth.", "",
                *_figure(report, plots, f"{prefix}samples.png", "recovery against the number of samples",
-                        lambda: figures.sample_curves(by_n, styles, metric=metric)),
+                        lambda: figures.sample_curves(by_n, styles, metric=m)),
                *_figure(report, plots, f"{prefix}model_samples.png", "model AUROC against the number of samples",
                         lambda: figures.model_sample_curves(models))]
     order = list(overall.index)
@@ -324,13 +331,13 @@ def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], leve
            "below at the smallest count N.", "", _breakpoint_markdown(points, order, settings), "",
            *_figure(report, plots, f"{prefix}breakpoints.png", "breakpoints",
                     lambda: figures.breakpoint_figure(points, level=level, methods=order))]
-    front = tables.pareto_front(overall, metric)
+    front = tables.pareto_front(overall, m)
     md += [_anchor(part.anchor("cost")), "", f"## Cost against quality{heading}", "",
            f"Mean `{metric}` over every cell against the method's own mean wall seconds per cell, without training the "
            f"shared model it explains. {_training_sentence(models)}Pareto front, fastest first: "
            f"{', '.join(front.index) or 'none (no finished cell)'}.", "",
            *_figure(report, plots, f"{prefix}cost.png", "cost against quality",
-                    lambda: figures.cost_quality(overall, styles, metric=metric))]
+                    lambda: figures.cost_quality(overall, styles, metric=m))]
     md += [f"## Are the differences real?{heading}", "", test.sentence(), ""]
     if not test.pairwise.empty:
         md += _figure(report, plots, f"{prefix}cd.png", "critical-difference diagram",
@@ -365,9 +372,11 @@ LEADERBOARD_METRICS = 4
 def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metrics: tuple[str, ...]) -> list[str]:
     """A scorer other than the ground truth (ROAD, ...): its leaderboard, its curves, and its ranking of the
     methods beside the ground truth's on the same cells."""
+    from synthbench.report import figures
+
     results, prefix, heading, scorer, kind = part.results, part.prefix, part.heading, part.scorer, part.kind
     truth = None if truth_part is None else truth_part.results
-    declared = get_scorer(scorer).metrics
+    abilities, declared = results.catalogue.scorer(scorer).abilities, results.catalogue.scorer(scorer).metrics
     names = scored_metrics(part)
     md = [f"## {scorer} leaderboard{heading}", ""]
     if not names:
@@ -387,14 +396,14 @@ def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metri
         table = tables.summary_table(results, metrics=shown, setting=setting)
         md += _collapsed(part, setting, table.dropna(subset=[names[0]]), shown)
     all_curves = tables.scorer_curve_table(results)
-    model_level = set(get_scorer(scorer).abilities.model_curves)
+    model_level = set(abilities.model_curves)
     curves = all_curves[~all_curves["curve"].isin(model_level)]
-    drawn = get_scorer(scorer).abilities.report_curves  # the curves a scorer asks a report to show
+    drawn = abilities.report_curves  # the curves a scorer asks a report to show
     if drawn:
         curves = curves[curves["curve"].isin(drawn)]
         curves = curves.assign(order=curves["curve"].map(drawn.index)).sort_values("order", kind="stable").drop(columns="order")
     styles = figures.method_styles(results.methods, results.families)
-    axis = get_scorer(scorer).abilities.curve_axis
+    axis = abilities.curve_axis
     lead = declared[names[0]]
     limits = lead.limits if all(map(np.isfinite, lead.limits)) else (-np.inf, np.inf)
     if not curves.empty:
@@ -407,7 +416,7 @@ def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metri
                (f"Each curve's mean per method and {axis.split(' (')[0]}:" if drawn else
                 f"At the last point ({curves['x'].max():g}), the mean of each curve:"), "",
                _curves_markdown(curves, every_x=bool(drawn)), ""]
-    caption = get_scorer(scorer).abilities.examples_caption
+    caption = abilities.examples_caption
     if caption and kind == "image":
         md += _attacked_maps(results, truth, report, scorer, caption, prefix, heading)
     model_curves = all_curves[all_curves["curve"].isin(model_level)]
@@ -423,7 +432,8 @@ def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metri
     if paired.empty:
         return md + [f"This store holds no ground-truth cell paired with a {scorer} cell (run the same grid with "
                      f"`--scorer ground_truth,{scorer}` to set the two side by side).", ""]
-    agree = tables.agreement(paired, declared[names[0]].direction, get_metric(truth_metric, "ground_truth").direction)
+    agree = tables.agreement(paired, declared[names[0]].direction,
+                             truth.metric(truth_metric, truth_part.scorer).direction)
     md += [f"Each method's mean `{names[0]}` beside its mean `{truth_metric}` (the ground truth) on the same cells, "
            f"and the rank correlation between the two orderings of the methods (positive: `{scorer}` ranks the "
            "methods as the truth does; scipy.stats Spearman and Kendall, with their p-values).", "",
@@ -460,7 +470,7 @@ _MODEL_CURVES = {
 
 def _controls_lines(results: Results, metric: str) -> list[str]:
     """The sentence saying whether the controls do as well as the methods on ``metric`` (none when no control ran)."""
-    verdict = control_verdict(results.scores, metric)
+    verdict = control_verdict(results.scores, metric, results.catalogue)
     return [verdict, ""] if verdict else []
 
 
@@ -524,6 +534,8 @@ def _attacked_maps(results: Results, truth: Results | None, report: Report, scor
                    heading: str) -> list[str]:
     """Example maps a scorer stored (``caption`` says what they are) beside the same methods' maps of the same
     images in the ground-truth cells, when the store holds them."""
+    from synthbench.report import figures
+
     after = tables.example_maps(results)
     before = {} if truth is None else tables.example_maps(truth)
     md = []
@@ -582,6 +594,8 @@ def _beside_markdown(paired: pd.DataFrame, truth: str, verdict: str) -> str:
 
 
 def _image_sections(part: Part, report: Report) -> list[str]:
+    from synthbench.report import figures
+
     results, prefix, heading, scorer = part.results, part.prefix, part.heading, part.scorer
     metrics = tuple(m for m in IMAGE_METRICS if m in set(results.scores["metric"]))
     md = [f"## Localisation leaderboard{heading}", ""]
@@ -593,7 +607,7 @@ def _image_sections(part: Part, report: Report) -> list[str]:
         "Each method's maps of the explained images, "
         f"aggregated over channels ({aggregation.get('channel_aggregation', 'sum_abs')}), against each image's mask "
         "of signal pixels. "
-        + " ".join(f"`{m}`: the {get_metric(m, scorer).description}." for m in metrics)
+        + " ".join(f"`{m}`: the {results.metric(m, scorer).description}." for m in metrics)
         + " All are higher-is-better; the chance columns are the values of a random map. Means over the folds' cells "
         "with 95 % Student-t confidence intervals; method s / cell is the method's own wall seconds, the CNN's "
         "training (once per fold, shared by every method) in the next column and in the models table. "
@@ -617,7 +631,8 @@ def _image_sections(part: Part, report: Report) -> list[str]:
                "column of panels per setting and one row per method family; bands are 95 % confidence intervals, the "
                "dashed line is chance.", "",
                *_figure(report, True, f"{prefix}distractor_curves.png", "localisation against the number of distractors",
-                        lambda: figures.decoy_curves(curves, figures.method_styles(results.methods, results.families), metric=metrics[0],
+                        lambda: figures.decoy_curves(curves, figures.method_styles(results.methods, results.families),
+                                                     metric=results.metric(metrics[0], scorer),
                                                      settings=settings, decoys="distractor patches"))]
     models = tables.model_table(results)
     if not models.empty:
@@ -671,6 +686,8 @@ def _maps_alone_sentence(results: Results, setting: str) -> str:
     """The note under example maps drawn without their images: which plugin (or data folder) would draw them."""
     dataset = results.cells.loc[results.cells["setting"] == setting, "dataset"].iloc[0]
     plugin = _plugin(results, dataset)
+    from synthbench import datasets
+
     if dataset in datasets.names() and datasets.spec(dataset).reads_files:
         how = "pass `--data-dir` (the folder of its files)"
     elif plugin:

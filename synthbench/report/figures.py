@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from synthbench.scoring import get_metric
+from synthbench.catalogue import MetricInfo
 from synthbench.report.statistics import RankTest
 from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front, setting_label
 
@@ -32,9 +32,8 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _LINES = ("-", "--", ":", "-.")
 
 
-def _axis_label(metric: str, prefix: str = "") -> str:
-    unit = get_metric(metric).unit
-    return f"{prefix}{metric}" + (f" ({unit})" if unit else "")
+def _axis_label(metric: MetricInfo, prefix: str = "") -> str:
+    return f"{prefix}{metric.name}" + (f" ({metric.unit})" if metric.unit else "")
 
 
 @dataclass(frozen=True)
@@ -47,20 +46,12 @@ class Style:
     family: str = ""
 
 
-def entry_family(entry: str, families: Mapping[str, str] | None = None) -> str:
-    """The family of a report row: its method's :attr:`~synthbench.methods.MethodSpec.family`, with the MLP
-    preset for attribution rows (``"attribution · sparse_mlp"``).
-
-    ``families`` (method -> family, as a store records them: :attr:`Results.families`) comes first,
-    then the registry; ``"other"`` for a method known to neither.
-    """
-    from synthbench.methods import get_method, method_names
-
+def entry_family(entry: str, families: Mapping[str, str]) -> str:
+    """The family of a report row: its method's :attr:`~synthbench.methods.MethodSpec.family` as ``families``
+    (method -> family, as a store records them: :attr:`Results.families`) gives it, ``"other"`` where it gives
+    none, with the MLP preset for attribution rows (``"attribution · sparse_mlp"``)."""
     method, _, preset = entry.partition("@")
-    if families is not None and method in families:
-        family = families[method]
-    else:
-        family = get_method(method).family if method in method_names() else "other"
+    family = families.get(method, "other")
     return f"{family} · {preset}" if preset else family
 
 
@@ -72,23 +63,15 @@ def _family_key(family: str) -> tuple[int, str]:
     return (_FAMILY_ORDER.index(base) if base in _FAMILY_ORDER else len(_FAMILY_ORDER), family)
 
 
-def method_styles(methods: list[str], families: Mapping[str, str] | None = None) -> dict[str, Style]:
+def method_styles(methods: list[str], families: Mapping[str, str]) -> dict[str, Style]:
     """A fixed style per row, grouped by family (:func:`entry_family`, ``families`` as a store records
-    them), then registry order within a family.
+    them), then by name within a family.
 
     Within a family the ``i``-th method takes colour ``i mod 9`` and the family's ``i // 9``-th
     marker; each family has its own markers (and line style), so (colour, marker) pairs are unique.
     """
-    from synthbench.methods import method_names
-
-    registered = method_names()
-
-    def position(entry: str) -> tuple[int, str]:
-        base = entry.partition("@")[0]
-        return (registered.index(base) if base in registered else len(registered), entry)
-
     grouped: dict[str, list[str]] = {}
-    for m in sorted(methods, key=position):
+    for m in sorted(methods):
         grouped.setdefault(entry_family(m, families), []).append(m)
     n, styles = len(TOL_MUTED), {}
     used = 0  # markers taken by earlier families
@@ -105,7 +88,7 @@ def _families(styles: dict[str, Style]) -> dict[str, list[str]]:
     """Rows by family, in style order."""
     out: dict[str, list[str]] = {}
     for m, style in styles.items():
-        out.setdefault(style.family or entry_family(m), []).append(m)
+        out.setdefault(style.family, []).append(m)
     return out
 
 
@@ -115,7 +98,7 @@ def _legend_right(fig: Figure, handles: list, labels: list) -> None:
 
 
 def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panels: list[str], panel: str,
-                metric: str, xlabel: str, title: str) -> Figure:
+                metric: MetricInfo, xlabel: str, title: str) -> Figure:
     """``metric`` against ``x``: one row of panels per family, one column per value of ``panel``.
 
     In each panel the family's methods are drawn in their styles with 95 % CI bands, every other
@@ -127,7 +110,7 @@ def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panel
     nrows = blocks * len(families)
     fig = Figure(figsize=(3.6 * ncols + 3.4, 2.9 * nrows + 0.6))
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    lo, hi = get_metric(metric).limits
+    lo, hi = metric.limits
     for f, (family, members) in enumerate(families.items()):
         handles: dict[str, object] = {}
         band_alpha = min(0.15, 0.9 / max(1, len(members)))
@@ -167,22 +150,23 @@ def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panel
     return fig
 
 
-def decoy_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: str = "best_k",
+def decoy_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: MetricInfo,
                  settings: list[str] | None = None, decoys: str = "decoy features") -> Figure:
     """``metric`` against decoy count: one row of panels per method family, one column per setting.
 
-    ``curves`` is :func:`synthbench.report.tables.decoy_table`'s output. The decoy axis is
+    ``curves`` is :func:`synthbench.report.tables.decoy_table`'s output, ``metric`` what its values are
+    (:meth:`Results.metric <synthbench.report.Results.metric>`). The decoy axis is
     logarithmic (symmetric-log below 1, so 0 decoys has a place); bands are 95 % CIs, chance is dashed.
     ``decoys`` names what is counted (``"distractor patches"`` for images).
     """
     settings = settings or list(dict.fromkeys(curves["setting"]))
     return _curve_grid(curves, styles, x="n_decoys", panels=settings, panel="setting", metric=metric,
                        xlabel=f"{decoys} (log scale)",
-                       title=f"{metric} against the number of {decoys}, by method family "
+                       title=f"{metric.name} against the number of {decoys}, by method family "
                              "(bands: 95 % CI over folds and seeds; grey: the other families)")
 
 
-def sample_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: str = "best_k") -> Figure:
+def sample_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: MetricInfo) -> Figure:
     """``metric`` against the number of samples (log): one row per family, one column per dataset and decoy count.
 
     ``curves`` is :func:`synthbench.report.tables.sample_table`'s output (a ``panel`` column names
@@ -191,7 +175,7 @@ def sample_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: str
     panels = list(dict.fromkeys(curves["panel"]))
     return _curve_grid(curves, styles, x="n_samples", panels=panels, panel="panel", metric=metric,
                        xlabel="samples (log scale)",
-                       title=f"{metric} against the number of samples, by method family "
+                       title=f"{metric.name} against the number of samples, by method family "
                              "(bands: 95 % CI over folds and seeds; grey: the other families)")
 
 
@@ -278,16 +262,17 @@ def breakpoint_figure(points: pd.DataFrame, *, level: float = BREAKPOINT_LEVEL,
     return fig
 
 
-def cost_quality(summary: pd.DataFrame, styles: dict[str, Style], *, metric: str = "best_k") -> Figure:
+def cost_quality(summary: pd.DataFrame, styles: dict[str, Style], *, metric: MetricInfo) -> Figure:
     """Mean ``metric`` (95 % CI bars) against mean seconds per cell (log), one point per method; Pareto front drawn and labelled.
 
     ``summary`` is :func:`synthbench.report.tables.summary_table`'s output.
     """
+    info, metric = metric, metric.name
     data = summary.dropna(subset=[metric, "seconds"])
     data = data[data["seconds"] > 0]
     fig = Figure(figsize=(9.5, 5.5))
     ax = fig.subplots()
-    front = pareto_front(data, metric)
+    front = pareto_front(data, info)
     handles, labels = [], []
     for method in [m for m in styles if m in data.index]:
         r, s = data.loc[method], styles[method]
@@ -302,7 +287,7 @@ def cost_quality(summary: pd.DataFrame, styles: dict[str, Style], *, metric: str
     _legend_right(fig, [*handles, line], [*labels, "Pareto front (labelled)"])
     ax.set_xscale("log")
     ax.set_xlabel("mean wall time per cell (seconds, log scale)")
-    ax.set_ylabel(_axis_label(metric, "mean "))
+    ax.set_ylabel(_axis_label(info, "mean "))
     ax.set_title(f"Cost against quality: mean {metric} over every cell against seconds per cell", fontsize=10)
     ax.grid(True, alpha=0.3, which="both")
     fig.tight_layout()
@@ -453,7 +438,7 @@ def truth_scatter(table: pd.DataFrame, styles: dict[str, Style], *, truth: str, 
 OVERVIEW_ANNOTATE_COLUMNS = 24
 
 
-def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], scorer: str | None = None,
+def overview_heatmap(table: pd.DataFrame, *, metric: MetricInfo, methods: list[str],
                      controls: frozenset[str] | set[str] = frozenset(), title: str = "") -> Figure:
     """The overview: ``metric`` of every method (rows, in the order of ``methods``: best overall first) in every
     setting and decoy count (columns, in store order), one glance for the whole part.
@@ -468,7 +453,7 @@ def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], sc
     from matplotlib.colors import Normalize
     from matplotlib.patches import Patch, Rectangle
 
-    m = get_metric(metric, scorer)
+    m = metric
     higher = m.direction == "higher"
     table = table.assign(column=[setting_label(s, d) for s, d in zip(table["setting"], table["n_decoys"])])
     columns = list(dict.fromkeys(table["column"]))
@@ -533,6 +518,6 @@ def overview_heatmap(table: pd.DataFrame, *, metric: str, methods: list[str], sc
     if legend:
         ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False,
                   ncol=len(legend), borderaxespad=0.3)
-    ax.set_title(title or f"Mean {metric} per setting (best methods on top)", fontsize=10, pad=22 if legend else 6)
+    ax.set_title(title or f"Mean {m.name} per setting (best methods on top)", fontsize=10, pad=22 if legend else 6)
     fig.tight_layout()
     return fig

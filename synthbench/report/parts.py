@@ -17,7 +17,6 @@ import pandas as pd
 from synthbench.report import tables
 from synthbench.report.results import Results
 from synthbench.report.trust import rank_agreement
-from synthbench.scoring import get_metric, get_scorer
 
 __all__ = ["Part", "slug", "method_anchor", "method_link", "store_parts", "truth_of", "scored_metrics", "headline",
            "verdict_agreement", "IMAGE_METRICS"]
@@ -50,9 +49,9 @@ class Part:
 
     @property
     def is_truth(self) -> bool:
-        """Whether the part is scored against the truth (its scorer declares the ground truth's metrics), not a
-        verdict such as ROAD."""
-        return not set(get_scorer(self.scorer).metrics).isdisjoint(get_scorer("ground_truth").metrics)
+        """Whether the part is scored against the truth (its scorer declares metrics computed from the truth,
+        :attr:`~synthbench.catalogue.MetricInfo.truth_based`), not a verdict such as ROAD."""
+        return any(m.truth_based for m in self.results.catalogue.scorer(self.scorer).metrics.values())
 
 
 def slug(*names: str) -> str:
@@ -105,7 +104,8 @@ def truth_of(parts: list[Part], part: Part) -> Part | None:
 def scored_metrics(part: Part) -> tuple[str, ...]:
     """The metrics the part's scorer declares for its input kind that have a value in it, headline first."""
     present = set(part.results.scores["metric"])
-    return tuple(m for m, info in get_scorer(part.scorer).metrics.items() if part.kind in info.kinds and m in present)
+    declared = part.results.catalogue.scorer(part.scorer).metrics
+    return tuple(m for m, info in declared.items() if part.kind in info.kinds and m in present)
 
 
 def headline(part: Part, metrics: tuple[str, ...]) -> str | None:
@@ -138,8 +138,8 @@ def verdict_agreement(parts: list[Part], metrics: tuple[str, ...]) -> pd.DataFra
         if paired.empty:
             continue
         paired = paired.assign(fold=[f"{s}/{f}" for s, f in zip(paired["seed"], paired["fold"])])
-        agree = rank_agreement(paired, get_metric(metric, part.scorer).direction,
-                               get_metric(truth_metric, "ground_truth").direction,
+        agree = rank_agreement(paired, part.results.metric(metric, part.scorer).direction,
+                               truth.results.metric(truth_metric, truth.scorer).direction,
                                controls=set(paired.loc[paired["control"], "method"]))
         params = part.results.cells["scorer_params"].fillna("").iloc[0]
         same = [other for other in parts if other.scorer == part.scorer]

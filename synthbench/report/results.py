@@ -5,9 +5,10 @@ dataset parameters (``ring``, ``ring n=500`` when a store holds several sample s
 dataset, ``dag {"scaling": "standardised"}`` when it holds several parameter sets). Cells also
 carry their input ``kind`` (tables, images), ``scorer`` and ``explain`` mode; the report keeps
 those apart too. What each dataset is (its input kind, whether it takes decoys, the plugin that
-registers it) and each method's report family are read from the store, which records them with
-the cells, so a report of plugin datasets and methods needs no ``--plugin``; only stores written
-before they were recorded fall back on what this process has registered. The *grid* a store
+registers it), each method's report family, and each scorer's metrics and abilities are read from
+the store, which records them with the cells, so a report of plugin datasets, methods and scorers
+needs no ``--plugin``, and reading a store imports neither torch nor a registry; only stores written
+before they were recorded fall back on what this process has registered (importing its registries). The *grid* a store
 implies is every (setting, decoy count, seed, fold) that any of its cells ran, crossed with every
 method it holds; a combination with no stored cell is *missing*, never a zero.
 """
@@ -20,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from synthbench import datasets
-from synthbench.models.competence import COMPETENCE_THRESHOLD
+from synthbench.catalogue import Catalogue, MetricInfo
+from synthbench.defaults import COMPETENCE_THRESHOLD
 from synthbench.runner.competence import below_competence
 from synthbench.runner.judged import entry_labels
 from synthbench.runner.store import ResultStore, StoreError, plugin_of
@@ -39,7 +40,7 @@ class ReportError(Exception):
 class Results:
     """What a report is made of.
 
-    In both tables ``method`` is the row's entry, :func:`~synthbench.runner.grid.entry_label`
+    In both tables ``method`` is the row's entry, :func:`~synthbench.runner.judged.entry_label`
     (``saliency@sparse_mlp`` for a method that explains an MLP preset, ``random@forest`` for a
     control judged on the forest), so every table and figure keeps models apart; ``base_method``
     is the registered method.
@@ -61,8 +62,10 @@ class Results:
         ``n_decoys``, ``fold``, ``seed``, ``scorer``, ``scorer_params``, ``explain`` and ``kind``; empty when no scorer measured curves.
     datasets : one row per dataset of the cells, indexed by name: ``kind``, ``decoys``, ``family``,
         ``description``, ``plugin`` (what ``--plugin`` must name to register it; None for synthbench's
-        own), ``registered`` (this process has it, as the store describes it, so its data can be made
-        again: the example-map figure needs that).
+        own).
+    catalogue : what the cells' scorers (their metrics and abilities) and model kinds are, as the store
+        records them (:meth:`ResultStore.catalogue`): the report reads every metric's direction, limits and
+        description from here.
     methods_info : one row per method (registered name) of the cells, indexed by name: ``family``,
         ``description``, ``reference`` (the publication it follows), as the store records them or, for
         older cells, as registered here; None where neither knows.
@@ -80,11 +83,17 @@ class Results:
     path: Path
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
     datasets: pd.DataFrame = field(default_factory=pd.DataFrame)
+    catalogue: Catalogue = field(default_factory=Catalogue)
     methods_info: pd.DataFrame = field(default_factory=pd.DataFrame)
     families: dict[str, str] = field(default_factory=dict)
     data_dir: str | None = None
     competence_threshold: float = COMPETENCE_THRESHOLD
     all_models: bool = False
+
+    def metric(self, name: str, scorer: str | None = None) -> MetricInfo:
+        """Metric ``name`` as the store's scorers declare it (``scorer``'s, where several declare it differently):
+        its direction, limits, unit and description (:meth:`synthbench.catalogue.Catalogue.metric`)."""
+        return self.catalogue.metric(name, scorer)
 
     def select(self, scores: pd.DataFrame, cells: pd.DataFrame, curves: pd.DataFrame) -> Results:
         """The same store restricted to these rows (a part of the report)."""
@@ -134,13 +143,13 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
     ------
     ReportError
         The file is missing, not a synthbench database, holds no cell (of ``suite``), holds cells of a
-        scorer this process does not know, or (a store written before synthbench recorded datasets)
+        scorer neither it nor this process knows, or (a store written before synthbench recorded datasets)
         cells of a dataset it neither describes nor this process knows.
     """
     try:
         with ResultStore(store, readonly=True) as db:
             cells, scores, runs, curves = db.cells(), db.scores(), db.runs(), db.curves()
-            described, methods = db.datasets(), db.methods()
+            described, methods, catalogue = db.datasets(), db.methods(), db.catalogue()
     except StoreError as exc:
         raise ReportError(str(exc)) from None
     if suite is not None:
@@ -148,12 +157,10 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
     if cells.empty:
         raise ReportError(f"store {store} holds no cells{f' of suite {suite!r}' if suite else ''}; run "
                           f"python -m synthbench.run --store {store} first")
-    from synthbench.scoring import scorer_names
-
-    unknown = sorted(set(cells["scorer"]) - set(scorer_names()))
+    unknown = sorted(set(cells["scorer"]) - set(catalogue.scorers))
     if unknown:
-        raise ReportError(f"store {store} holds cells of scorer(s) {', '.join(unknown)} that this process does not "
-                          "know; import the plugin that registers them (--plugin MODULE|PATH.py)")
+        raise ReportError(f"store {store} holds cells of scorer(s) {', '.join(unknown)} that neither it records "
+                          "nor this process knows; import the plugin that registers them (--plugin MODULE|PATH.py)")
     info = _dataset_info(described, list(dict.fromkeys(cells["dataset"])), store)
     cells, scores = _entries(cells), _entries(scores)
     cells = cells.assign(kind=cells["dataset"].map(info["kind"]), method_seconds=cells["seconds"] - cells["train_seconds"],
@@ -171,37 +178,37 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
     curves = curves.merge(ok, on="cell_id")
     about = _method_info(methods, sorted(cells["base_method"].unique()))
     return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves,
-                   datasets=info, methods_info=about, families=about["family"].dropna().to_dict(),
+                   datasets=info, catalogue=catalogue, methods_info=about, families=about["family"].dropna().to_dict(),
                    data_dir=None if data_dir is None else str(data_dir), competence_threshold=competence,
                    all_models=all_models)
 
 
-_DATASET_COLUMNS = ["kind", "decoys", "family", "description", "plugin", "registered"]
+_DATASET_COLUMNS = ["kind", "decoys", "family", "description", "plugin"]
 
 
 def _dataset_info(described: pd.DataFrame, names: list[str], store: str | Path) -> pd.DataFrame:
-    """What each dataset of ``names`` is: as the store describes it, else as this process has it registered.
+    """What each dataset of ``names`` is: as the store describes it, else as this process has it registered (the
+    datasets' registry is imported only then).
 
     ReportError for a dataset neither knows (its input kind would be a guess).
     """
     stored = described.set_index("dataset")
-    rows, unknown = {}, []
-    for name in names:
-        here = datasets.spec(name) if name in datasets.names() else None
-        if name in stored.index:
-            row = stored.loc[name]
-            same = here is not None and here.kind == row["kind"] and here.decoys == bool(row["decoys"])
-            rows[name] = [row["kind"], bool(row["decoys"]), row["family"], row["description"],
-                          None if pd.isna(row["plugin"]) else row["plugin"], same]
-        elif here is not None:
-            rows[name] = [here.kind, here.decoys, here.family, here.description, plugin_of(here.fn), True]
-        else:
-            unknown.append(name)
+    rows = {name: [row["kind"], bool(row["decoys"]), row["family"], row["description"],
+                   None if pd.isna(row["plugin"]) else row["plugin"]]
+            for name, row in stored.loc[[n for n in names if n in stored.index]].iterrows()}
+    if len(rows) < len(names):
+        from synthbench import datasets
+
+        for name in (n for n in names if n not in rows and n in datasets.names()):
+            here = datasets.spec(name)
+            rows[name] = [here.kind, here.decoys, here.family, here.description, plugin_of(here.fn)]
+    unknown = [n for n in names if n not in rows]
     if unknown:
         raise ReportError(f"store {store} does not record what dataset(s) {', '.join(unknown)} are (its cells were "
                           "written before synthbench recorded it) and this process does not know them; import the "
                           "plugin that registers them (--plugin MODULE|PATH.py)")
-    return pd.DataFrame.from_dict(rows, orient="index", columns=_DATASET_COLUMNS).rename_axis("dataset")
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=_DATASET_COLUMNS).rename_axis("dataset")
+    return frame.loc[names]
 
 
 _METHOD_COLUMNS = ["family", "description", "reference"]
@@ -209,21 +216,19 @@ _METHOD_COLUMNS = ["family", "description", "reference"]
 
 def _method_info(described: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     """What each method is (``family``, ``description``, ``reference``): as the store records it, else as
-    registered here; None where neither knows (a plugin's method from an older store)."""
-    from synthbench.methods import get_method, method_names
+    registered here (the methods' registry is imported only then); None where neither knows (a plugin's method
+    from an older store)."""
+    stored = described.set_index("method").reindex(index=names, columns=_METHOD_COLUMNS)
+    stored = stored.astype(object).where(stored.map(lambda v: isinstance(v, str)), None)
+    if stored.isna().to_numpy().any():
+        from synthbench.methods import get_method, method_names
 
-    stored = described.set_index("method")
-    rows = {}
-    for name in names:
-        here = get_method(name) if name in method_names() else None
-        row = []
-        for column in _METHOD_COLUMNS:
-            value = stored.at[name, column] if name in stored.index and column in stored.columns else None
-            if not isinstance(value, str) and here is not None:
-                value = getattr(here, column, None) or None
-            row.append(value if isinstance(value, str) else None)
-        rows[name] = row
-    return pd.DataFrame.from_dict(rows, orient="index", columns=_METHOD_COLUMNS).rename_axis("method")
+        for name in (n for n in names if n in method_names()):
+            here = get_method(name)
+            for column in _METHOD_COLUMNS:
+                if stored.at[name, column] is None:
+                    stored.at[name, column] = getattr(here, column, None) or None
+    return stored.rename_axis("method")
 
 
 def _entries(frame: pd.DataFrame) -> pd.DataFrame:

@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from synthbench.scoring import get_metric
 from synthbench.report.results import Results
 
 __all__ = ["RankTest", "rank_test"]
@@ -95,12 +93,13 @@ def block_means(results: Results, metric: str) -> pd.DataFrame:
 def rank_test(results: Results, metric: str = "best_k", alpha: float = 0.05) -> RankTest:
     """Friedman test and Nemenyi post-hoc of the methods' ranks over complete blocks."""
     import scikit_posthocs as sp
+    from scipy import stats
 
     table = block_means(results, metric)
     coverage = table.notna().mean()
     left_out = sorted(coverage.index[coverage < 0.5])
     table = table.drop(columns=left_out).dropna(axis=0, how="any")
-    higher_better = get_metric(metric).direction == "higher"
+    higher_better = results.metric(metric).direction == "higher"
     ranks = table.rank(axis=1, ascending=not higher_better).mean().sort_values()
     test = RankTest(metric=metric, alpha=alpha, blocks=len(table), ranks=ranks, left_out=left_out)
     if table.shape[1] < 3 or len(table) < 2:

@@ -19,14 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from synthbench.kinds import INPUT_KINDS, get_kind
 from synthbench.report import tables
 from synthbench.report.parts import Part, headline, method_link, store_parts, verdict_agreement
 from synthbench.report.results import Results
 from synthbench.runner.competence import learnability
-from synthbench.scoring import get_metric
 
 __all__ = ["store_summary", "summary_lines", "Leaders", "leaders", "holm", "duration", "used_runs", "wall_seconds"]
 
@@ -65,6 +63,8 @@ def holm(p: dict[str, float]) -> dict[str, float]:
 def leaders(results: Results, metric: str, setting: str, *, alpha: float = 0.05) -> Leaders | None:
     """The best method of ``setting`` on ``metric`` and the methods not significantly apart from it; None when
     no method has a value there."""
+    from scipy import stats
+
     table = tables.summary_table(results, metrics=(metric,), setting=setting).dropna(subset=[metric])
     if table.empty:
         return None
@@ -256,7 +256,7 @@ def summary_lines(results: Results, parts: list[Part], *, metrics: tuple[str, ..
         metric = headline(part, metrics)
         if not part.is_truth or metric is None:
             continue
-        what = get_metric(metric, part.scorer).description
+        what = part.results.metric(metric, part.scorer).description
         same_kind = sum(other.is_truth and other.kind == part.kind for other in parts) > 1
         heading = f" ({part.label})" if same_kind else " on images" if part.kind == "image" else " on tables" if part.label else ""
         sentences = []

@@ -12,11 +12,9 @@ import json
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from synthbench import datasets
+from synthbench.catalogue import MetricInfo
 from synthbench.report.results import Results
-from synthbench.scoring import get_metric, get_scorer
 from synthbench.runner.competence import below_competence
 from synthbench.runner.competence import model_fits as runner_model_fits
 from synthbench.runner.judged import model_key
@@ -35,6 +33,8 @@ def mean_ci(values: pd.Series | np.ndarray, level: float = 0.95,
 
     NaN values are dropped first; with fewer than two values the bounds are NaN, and with none the mean is NaN too.
     """
+    from scipy import stats
+
     v = np.asarray(values, dtype=np.float64)
     v = v[~np.isnan(v)]
     n = v.size
@@ -47,13 +47,13 @@ def mean_ci(values: pd.Series | np.ndarray, level: float = 0.95,
     return mean, max(mean - half, limits[0]), min(mean + half, limits[1]), n
 
 
-def _metric_block(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Mean, CI and chance of ``metric`` per group of ``rows`` (already grouped by the caller's keys)."""
+def _metric_block(rows: pd.DataFrame, metric: str, results: Results) -> pd.DataFrame:
+    """Mean, CI and chance of ``metric`` per method of ``rows`` (score rows of ``results``)."""
     sel = rows[rows["metric"] == metric]
     columns = [metric, f"{metric}_lo", f"{metric}_hi", f"{metric}_chance", "cells"]
-    m = get_metric(metric)
+    m = results.metric(metric)
     control = m.control  # chance measured as a control method's mean in the same rows, on the same model
-    sel = sel.assign(model=model_key(sel))
+    sel = sel.assign(model=model_key(sel, results.catalogue))
     controls = sel[sel["base_method"] == control]
     out = {}
     for method, g in sel.groupby("method", sort=False):
@@ -90,8 +90,8 @@ def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "be
         cells = cells[cells["setting"] == setting]
         missing = missing[missing["setting"] == setting]
     methods = results.methods  # every method of the store, so one absent from this setting shows as missing
-    blocks = [_metric_block(scores, m).drop(columns="cells", errors="ignore") for m in metrics[1:]]
-    table = _metric_block(scores, metrics[0]).reindex(methods)
+    blocks = [_metric_block(scores, m, results).drop(columns="cells", errors="ignore") for m in metrics[1:]]
+    table = _metric_block(scores, metrics[0], results).reindex(methods)
     table["cells"] = table["cells"].fillna(0).astype(int)
     for b in blocks:
         table = table.join(b)
@@ -104,7 +104,7 @@ def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "be
     table["missing"] = missing.groupby("method").size()
     counts = ["incompetent", "failed", "skipped", "missing"]
     table[counts] = table[counts].fillna(0).astype(int)
-    ascending = get_metric(metrics[0]).direction == "lower"
+    ascending = results.metric(metrics[0]).direction == "lower"
     return table.sort_values(metrics[0], ascending=ascending, na_position="last")
 
 
@@ -117,7 +117,8 @@ def decoy_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
     by method, setting (store order) and decoy count.
     """
     sel = results.scores[results.scores["metric"] == metric]
-    return _in_store_order(_curve_points(sel, ["method", "setting", "n_decoys"], metric), results, "method")
+    table = _curve_points(sel, ["method", "setting", "n_decoys"], results.metric(metric).limits)
+    return _in_store_order(table, results, "method")
 
 
 def sample_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
@@ -131,19 +132,20 @@ def sample_table(results: Results, metric: str = "best_k") -> pd.DataFrame:
     """
     sel = results.scores[results.scores["metric"] == metric]
     several = sel.groupby("dataset")["n_samples"].transform("nunique") > 1
-    table = _curve_points(sel[several], ["method", "dataset", "n_decoys", "n_samples"], metric)
+    table = _curve_points(sel[several], ["method", "dataset", "n_decoys", "n_samples"], results.metric(metric).limits)
     table.insert(4, "panel", table["dataset"] + ", " + table["n_decoys"].astype(str) + " decoys")
     return table
 
 
-def _curve_points(sel: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFrame:
-    """Mean, 95 % CI, chance and cell count of ``sel``'s values per group of ``keys``, sorted by ``keys``.
+def _curve_points(sel: pd.DataFrame, keys: list[str], limits: tuple[float, float]) -> pd.DataFrame:
+    """Mean, 95 % CI (clipped to the metric's ``limits``), chance and cell count of ``sel``'s values per group of
+    ``keys``, sorted by ``keys``.
 
     Columns: ``keys`` (integer keys as Python ints), ``mean, lo, hi, chance, cells``.
     """
     rows = []
     for key, g in sel.groupby(keys):
-        mean, lo, hi, n = mean_ci(g["value"], limits=get_metric(metric).limits)
+        mean, lo, hi, n = mean_ci(g["value"], limits=limits)
         rows.append((*key, mean, lo, hi, g["chance"].mean(), n))
     table = pd.DataFrame(rows, columns=[*keys, "mean", "lo", "hi", "chance", "cells"])
     for k in ("n_decoys", "n_samples"):
@@ -164,7 +166,7 @@ def model_fits(results: Results) -> pd.DataFrame:
     DataFrame with the columns of :data:`~synthbench.runner.competence.FIT_COLUMNS` and ``setting`` after
     ``model``; in store order.
     """
-    fits = runner_model_fits(results.cells)
+    fits = runner_model_fits(results.cells, results.catalogue)
     settings = results.cells.drop_duplicates(["dataset", "dataset_params", "n_samples"]).set_index(
         ["dataset", "dataset_params", "n_samples"])["setting"]
     setting = [settings.get((d, p, n)) for d, p, n in zip(fits["dataset"], fits["dataset_params"], fits["n_samples"])]
@@ -238,13 +240,13 @@ def breakpoints(curves: pd.DataFrame, level: float = BREAKPOINT_LEVEL) -> pd.Dat
     return pd.DataFrame(rows, columns=["method", "setting", "breakpoint", "held_throughout", "smallest", "largest"])
 
 
-def pareto_front(summary: pd.DataFrame, metric: str = "best_k") -> pd.DataFrame:
+def pareto_front(summary: pd.DataFrame, metric: MetricInfo) -> pd.DataFrame:
     """Rows of :func:`summary_table` that no other method beats on both cost and quality, fastest first.
 
     A method is on the front when every faster method has a worse mean ``metric`` (by its
-    direction); methods without seconds or a mean are ignored.
+    direction; :meth:`Results.metric`); methods without seconds or a mean are ignored.
     """
-    higher = get_metric(metric).direction == "higher"
+    higher, metric = metric.direction == "higher", metric.name
     data = summary.dropna(subset=[metric, "seconds"])
     ordered = data.sort_values(["seconds", metric], ascending=[True, not higher])
     keep, best = [], -np.inf
@@ -295,11 +297,17 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndar
 
 
 def _can_make(results: Results, dataset: str) -> bool:
-    """Whether this process can generate ``dataset`` again as the store's cells had it (a data set read
-    from files: only with the folder of its files, ``results.data_dir``)."""
-    info = results.datasets
-    known = bool(info.at[dataset, "registered"]) if dataset in info.index else dataset in datasets.names()
-    return known and (results.data_dir is not None or not datasets.spec(dataset).reads_files)
+    """Whether this process can generate ``dataset`` again as the store's cells had it: it registers it, as the
+    store describes it (input kind, decoys), and, for a data set read from files, has the folder of its files
+    (``results.data_dir``)."""
+    from synthbench import datasets
+
+    if dataset not in datasets.names():
+        return False
+    here, info = datasets.spec(dataset), results.datasets
+    same = dataset not in info.index or (here.kind == info.at[dataset, "kind"]
+                                         and here.decoys == bool(info.at[dataset, "decoys"]))
+    return same and (results.data_dir is not None or not here.reads_files)
 
 
 def setting_label(setting: str, decoys: int) -> str:
@@ -353,7 +361,7 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
     paired = paired.rename(columns={"value_truth": "truth", "value_verdict": "verdict"})[
         ["setting", "n_decoys", "seed", "fold", "method", "control", "reads_model", "truth", "verdict"]]
     scorers = set(verdict.cells["scorer"])
-    if any(get_scorer(s).abilities.judges_parameters for s in scorers):
+    if any(verdict.catalogue.scorer(s).abilities.judges_parameters for s in scorers):
         paired = paired[paired["reads_model"] | paired["control"]].reset_index(drop=True)
     return paired
 
@@ -375,6 +383,8 @@ def agreement(table: pd.DataFrame, verdict_direction: str, truth_direction: str)
     methods as the truth does*. Returns ``setting, n_decoys, methods, spearman, spearman_p,
     kendall, kendall_p`` (scipy.stats; NaN with fewer than three methods or a constant column).
     """
+    from scipy import stats
+
     sign = 1.0 if verdict_direction == truth_direction else -1.0
     rows = []
     for (setting, decoys), g in table.groupby(["setting", "n_decoys"], sort=False):
@@ -405,7 +415,7 @@ def overview_table(results: Results, metric: str, scorer: str | None = None) -> 
     value, or the mean of its ``control`` method there; NaN when neither is known), ``cells`` and
     ``incompetent`` (of those cells, how many explain a model below the competence threshold), in store order.
     """
-    m = get_metric(metric, scorer)
+    m = results.metric(metric, scorer)
     sel = results.scores[results.scores["metric"] == metric]
     sel = sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int))
     rows = []

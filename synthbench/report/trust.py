@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 __all__ = ["rank_agreement", "AGREEMENT_COLUMNS"]
 
@@ -27,6 +26,8 @@ AGREEMENT_COLUMNS = ["setting", "n_decoys", "methods", "folds", "spearman", "spe
 
 
 def _correlations(truth: np.ndarray, verdict: np.ndarray) -> tuple[float, float]:
+    from scipy import stats
+
     if len(truth) < 3 or np.ptp(truth) == 0 or np.ptp(verdict) == 0:
         return np.nan, np.nan
     return float(stats.spearmanr(truth, verdict)[0]), float(stats.kendalltau(truth, verdict)[0])
@@ -55,6 +56,8 @@ def rank_agreement(paired: pd.DataFrame, verdict_direction: str, truth_direction
     interval with a single fold; ``ranked`` the methods ordered (a tuple of names) and ``truth_spread``
     the range of their truth means (0: the truth does not separate them).
     """
+    from scipy import stats
+
     sign = 1.0 if verdict_direction == truth_direction else -1.0
     controls = set(controls)
     rows = []

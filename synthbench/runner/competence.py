@@ -15,9 +15,9 @@ import json
 import numpy as np
 import pandas as pd
 
-from synthbench.models import kinds, model_kind
-from synthbench.models.competence import COMPETENCE_THRESHOLD
-from synthbench.runner.grid import entry_label
+from synthbench.catalogue import Catalogue
+from synthbench.defaults import COMPETENCE_THRESHOLD
+from synthbench.runner.judged import entry_label
 
 __all__ = ["below_competence", "LEGACY_NEAR_CHANCE_FLAG", "model_fits", "model_label", "learnability", "FIT_COLUMNS"]
 
@@ -40,16 +40,17 @@ FIT_COLUMNS = ["model", "dataset", "dataset_params", "n_samples", "n_decoys", "s
                "accuracy", "competence", "ceiling", "bayes_accuracy", "train_seconds", "flags", "methods"]
 
 
-def model_label(kind: str, preset: str | None) -> str:
-    """A fitted model's name: the kind, with the preset for a kind configured by one (``mlp@sparse_mlp``)."""
-    return entry_label(kind, preset) if kind in kinds() and model_kind(kind).uses_preset else kind
+def model_label(kind: str, preset: str | None, catalogue: Catalogue) -> str:
+    """A fitted model's name: the kind, with the preset for a kind configured by one (``mlp@sparse_mlp``, as
+    ``catalogue`` says)."""
+    return entry_label(kind, preset) if catalogue.uses_preset(kind) else kind
 
 
 def _number(value: object) -> float:
     return np.nan if value is None else float(value)
 
 
-def model_fits(cells: pd.DataFrame) -> pd.DataFrame:
+def model_fits(cells: pd.DataFrame, catalogue: Catalogue) -> pd.DataFrame:
     """Every shared model the finished ``cells`` (:meth:`ResultStore.cells` rows) record, once per training.
 
     A fold's model is trained once per (dataset configuration, decoy count, seed, fold) in a run and shared by
@@ -60,7 +61,8 @@ def model_fits(cells: pd.DataFrame) -> pd.DataFrame:
     the cells' order; ``n_decoys`` is -1 for a dataset without decoys.
     """
     done = cells[(cells["status"] == "ok") & cells["model"].notna()]
-    rows = [(model_label(kind, None if pd.isna(c.model_preset) else c.model_preset), c.dataset, c.dataset_params,
+    rows = [(model_label(kind, None if pd.isna(c.model_preset) else c.model_preset, catalogue), c.dataset,
+             c.dataset_params,
              int(c.n_samples), -1 if pd.isna(c.n_decoys) else int(c.n_decoys), c.seed, c.fold,
              -1 if pd.isna(c.run_id) else int(c.run_id), info.get("test_auroc", np.nan), info.get("test_accuracy", np.nan),
              _number(info.get("competence")), _number(info.get("ceiling_accuracy")), _number(info.get("bayes_accuracy")),

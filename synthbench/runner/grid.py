@@ -25,15 +25,10 @@ from synthbench import __version__, datasets
 from synthbench.methods import MethodSpec, get_method
 from synthbench.models import model_kind
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
+from synthbench.runner.judged import entry_label
 from synthbench.scoring import configure_scorer, explained_kind, get_scorer, scorer_options
 
-__all__ = ["Cell", "FoldTask", "GridSpec", "entry_label"]
-
-
-def entry_label(method: str, model: str | None) -> str:
-    """The name a result row goes by: the method, and the model preset it explains (``saliency@sparse_mlp``) or
-    the model kind a control was judged on beside the input kind's default (``random@forest``)."""
-    return f"{method}@{model}" if isinstance(model, str) else method  # None, or NaN from a table
+__all__ = ["Cell", "FoldTask", "GridSpec"]
 
 
 def _canonical(obj: Any) -> str:
@@ -74,7 +69,8 @@ class Cell:
 
     @property
     def label(self) -> str:
-        """:func:`entry_label` of the cell's method and preset (or the model kind it is judged on)."""
+        """:func:`~synthbench.runner.judged.entry_label` of the cell's method and preset (or the model kind it is
+        judged on)."""
         return entry_label(self.method, self.model or self.judged)
 
     @property

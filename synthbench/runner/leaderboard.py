@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from synthbench.models.competence import COMPETENCE_THRESHOLD
+from synthbench.catalogue import Catalogue
+from synthbench.defaults import COMPETENCE_THRESHOLD
 from synthbench.runner.competence import below_competence, learnability, model_fits
-from synthbench.runner.grid import entry_label
-from synthbench.runner.judged import control_verdict, entry_labels, model_key
-from synthbench.scoring import get_metric, get_scorer
+from synthbench.runner.judged import control_verdict, entry_label, entry_labels, model_key
 
 __all__ = ["leaderboard", "format_leaderboard", "competence_table", "format_competence"]
 
@@ -26,12 +25,13 @@ def _column_label(frame: pd.DataFrame):
     return label
 
 
-def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, competence: float = COMPETENCE_THRESHOLD,
-                all_models: bool = False) -> pd.DataFrame:
+def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, catalogue: Catalogue,
+                competence: float = COMPETENCE_THRESHOLD, all_models: bool = False) -> pd.DataFrame:
     """Mean ``metric`` over folds for each method (rows) and ``dataset/n_decoys`` (columns; ``dataset n=N/n_decoys``
     for a dataset run at several sample sizes).
 
-    ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`. A method that
+    ``rows`` are tidy score rows as returned by :meth:`ResultStore.scores`, ``catalogue`` what the store says its
+    scorers are (:meth:`ResultStore.catalogue`). A method that
     explains the shared MLP has one row per preset (``saliency@sparse_mlp``), a control judged on
     another model kind one per kind (``random@forest``). Adds a ``chance``
     row (the metric's expected value under a random ranking or, for a metric whose chance
@@ -52,14 +52,14 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, competence: float
 
     The table's ``attrs["controls"]`` holds :func:`~synthbench.runner.judged.control_verdict`'s
     sentence (whether the controls do as well as the methods; ``""`` when no control ran), which
-    :func:`format_leaderboard` prints below it.
+    :func:`format_leaderboard` prints below it, and ``attrs["direction"]`` the metric's.
     """
     rows = rows.copy()
     rows["n_decoys"] = rows["n_decoys"].astype("Int64")  # null for datasets without decoys
-    scorers = [s for s in dict.fromkeys(rows["scorer"]) if metric in get_scorer(s).metrics]
+    scorers = [s for s in dict.fromkeys(rows["scorer"]) if metric in catalogue.scorer(s).metrics]
     if not scorers:
         return pd.DataFrame()
-    m = get_metric(metric)  # KeyError when the scorers that declare it disagree on what it means
+    m = catalogue.metric(metric)  # KeyError when the scorers that declare it disagree on what it means
     rows = rows[rows["scorer"].isin(scorers)]
     label = entry_labels(rows)
     if rows["explain"].nunique() > 1:
@@ -82,8 +82,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, competence: float
     if control:
         # the control judged on each model (preset or kind): one chance row per model when it ran on several
         controls = ok[ok["base_method"] == control]
-        chance = controls.assign(model=model_key(controls)).pivot_table(index="model", columns=by, values="value",
-                                                                         aggfunc="mean")
+        chance = controls.assign(model=model_key(controls, catalogue)).pivot_table(
+            index="model", columns=by, values="value", aggfunc="mean")
     else:
         chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
     chance = chance.reindex(columns=table.columns)
@@ -100,7 +100,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, competence: float
                             .reindex(table.index, fill_value=0).astype(int))
     chance.index = ["chance"] if len(chance) == 1 else [entry_label("chance", p or None) for p in chance.index]
     board = pd.concat([table, chance])
-    board.attrs["controls"] = control_verdict(rows if all_models else rows[~rows["incompetent"]], metric)
+    board.attrs["controls"] = control_verdict(rows if all_models else rows[~rows["incompetent"]], metric, catalogue)
+    board.attrs["direction"] = m.direction
     board.attrs["competence"] = (competence, all_models)
     return board
 
@@ -116,7 +117,7 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     if "s/cell" in t:
         t["s/cell"] = t["s/cell"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     body = t.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
-    direction = get_metric(metric).direction
+    direction = table.attrs["direction"]
     verdict = table.attrs.get("controls")
     threshold, shown = table.attrs.get("competence", (COMPETENCE_THRESHOLD, False))
     note = (f"incompetent: finished cells whose model reached a competence below {threshold:g} (accuracy − chance "
@@ -140,11 +141,11 @@ def competence_table(fits: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def format_competence(cells: pd.DataFrame, threshold: float = COMPETENCE_THRESHOLD) -> str:
+def format_competence(cells: pd.DataFrame, catalogue: Catalogue, threshold: float = COMPETENCE_THRESHOLD) -> str:
     """Plain-text competence of every explained model per ``dataset/decoys`` (:func:`competence_table`, from
     :meth:`ResultStore.cells` rows), then the settings no model of ``cells`` learns at their sample size (and where
     one does): a statement about the models those cells explain, not about every model kind. "" without a model."""
-    fits = model_fits(cells)
+    fits = model_fits(cells, catalogue)
     table = competence_table(fits)
     if table.empty:
         return ""

@@ -1,8 +1,8 @@
 """The results database's schema: the SQL of every table, and the steps that upgrade an older store.
 
-Schema (version 9)::
+Schema (version 10)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 9
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 10
     runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
          machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped,
          host, pid, heartbeat_at)
@@ -35,6 +35,13 @@ schema 8): reports pair each method with the control measured on the same model.
                                                  ``reference`` the publication or software it follows
                                                  (``MethodSpec.reference``; '' when its plugin gives
                                                  none, null for rows written before schema 9)
+    scorers(scorer PRIMARY KEY, metrics, abilities, plugin)
+    models(model PRIMARY KEY, uses_preset, description, plugin)
+                                                 what each scorer and model kind of the store is
+                                                 (:mod:`synthbench.catalogue`): a scorer's metrics
+                                                 (JSON: name -> direction, description, limits, unit,
+                                                 kinds, control) and abilities (JSON), whether a preset
+                                                 configures a model kind, and ``plugin`` as above
     scores(cell_id, metric, value, chance, PRIMARY KEY(cell_id, metric))
     claims(cell_id PRIMARY KEY, run_id, claimed_at)
     examples(cell_id PRIMARY KEY, shape, maps)   the first images' relevance maps of an image cell
@@ -49,7 +56,9 @@ the datasets and methods this process has registered, so a report never needs th
 registered them; version 7 no judged columns on cells and no control flag on methods: a store
 opened for writing flags the methods this process has registered; version 8 no reference of
 methods: a store opened for writing records the references of the methods this process has
-registered); opened read-only, they are upgraded in a private in-memory copy, where what the file
+registered; version 9 no scorers and models tables: a store opened for writing records the
+scorers and model kinds of its cells that this process has registered); opened read-only, they are
+upgraded in a private in-memory copy, where what the file
 does not record stays null. No upgrade changes a cell's id or its results, so a resumed run
 recomputes nothing.
 """
@@ -58,7 +67,7 @@ from __future__ import annotations
 
 __all__ = ["SCHEMA_VERSION", "APPLICATION", "SCHEMA", "UPGRADES"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 APPLICATION = "synthbench"
 
 _CELLS_V2 = """
@@ -145,6 +154,16 @@ CREATE TABLE methods (
 _METHODS_V8_COLUMNS = ("control INTEGER",)
 #: Schema 9: the publication or software each method follows (``MethodSpec.reference``).
 _METHODS_V9_COLUMNS = ("reference TEXT",)
+_SCORERS = """
+CREATE TABLE scorers (
+    scorer TEXT PRIMARY KEY,
+    metrics TEXT NOT NULL, abilities TEXT NOT NULL, plugin TEXT
+)"""
+_MODELS = """
+CREATE TABLE models (
+    model TEXT PRIMARY KEY,
+    uses_preset INTEGER NOT NULL, description TEXT, plugin TEXT
+)"""
 SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     _RUNS.format(extra="".join(f", {c}" for c in _RUN_LIVENESS)),
@@ -160,6 +179,8 @@ SCHEMA = (
     _CURVES,
     _DATASETS,
     _METHODS.format(extra="".join(f", {c}" for c in (*_METHODS_V8_COLUMNS, *_METHODS_V9_COLUMNS))),
+    _SCORERS,
+    _MODELS,
 )
 
 #: schema version -> statements that bring it to the next version (run with foreign keys off,
@@ -171,7 +192,7 @@ SCHEMA = (
 #: again). 5 -> 6: the curves scorers measure. 6 -> 7: the datasets and methods tables and the data
 #: columns of cells (tables and columns added, nothing rebuilt: every cell keeps its id and row).
 #: 7 -> 8: the judged columns of cells and the control flag of methods (columns added). 8 -> 9: the
-#: reference of methods (a column added).
+#: reference of methods (a column added). 9 -> 10: the scorers and models tables.
 UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -200,4 +221,5 @@ UPGRADES = {
     "7": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V8_COLUMNS),
           *(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V8_COLUMNS)),
     "8": tuple(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V9_COLUMNS),
+    "9": (_SCORERS, _MODELS),
 }

@@ -32,15 +32,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from synthbench import datasets
-from synthbench.methods import METHODS
-from synthbench.runner.grid import Cell
+from synthbench.catalogue import Catalogue, ModelInfo, ScorerInfo, scorer_from_json, scorer_to_json
 from synthbench.runner.schema import APPLICATION, SCHEMA_VERSION, SCHEMA, UPGRADES
+
+if TYPE_CHECKING:  # the grid imports every registry; reading a store needs none
+    from synthbench.runner.grid import Cell
 
 __all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS", "plugin_of"]
 
@@ -215,9 +216,12 @@ class ResultStore:
 
     def _describe_stored(self) -> None:
         """Record the datasets and methods of stored cells that the store does not describe yet (cells
-        written before schema 7), the control flag of methods described before schema 8 and the
-        reference of those described before schema 9, for those this process has registered, so
-        reports need no plugin."""
+        written before schema 7), the control flag of methods described before schema 8, the
+        reference of those described before schema 9 and the scorers and model kinds of cells written
+        before schema 10, for those this process has registered, so reports need no plugin."""
+        from synthbench import datasets
+        from synthbench.methods import METHODS
+
         missing = {
             table: [r[0] for r in self._con.execute(
                 f"SELECT DISTINCT {column} FROM cells WHERE {column} NOT IN (SELECT {column} FROM {table})")
@@ -226,7 +230,9 @@ class ResultStore:
         }
         unflagged = [r[0] for r in self._con.execute("SELECT method FROM methods WHERE control IS NULL") if r[0] in METHODS]
         uncited = [r[0] for r in self._con.execute("SELECT method FROM methods WHERE reference IS NULL") if r[0] in METHODS]
-        if not any(missing.values()) and not unflagged and not uncited:
+        scorers = _registered_scorers(self._unrecorded("scorers"))
+        models = _registered_models(self._unrecorded("models"))
+        if not any(missing.values()) and not unflagged and not uncited and not scorers and not models:
             return
         with self._transaction():
             for name in missing["datasets"]:
@@ -237,6 +243,28 @@ class ResultStore:
                                   [(int(METHODS[name].control), name) for name in unflagged])
             self._con.executemany("UPDATE methods SET reference = ? WHERE method = ? AND reference IS NULL",
                                   [(METHODS[name].reference, name) for name in uncited])
+            self._con.executemany("INSERT OR IGNORE INTO scorers VALUES (?, ?, ?, ?)",
+                                  map(_scorer_row, scorers.values()))
+            self._con.executemany("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?)", map(_model_row, models.values()))
+
+    def _unrecorded(self, table: str) -> list[str]:
+        """The scorers (``table="scorers"``) or model kinds (``"models"``) of stored cells that ``table`` lacks."""
+        used = ("SELECT DISTINCT scorer FROM cells" if table == "scorers"
+                else "SELECT DISTINCT j.key FROM cells, json_each(cells.model) j WHERE json_valid(cells.model)")
+        column = table[:-1] if table == "scorers" else "model"
+        return [r[0] for r in self._con.execute(f"{used} EXCEPT SELECT {column} FROM {table}")]
+
+    def catalogue(self) -> Catalogue:
+        """What the scorers of the store's cells and the model kinds they record are (:mod:`synthbench.catalogue`),
+        as the store records them. Those of cells written before schema 10 that the store does not record (an old
+        store opened read-only) are taken from this process's registries, which are then imported; a scorer or
+        model kind neither knows is absent."""
+        scorers = {r[0]: scorer_from_json(*r) for r in self._con.execute("SELECT * FROM scorers")}
+        models = {r[0]: ModelInfo(r[0], bool(r[1]), r[2] or "", r[3])
+                  for r in self._con.execute("SELECT * FROM models")}
+        scorers.update(_registered_scorers(self._unrecorded("scorers")))
+        models.update(_registered_models(self._unrecorded("models")))
+        return Catalogue(scorers, models)
 
     def _transaction(self):
         return _Transaction(self._con)
@@ -302,10 +330,13 @@ class ResultStore:
             _flag(result.global_truth), _flag(result.masks), c.judged, c.judged_model,
         )
         described = (_dataset_row(c.dataset), _method_row(c.method))
+        scorer, models = _registered_scorers([c.scorer]).values(), _registered_models(result.model or {}).values()
         try:
             with self._transaction():
                 self._con.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?, ?, ?, ?, ?)", described[0])
                 self._con.execute("INSERT OR REPLACE INTO methods VALUES (?, ?, ?, ?, ?, ?, ?)", described[1])
+                self._con.executemany("INSERT OR REPLACE INTO scorers VALUES (?, ?, ?, ?)", map(_scorer_row, scorer))
+                self._con.executemany("INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?)", map(_model_row, models))
                 self._con.execute("DELETE FROM claims WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute("DELETE FROM cells WHERE cell_id = ?", (c.cell_id,))
                 self._con.execute(f"INSERT INTO cells VALUES ({','.join('?' * len(row))})", row)
@@ -423,8 +454,12 @@ class ResultStore:
             " FROM cells c LEFT JOIN scores s ON s.cell_id = c.cell_id LEFT JOIN methods m ON m.method = c.method"
         )
         rows = self._query(sql, cell_ids, alias="c.")
-        registered = rows["method"].map(lambda name: name in METHODS and METHODS[name].control)
-        return rows.assign(control=rows["control"].astype("boolean").fillna(registered).astype(bool))
+        control = rows["control"].astype("boolean")
+        if control.isna().any():  # methods the store does not flag (an old store opened read-only)
+            from synthbench.methods import METHODS
+
+            control = control.fillna(rows["method"].map(lambda name: name in METHODS and METHODS[name].control))
+        return rows.assign(control=control.astype(bool))
 
     def curves(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Tidy curve points, one per cell, curve, x and replicate (all cells, or those of ``cell_ids``).
@@ -522,15 +557,51 @@ def _flag(value: bool | None) -> int | None:
 
 def _dataset_row(name: str) -> tuple:
     """The ``datasets`` row of the registered dataset ``name``."""
+    from synthbench import datasets
+
     spec = datasets.spec(name)
     return name, spec.kind, int(spec.decoys), spec.family, spec.description, plugin_of(spec.fn)
 
 
 def _method_row(name: str) -> tuple:
     """The ``methods`` row of the registered method ``name``."""
+    from synthbench.methods import METHODS
+
     spec = METHODS[name]
     return (name, spec.family, spec.description, json.dumps(list(spec.inputs)), plugin_of(spec.fn), int(spec.control),
             spec.reference)
+
+
+def _registered_scorers(names: Iterable[str]) -> dict[str, ScorerInfo]:
+    """What this process has registered of the scorers ``names`` (those it has not are left out); imports the
+    scorers' registry only when there is a name to look up."""
+    names = list(names)
+    if not names:
+        return {}
+    from synthbench.scoring import SCORERS
+
+    return {n: ScorerInfo(n, SCORERS[n].metrics, SCORERS[n].abilities, plugin_of(SCORERS[n])) for n in names
+            if n in SCORERS}
+
+
+def _registered_models(names: Iterable[str]) -> dict[str, ModelInfo]:
+    """What this process has registered of the model kinds ``names``, as :func:`_registered_scorers`."""
+    names = list(names)
+    if not names:
+        return {}
+    from synthbench.models import kinds, model_kind
+
+    known = set(kinds())
+    return {n: ModelInfo(n, model_kind(n).uses_preset, model_kind(n).description, plugin_of(model_kind(n).train))
+            for n in names if n in known}
+
+
+def _scorer_row(info: ScorerInfo) -> tuple:
+    return info.name, *scorer_to_json(info), info.plugin
+
+
+def _model_row(info: ModelInfo) -> tuple:
+    return info.name, int(info.uses_preset), info.description, info.plugin
 
 
 def plugin_of(obj: Any) -> str | None:

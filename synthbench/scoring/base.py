@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
+from synthbench.catalogue import Abilities, find_metric
 from synthbench.kinds import get_kind
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
@@ -56,7 +57,7 @@ class Curve:
         object.__setattr__(self, "values", v)
 
 
-class Scores(dict):
+class Scores(dict[str, float]):
     """A scorer's metric values for one cell (a ``dict`` name -> float), with the curves behind them.
 
     ``curves`` maps a curve's name (``"morf"``, ``"roar"``, ...) to its :class:`Curve`; the runner
@@ -66,9 +67,9 @@ class Scores(dict):
     the method's own. A scorer that measures no curve may return a plain ``dict``.
     """
 
-    def __init__(self, values: Mapping[str, float] = (), curves: Mapping[str, Curve] | None = None,
+    def __init__(self, values: Mapping[str, float] | None = None, curves: Mapping[str, Curve] | None = None,
                  examples: np.ndarray | None = None) -> None:
-        super().__init__(values)
+        super().__init__(values or {})
         self.curves: dict[str, Curve] = dict(curves or {})
         self.examples = examples
 
@@ -92,45 +93,6 @@ def explained_model(spec: MethodSpec, data: FoldData, models: SharedModels) -> t
     """``(kind, model)``: the fold's model of :func:`explained_kind`."""
     kind = explained_kind(spec, data.kind)
     return kind, models.get(kind)
-
-
-@dataclass(frozen=True)
-class Abilities:
-    """What a scorer does beyond scoring, declared once per scorer class (as Quantus declares a metric's
-    metadata): the grid, the choice of the model a control is judged on, and the report read it from here.
-
-    Attributes
-    ----------
-    judges_model : its values measure the model each method explains (:func:`explained_kind`), so a
-        method that explains none is judged on the input kind's default model, one cell per preset of
-        the grid, and a control also on each other model kind the grid's methods explain (its chance
-        must be measured on their model)
-    retrains : it trains fresh models of the kind each method explains, so a grid pairing it with a
-        kind that is not ``retrainable`` is refused before anything runs
-    judges_parameters : its values measure how a method's maps depend on the explained model's
-        parameters or outputs (MPRT, sMPRT, eMPRT, RandomLogit): a method that reads no model gives the
-        same map whatever the model by construction, so reports leave it out of the verdict's ordering
-    randomises_layers : it re-draws layers of the model each method explains, so a grid pairing it with
-        a kind that declares no ``layers`` (the forest) is refused (or those methods left out of a
-        default method list) before anything runs, and :meth:`Scorer.check_layers` is asked of
-        every preset
-    curve_axis : what its curves' x is, for reports
-    report_curves : the names of the curves a report draws and tabulates at every x, in order (None:
-        every curve, tabulated at the last x)
-    examples_caption : the scorer stores example maps of its own (:attr:`Scores.examples`); a report
-        draws them beside the ground truth's, captioned "its map {examples_caption}" (None: it stores none)
-    model_curves : names of curves that describe the fold's model rather than the method (the same in
-        every cell of a fold), which reports draw once per setting
-    """
-
-    judges_model: bool = False
-    retrains: bool = False
-    judges_parameters: bool = False
-    randomises_layers: bool = False
-    curve_axis: str = "share of inputs removed"
-    report_curves: tuple[str, ...] | None = None
-    examples_caption: str | None = None
-    model_curves: tuple[str, ...] = ()
 
 
 class Scorer:
@@ -160,7 +122,7 @@ class Scorer:
         a metric's ``control`` method, measured in the same run, then stands beside each method)."""
         return {}
 
-    def params_for(self, kind: str) -> dict:
+    def params_for(self, kind: str) -> dict[str, Any]:
         """Parameters that define the scorer's values on ``kind`` inputs; they enter the cell id (default ``{}``:
         none)."""
         return {}
@@ -229,7 +191,8 @@ def configure_scorer(name: str, options: Mapping[str, Any] | tuple[tuple[str, An
         raise ValueError(f"scorer {name!r} has no option {', '.join(map(repr, unknown))}; "
                          f"its options: {', '.join(valid) or 'none'}")
     try:
-        return dataclasses.replace(scorer, **options)
+        configured: Scorer = dataclasses.replace(cast(Any, scorer), **options)  # a dataclass: it has options
+        return configured
     except (ValueError, TypeError) as exc:  # the scorer's own check, which may not say what it was given
         alone = [k for k in options if _refuses(scorer, k, options[k])] or list(options)
         given = ", ".join(f"{k}={options[k]!r}" for k in alone)
@@ -239,7 +202,7 @@ def configure_scorer(name: str, options: Mapping[str, Any] | tuple[tuple[str, An
 def _refuses(scorer: Scorer, option: str, value: Any) -> bool:
     """Whether ``scorer`` refuses ``option=value`` on its own."""
     try:
-        dataclasses.replace(scorer, **{option: value})
+        dataclasses.replace(cast(Any, scorer), **{option: value})
     except (ValueError, TypeError):
         return True
     return False
@@ -254,17 +217,5 @@ def get_metric(name: str, scorer: str | None = None) -> Metric:
         When no scorer (or not ``scorer``) declares it, or several declare it differently and none
         was named.
     """
-    owners = [get_scorer(scorer)] if scorer is not None else SCORERS.values()
-    found = [s for s in owners if name in s.metrics]
-    if not found:
-        valid = sorted({m for s in owners for m in s.metrics})
-        raise KeyError(f"unknown metric {name!r}; valid names: {', '.join(valid)}")
-    if len({_metadata(s.metrics[name]) for s in found}) > 1:
-        raise KeyError(f"metric {name!r} is declared differently by several scorers ({', '.join(s.name for s in found)}); "
-                       "name one")
-    return found[0].metrics[name]
-
-
-def _metadata(metric: Metric) -> tuple:
-    """What a metric's readers rely on: its direction, limits, unit and description."""
-    return metric.direction, metric.limits, metric.unit, metric.description
+    found: Metric = find_metric(name, [get_scorer(scorer)] if scorer is not None else SCORERS.values())
+    return found

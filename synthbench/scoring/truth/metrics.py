@@ -1,9 +1,9 @@
 """The ground-truth scorer's metrics: how well a feature ranking recovers the truly relevant features.
 
 :class:`Metric` is the declarative metadata every scorer's metrics carry (direction, limits, unit,
-description, kinds, control; for the ground truth's also the metric itself, its scope, bounds and
-chance); :data:`METRICS` are the ground-truth scorer's own (tables and any input whose relevant
-elements are known globally or per instance).
+description, kinds, control, scope: :class:`~synthbench.catalogue.MetricInfo`; for the ground
+truth's also the metric itself, its bounds and chance); :data:`METRICS` are the ground-truth
+scorer's own (tables and any input whose relevant elements are known globally or per instance).
 
 Conventions
 -----------
@@ -23,11 +23,11 @@ Conventions
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass
-from typing import Literal
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 
+from synthbench.catalogue import MetricInfo
 from synthbench.scoring.ranking import rank, top_k_mask
 
 __all__ = [
@@ -178,34 +178,26 @@ def _kp(relevant: np.ndarray) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class Metric:
+class Metric(MetricInfo):
     """A metric and its declared metadata: what the leaderboard, the report and the checks read.
 
-    Every scorer declares its metrics as :class:`Metric` objects. The ground truth's also carry
-    the truth-based parts (``fn``, ``scope``, ``bounds``, ``chance``): the metric is computed from
-    a method's scores and the known truth, and its chance is analytic. A metric its scorer
-    computes itself (ROAD, remove-and-retrain) leaves them None; its chance reference, if any,
-    is a ``control`` method measured in the same run.
+    Every scorer declares its metrics as :class:`Metric` objects. The metadata (``name``,
+    ``direction``, ``description``, ``limits``, ``unit``, ``kinds``, ``control``) are those of
+    :class:`~synthbench.catalogue.MetricInfo`, which the store records with the cells. The ground
+    truth's metrics also carry the truth-based parts (``fn``, ``scope``, ``bounds``, ``chance``): the
+    metric is computed from a method's scores and the known truth, and its chance is analytic. A
+    metric its scorer computes itself (ROAD, remove-and-retrain) leaves them None; its chance
+    reference, if any, is a ``control`` method measured in the same run.
 
     ``name``, ``direction`` and ``description`` are positional; every other attribute is a
     keyword.
 
     Attributes
     ----------
-    name : str
-    direction : ``"higher"`` or ``"lower"`` (which way is better)
-    description : str, one phrase (the report writes "the {description}")
-    limits : ``(lowest, highest)`` the metric can take for any input (``bounds`` are per truth);
-        reports clip confidence intervals to it, scorers and checks validate values against it
-    unit : what a value counts, for axis labels ("" when the name says it all)
-    kinds : the input kinds it applies to (``"tabular"``, ``"image"``)
-    control : the control method (``"random"``) whose value in the same run is the metric's
-        chance reference, shown beside every method; None when there is none (the ground
-        truth's chance is analytic, ``chance``)
-    fn : callable ``(scores, relevant, rng) -> float``, or None (computed by its scorer)
-    scope : ``"global"`` (truth ``(p,)``) or ``"local"`` (truth ``(n, p)``, needs ``(n, p)``
-        scores), or None
-    bounds : callable ``relevant -> (lowest, highest)`` attainable values, or None
+    fn : callable ``(scores, relevant, rng) -> float``, or None (computed by its scorer); its ``scope`` (a field of
+        :class:`~synthbench.catalogue.MetricInfo`) is then ``"global"`` (truth ``(p,)``) or ``"local"`` (truth
+        ``(n, p)``, needs ``(n, p)`` scores)
+    bounds : callable ``relevant -> (lowest, highest)`` attainable values, or None (``limits`` hold for any input)
     chance : callable ``relevant -> float``, the expected value under a uniformly random
         ranking, or None
     reads_2k_ranking : the metric reads a method's separate 2k ranking when it returns one
@@ -214,32 +206,22 @@ class Metric:
     ``fn``, ``scope``, ``bounds`` and ``chance`` are given together or not at all.
     """
 
-    name: str
-    direction: Literal["higher", "lower"]
-    description: str
     _: KW_ONLY
-    limits: tuple[float, float] = (0.0, 1.0)
-    unit: str = ""
-    kinds: tuple[str, ...] = ("tabular",)
-    control: str | None = None
     fn: Callable[[np.ndarray, np.ndarray, np.random.Generator], float] | None = None
-    scope: Literal["global", "local"] | None = None
     bounds: Callable[[np.ndarray], tuple[float, float]] | None = None
     chance: Callable[[np.ndarray], float] | None = None
     reads_2k_ranking: bool = False
+    #: Whether it is computed from scores and the known truth (``fn``), with an analytic ``chance``: set from ``fn``.
+    truth_based: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         given = [part for part in ("fn", "scope", "bounds", "chance") if getattr(self, part) is not None]
+        object.__setattr__(self, "truth_based", self.fn is not None)
         if given and len(given) < 4:
             raise ValueError(f"metric {self.name!r}: fn, scope, bounds and chance are given together or not at all "
                              f"(got only {', '.join(given)})")
         if self.reads_2k_ranking and not given:
             raise ValueError(f"metric {self.name!r}: reads_2k_ranking needs a truth-based metric (fn, scope, ...)")
-
-    @property
-    def truth_based(self) -> bool:
-        """Whether it is computed from scores and the known truth (``fn``), with an analytic ``chance``."""
-        return self.fn is not None
 
     def __call__(self, scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator) -> float:
         if self.fn is None:
