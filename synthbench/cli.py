@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from synthbench.defaults import COMPETENCE_THRESHOLD, DATA_DIR_ENV, check_threshold
 from synthbench.plugins import PluginError, import_plugin, is_plugin_path
@@ -34,7 +35,7 @@ class UsageError(Exception):
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors raise :class:`UsageError` (one line, exit code 2) instead of exiting."""
 
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         raise UsageError(message)
 
 

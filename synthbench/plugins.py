@@ -68,7 +68,8 @@ def _import_file(item: str) -> ModuleType:
     name = path.stem
     loaded = sys.modules.get(name)
     if loaded is not None:
-        if getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == path:
+        where = getattr(loaded, "__file__", None)
+        if where and Path(where).resolve() == path:
             return loaded
         raise PluginError(f"{item}: a module named {name!r} is already imported from elsewhere; rename the file")
     module_spec = importlib.util.spec_from_file_location(name, path)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
 #: Flags that define a grid; a suite defines its own, so they cannot be combined with --suite.
-GRID_FLAGS = {
+GRID_FLAGS: dict[str, tuple[str | int, dict[str, Any]]] = {
     "--datasets": (",".join(DEFAULT_DATASETS), dict(help="comma-separated dataset names")),
     "--methods": ("default", dict(help="comma-separated method names, 'default' or 'all'")),
     "--decoys": (", ".join(f"{k.default_decoys} on {k.plural}" for k in INPUT_KINDS.values()),
@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tqdm import tqdm
 
-    bar = None
+    bar: Any = None  # the progress bar, made when the run knows how many cells it computes
 
     def start(n: int) -> None:
         nonlocal bar

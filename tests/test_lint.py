@@ -1,4 +1,5 @@
-"""The code passes the linter its configuration in pyproject.toml asks for (ruff: pycodestyle and pyflakes)."""
+"""The code passes the linter and the type checker its configuration in pyproject.toml asks for: ruff (pycodestyle and
+pyflakes) and mypy (every module, the public ones with --strict's flags)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,25 @@ def test_the_linter_catches_an_undefined_name(tmp_path):
     (tmp_path / "broken.py").write_text("def f():\n    return undefined_name\n")
     result = _ruff("broken.py", cwd=tmp_path)
     assert result.returncode != 0 and "F821" in result.stdout
+
+
+def _mypy(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mypy", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_the_package_passes_the_type_checker():
+    result = _mypy()  # the files and flags of pyproject.toml
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_type_checker_catches_a_wrong_type_and_an_unannotated_public_function(tmp_path):
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    package = tmp_path / "synthbench"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "protocol.py").write_text("def f(x: int) -> str:\n    return x\n")  # basic mode
+    (package / "registry.py").write_text("def g(x):\n    return x\n")  # a public module: strict
+    result = _mypy("--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)
+    assert result.returncode != 0
+    assert "protocol.py:2: error: Incompatible return value type" in result.stdout
+    assert "registry.py:1: error: Function is missing a type annotation" in result.stdout

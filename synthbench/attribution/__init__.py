@@ -100,6 +100,7 @@ def register_attribution(name: str, fn: AttributionFn, *, create_graph: bool = F
     return ATTRIBUTION_METHODS.add(name, AttributionFunction(name, fn, create_graph, feature_mask, stochastic))
 
 
+_fn: AttributionFn
 for _name, _fn in (("gradient", gradient), ("saliency", saliency), ("input_x_gradient", input_x_gradient),
                    ("integrated_gradients", integrated_gradients)):
     register_attribution(_name, _fn, create_graph=True)

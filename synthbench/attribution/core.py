@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Union
+from typing import Union, cast
 
 import torch
 from torch import nn
@@ -163,17 +163,17 @@ def resolve_target(target: int | Sequence[int] | torch.Tensor | None, n: int, de
         if t != target or t < 0:
             raise ValueError(f"target must be a non-negative int, one per example, or None; got {target!r}")
         return t
-    t = torch.as_tensor(target)
-    if t.dtype.is_floating_point or t.dtype == torch.bool:
-        raise ValueError(f"per-example targets must be integers, got dtype {t.dtype}")
-    t = t.to(device=device, dtype=torch.long).reshape(-1)
-    if t.shape[0] != n:
-        raise ValueError(f"per-example target has {t.shape[0]} entries for {n} examples")
-    if n and int(t.min()) < 0:
+    given = torch.as_tensor(target)
+    if given.dtype.is_floating_point or given.dtype == torch.bool:
+        raise ValueError(f"per-example targets must be integers, got dtype {given.dtype}")
+    per_example = given.to(device=device, dtype=torch.long).reshape(-1)
+    if per_example.shape[0] != n:
+        raise ValueError(f"per-example target has {per_example.shape[0]} entries for {n} examples")
+    if n and int(per_example.min()) < 0:
         raise ValueError("targets must be non-negative output columns")
-    if n and bool((t == t[0]).all()):
-        return int(t[0])
-    return t
+    if n and bool((per_example == per_example[0]).all()):
+        return int(per_example[0])
+    return per_example
 
 
 def repeat_target(target: Target, copies: int) -> Target:
@@ -377,7 +377,7 @@ def split_linear_head(model: nn.Module) -> tuple[nn.Linear, Callable[[torch.Tens
     Only 2-D inputs ``(n, p)`` use it.
     """
     layers = _from_first_linear(model)
-    return None if layers is None else (layers[0], _chain(layers[1:]))
+    return None if layers is None else (cast(nn.Linear, layers[0]), _chain(layers[1:]))
 
 
 class AdditiveHead:
@@ -394,11 +394,12 @@ class AdditiveHead:
     def __init__(self, layers: Sequence[nn.Module], n_features: int) -> None:
         self.layers = tuple(layers)
         self._forward = _chain(self.layers)
-        self.out = self.layers[-1]
+        self.out = cast(nn.Linear, self.layers[-1])
         self.width = int(self.out.out_features)
         if len(self.layers) > 1:  # the basis: per input feature, its row in a table of read features (unread: m)
-            read = self.layers[0].read
-            self.units = self.layers[0].out_features // len(read)
+            basis = cast(BasisLinear, self.layers[0])
+            read = basis.read
+            self.units = basis.out_features // len(read)
             self.slot = torch.full((int(n_features),), len(read), dtype=torch.long, device=read.device)
             self.slot[read] = torch.arange(len(read), device=read.device)
 

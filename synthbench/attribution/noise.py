@@ -311,6 +311,7 @@ def smoothgrad_sq(
         generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
         create_graph=create_graph,
     )
+    assert mean_sq is not None  # second moments are computed unless second=False
     return mean_sq
 
 
@@ -342,6 +343,7 @@ def vargrad(
         generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
         create_graph=create_graph,
     )
+    assert mean_sq is not None  # second moments are computed unless second=False
     return mean_sq - mean * mean
 
 

@@ -120,6 +120,8 @@ def _transpose(op: nn.Module, link: _Link | None, g: torch.Tensor) -> torch.Tens
     product on the graph :func:`_trace_links` recorded."""
     if isinstance(op, nn.Linear):
         return g @ op.weight.detach()
+    if link is None:
+        raise ValueError(f"no recorded graph to transpose {type(op).__name__} through")
     leaf, out = link
     (d,) = torch.autograd.grad(out, leaf, g, retain_graph=False)
     return d

@@ -23,6 +23,8 @@ then standardised over those rows, as the paper standardised its dag knockoffs.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import torch
 from torch import nn
@@ -32,7 +34,7 @@ from synthbench.protocol import FoldData
 from synthbench.selection.knockoffs import make_knockoffs
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
-from synthbench.models.presets import get_preset
+from synthbench.models.presets import mlp_config
 from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.loop import fit_network
 from synthbench.models.mlp import build_seeded_mlp
@@ -65,6 +67,8 @@ class PairedDeepPink(nn.Module):
                 if isinstance(layer, nn.Linear):
                     w = layer.weight.double()
                     chain = w if chain is None else w @ chain
+            if chain is None:
+                raise ValueError("the MLP has no Linear layer")
             v = self.feature_weight.double()[:, 0] * chain.reshape(-1)
             z, z_tilde = self.pair_weight.double()[:, 0] * v, self.pair_weight.double()[:, 1] * v
             return (z**2 - z_tilde**2).cpu().numpy()
@@ -79,7 +83,8 @@ class PairedDeepPink(nn.Module):
     accelerated=True,
     params={"knockoffs": "auto_2023", "training": "passemiers2023"},
 )
-def deeppink_2023(data: FoldData, models: SharedModels, rng: np.random.Generator, *, knockoffs: str,
+def deeppink_2023(data: FoldData, models: SharedModels, rng: np.random.Generator, *,
+                  knockoffs: Literal["auto", "uniform", "gaussian", "auto_2023", "gaussian_2023"],
                   training: str) -> np.ndarray:
     """DeepPINK importances ``W - min(W)``, shape (p,), non-negative (see the module docstring)."""
     X = np.asarray(data.X_train, dtype=np.float32)
@@ -88,7 +93,7 @@ def deeppink_2023(data: FoldData, models: SharedModels, rng: np.random.Generator
         X_tilde = standardise(X_tilde, axis=0)
     X_tilde = X_tilde[: X.shape[0]]
     pairs = np.stack([X, X_tilde.astype(np.float32)], axis=2)  # (n, p, 2)
-    config = get_preset(training).config
+    config = mlp_config(training)
     dev = select_device(models.settings.device)
     gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
     p = X.shape[1]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import torch
@@ -43,7 +43,7 @@ from synthbench.protocol import FoldData
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.models.mlp import MLPConfig
-from synthbench.models.presets import get_preset
+from synthbench.models.presets import mlp_config
 from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.loop import TrainConfig, fit_network
 from synthbench.models.mlp import build_seeded_mlp
@@ -240,7 +240,7 @@ def fit_cancelout(
                              gate_params=own, gate_lr=gate_lr)
     with torch.no_grad():
         gates = gate.gates().double().cpu().numpy()
-    return gates, result.module
+    return gates, cast(nn.Sequential, result.module)  # built by build_seeded_mlp
 
 
 _CANCELOUT = "Borisov, Haug & Kasneci 2019 (ICANN)"
@@ -250,7 +250,7 @@ def _register_cancelout(name: str, activation: Literal["sigmoid", "softmax"], de
                         reference: str = _CANCELOUT) -> None:
     def method(data: FoldData, models: SharedModels, rng: np.random.Generator, *, ensemble: int, training: str,
                **options) -> np.ndarray:
-        config = EMBEDDED_CONFIG if training == "embedded" else get_preset(training).config
+        config = EMBEDDED_CONFIG if training == "embedded" else mlp_config(training)
 
         def fit(d: FoldData, seed: int) -> np.ndarray:
             return fit_cancelout(d.X_train, d.y_train, seed, activation=activation, device=_device(models),
@@ -357,8 +357,9 @@ def fit_deep_lasso(
     module = build_seeded_mlp(X.shape[1], config, gen)
     penalty = None if lam == 0.0 else (lambda _m, xb, loss: deep_lasso_penalty(xb, loss, lam))  # noqa: E731
     with cpu_threads(dev):
-        return fit_network(module, X, y, config=config.train, generator=gen, device=dev, penalty=penalty,
-                           input_grad=penalty is not None).module
+        result = fit_network(module, X, y, config=config.train, generator=gen, device=dev, penalty=penalty,
+                             input_grad=penalty is not None)
+    return cast(nn.Sequential, result.module)  # the module given
 
 
 @register_method(

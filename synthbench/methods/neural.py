@@ -165,7 +165,7 @@ def _make(name: str, recipe: AttributionRecipe, needs: dict[str, tuple[str, ...]
     return method
 
 
-_NEEDS_BOTH = {"tabular": ("mlp",), "image": ("cnn",)}
+_NEEDS_BOTH: dict[str, tuple[str, ...]] = {"tabular": ("mlp",), "image": ("cnn",)}
 
 
 def _register(name: str, attribution: str, description: str, needs: dict[str, tuple[str, ...]], *,

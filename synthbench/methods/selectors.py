@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import torch
@@ -258,18 +258,19 @@ class _ConcreteNet(nn.Module):
         self.p, self.k = p, k
         if embedding is None:  # concrete autoencoder: free logits, Glorot-normal scale
             std = math.sqrt(2.0 / (k + p))
-            self.logits_param = nn.Parameter(torch.randn((k, p), generator=generator) * std)
-            self.weight_predictor = None
+            self.logits_param: nn.Parameter | None = nn.Parameter(torch.randn((k, p), generator=generator) * std)
+            self.weight_predictor: nn.Sequential | None = None
         else:  # FsNet: logits (k, p) = WP(histograms (p, bins)).T
             self.register_buffer("embedding", embedding)
             self.logits_param = None
             self.weight_predictor = _mlp(embedding.shape[1], k, generator, depth=1)
         self.classifier = _mlp(k, 1, generator) if predict_y else None
         if reconstruct:
-            self.decoder_hidden = nn.Sequential(_linear(k, HIDDEN, generator), nn.LeakyReLU(0.2))
+            self.decoder_hidden: nn.Sequential | None = nn.Sequential(_linear(k, HIDDEN, generator),
+                                                                      nn.LeakyReLU(0.2))
             if embedding is None:
                 self.decoder_out: nn.Module | None = _linear(HIDDEN, p, generator)
-                self.decoder_predictor = None
+                self.decoder_predictor: nn.Sequential | None = None
             else:  # FsNet predicts the decoder's output weights (p, HIDDEN) per feature too
                 self.decoder_out = None
                 self.decoder_predictor = _mlp(embedding.shape[1], HIDDEN, generator, depth=1)
@@ -279,9 +280,10 @@ class _ConcreteNet(nn.Module):
 
     def logits(self) -> torch.Tensor:
         """Selector logits, shape (k, p)."""
-        if self.weight_predictor is None:
-            return self.logits_param
-        return self.weight_predictor(self.embedding).T
+        if self.weight_predictor is not None:
+            return self.weight_predictor(self.embedding).T
+        assert self.logits_param is not None  # a concrete autoencoder's (no weight predictor)
+        return self.logits_param
 
     def forward(
         self, x: torch.Tensor, temperature: float, generator: torch.Generator | None, hard: bool = False
@@ -295,7 +297,7 @@ class _ConcreteNet(nn.Module):
             h = self.decoder_hidden(selected)
             if self.decoder_out is not None:
                 recon = self.decoder_out(h)
-            else:
+            elif self.decoder_predictor is not None:  # FsNet's
                 recon = h @ self.decoder_predictor(self.embedding).T + self.decoder_bias
         return y_logit, recon
 
@@ -456,7 +458,7 @@ class _DeepPink(nn.Module):
         return self.mlp(self.z * x + self.z_tilde * x_tilde).reshape(-1)
 
     def first_layer(self) -> nn.Linear:
-        return self.mlp[0]
+        return cast(nn.Linear, self.mlp[0])
 
     def statistics(self) -> np.ndarray:
         """Knockoff statistics ``W_j = (z_j w_j)^2 - (zt_j w_j)^2``, shape (p,)."""
@@ -465,6 +467,8 @@ class _DeepPink(nn.Module):
             for layer in self.mlp:
                 if isinstance(layer, nn.Linear):
                     w = layer.weight.double() if w is None else layer.weight.double() @ w
+            if w is None:
+                raise ValueError("the MLP has no Linear layer")
             w = w.reshape(-1)  # (p,): W2 W1 W0
             W = (self.z.double() * w) ** 2 - (self.z_tilde.double() * w) ** 2
         return W.cpu().numpy()

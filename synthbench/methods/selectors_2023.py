@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -68,7 +68,7 @@ from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.methods.selectors import seeded_generators, selector_config
 from synthbench.models import SharedModels
 from synthbench.models.layers import GaussianNoise, SeededDropout
-from synthbench.models.presets import get_preset
+from synthbench.models.presets import mlp_config
 from synthbench.models.mlp import build_seeded_mlp
 from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.loop import fit_network
@@ -80,16 +80,27 @@ __all__ = ["cae_batch_size", "cae_temperatures", "fit_cae_2023", "histogram_matr
 CAE_RUNS = ((1, 300), (2, 30))
 
 
-def _gumbel(shape: tuple[int, ...], low: float, generator: torch.Generator, device: torch.device) -> torch.Tensor:
+def _gumbel(shape: tuple[int, ...], low: float, generator: torch.Generator | None,
+            device: torch.device) -> torch.Tensor:
     """Gumbel noise ``-log(-log(u))``, ``u ~ U(low, 1 - low)``: the paper's FSNet drew from ``U(1e-5, 1 - 1e-5)``;
     keras' ``U(1e-7, 1)`` is taken as ``low = 1e-7`` (the upper ends differ by 1e-7)."""
     u = low + (1.0 - 2.0 * low) * torch.rand(shape, generator=generator, device=device)
     return -torch.log(-torch.log(u))
 
 
-def _fit_2023(build: Callable[[torch.Generator], nn.Module], X: np.ndarray, y: np.ndarray,
-              loss: Callable[[nn.Module, torch.Tensor, torch.Tensor, int], torch.Tensor], *,
-              rng: np.random.Generator, device: torch.device | str, **training: Any) -> nn.Module:
+class _Gumbel2023(nn.Module):
+    """What the 2023 selectors share: a temperature, and the generator of their Gumbel draws during training."""
+
+    temperature: float
+    gumbel_generator: torch.Generator | None
+
+
+_Net = TypeVar("_Net", bound=_Gumbel2023)
+
+
+def _fit_2023(build: Callable[[torch.Generator], _Net], X: np.ndarray, y: np.ndarray,
+              loss: Callable[[_Net, torch.Tensor, torch.Tensor, int], torch.Tensor], *,
+              rng: np.random.Generator, device: torch.device | str, **training: Any) -> _Net:
     """Build a network from a CPU generator seeded from ``rng``, train it on ``(X, y)`` with
     :func:`~synthbench.models.loop.fit_network` (``training``: the keywords of
     :func:`~synthbench.methods.selectors.selector_config`) and return it.
@@ -127,7 +138,7 @@ def cae_temperatures(n_steps: int, start: float = 10.0, end: float = 0.01) -> np
     return np.maximum(end, start * alpha ** np.arange(1, n_steps + 1))
 
 
-class _CAE2023(nn.Module):
+class _CAE2023(_Gumbel2023):
     """Concrete selector ``(K, p)`` plus the paper's keras output function; ``forward`` gives the sigmoid output (b,)."""
 
     def __init__(self, p: int, n_neurons: int, generator: torch.Generator) -> None:
@@ -181,7 +192,7 @@ def fit_cae_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, epochs: int, r
 
 
 def _true_k(data: FoldData) -> int:
-    k = int(np.count_nonzero(data.relevant))
+    k = 0 if data.relevant is None else int(np.count_nonzero(data.relevant))
     if k < 1:
         raise ValueError("the 2023 selectors are told the true k, and this dataset has no relevant feature")
     return k
@@ -231,8 +242,10 @@ def fsnet_temperature(epoch: int, epochs: int, start: float = 10.0, end: float =
     return start * (end / start) ** ((epoch + 1) / epochs)
 
 
-class _FSNet2023(nn.Module):
+class _FSNet2023(_Gumbel2023):
     """Linear weight predictors on ``U`` plus the 2023 classifier; ``forward`` gives (logit (b,), reconstruction (b, p))."""
+
+    U: torch.Tensor  # a buffer
 
     def __init__(self, U: torch.Tensor, n_neurons: int, classifier: nn.Module, generator: torch.Generator) -> None:
         super().__init__()
@@ -272,7 +285,7 @@ def fit_fsnet_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, rng: np.rand
     steps_per_epoch = math.ceil(X.shape[0] / 64)
 
     def build(g: torch.Generator) -> _FSNet2023:
-        mlp = build_seeded_mlp(n_neurons, get_preset("passemiers2023").config, g)  # the 2023 MLP as classifier
+        mlp = build_seeded_mlp(n_neurons, mlp_config("passemiers2023"), g)  # the 2023 MLP as classifier
         return _FSNet2023(torch.as_tensor(histogram_matrix_2023(X)), n_neurons, mlp, g)
 
     def loss(net: _FSNet2023, xb: torch.Tensor, yb: torch.Tensor, step: int) -> torch.Tensor:

@@ -97,16 +97,16 @@ def basis_layer(knots: np.ndarray, features: np.ndarray, n_features: int) -> nn.
     need no grad."""
     slopes, shifts = _slopes_and_shifts(knots)
     m, g = slopes.shape
-    features = torch.as_tensor(np.asarray(features, dtype=np.int64))
-    if features.shape != (m,):
-        raise ValueError(f"knots of {m} columns for {tuple(features.shape)} features")
+    columns = torch.as_tensor(np.asarray(features, dtype=np.int64))
+    if columns.shape != (m,):
+        raise ValueError(f"knots of {m} columns for {tuple(columns.shape)} features")
     layer = skip_init(BasisLinear, n_features, m * g)
     with torch.no_grad():
         weight = torch.zeros(m, g, n_features)
-        weight[torch.arange(m), :, features] = slopes
+        weight[torch.arange(m), :, columns] = slopes
         layer.weight.copy_(weight.reshape(m * g, n_features))
         layer.bias.copy_(shifts.reshape(-1))
-        layer.columns.copy_(features.repeat_interleave(g))
+        layer.columns.copy_(columns.repeat_interleave(g))
     layer.requires_grad_(False)
     return layer
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
 import torch
@@ -57,8 +57,8 @@ def initialise_layer(layer: nn.Module, generator: torch.Generator) -> None:
     """The CNN's initialisation of a convolution or ``Linear`` layer, in place: Kaiming uniform for a
     ReLU (bound ``sqrt(6 / fan_in)``), zero bias."""
     with torch.no_grad():
-        nn.init.kaiming_uniform_(layer.weight, nonlinearity="relu", generator=generator)
-        nn.init.zeros_(layer.bias)
+        nn.init.kaiming_uniform_(cast(torch.Tensor, layer.weight), nonlinearity="relu", generator=generator)
+        nn.init.zeros_(cast(torch.Tensor, layer.bias))
 
 
 def _init(layer: nn.Module, generator: torch.Generator) -> nn.Module:
@@ -159,11 +159,11 @@ def train_cnn(
         In eval mode, on ``device``. On the CPU the same seed gives bit-identical weights on one
         machine and torch build.
     """
-    shape = tuple(int(d) for d in np.shape(X_train)[1:])
+    shape = cast(tuple[int, int, int], tuple(int(d) for d in np.shape(X_train)[1:]))  # fit_classifier checks it
     result, dev, k = fit_classifier(lambda generator, k: build_cnn(shape, k, config, generator=generator), X_train,
                                     y_train, config=config.train, seed=seed, device=device, n_classes=n_classes,
                                     num_threads=num_threads, epoch_inputs=epoch_inputs, input_ndim=4)
     log.debug("trained CNN %s on %d images: %d epochs, best %d", shape, len(y_train), result.epochs_run,
               result.best_epoch)
-    return TrainedCNN(result.module, config, shape, result.epochs_run, result.best_epoch, result.history,
-                      result.validation_indices, dev, np.arange(k))
+    return TrainedCNN(cast(nn.Sequential, result.module), config, shape, result.epochs_run, result.best_epoch,
+                      result.history, result.validation_indices, dev, np.arange(k))

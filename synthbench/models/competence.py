@@ -141,7 +141,7 @@ def competence(accuracy: float, ceiling: Ceiling) -> float | None:
     (:attr:`Ceiling.learnable`) nothing is learnable on the fold at this sample size, and every model's competence is 0."""
     if ceiling.learnable is None:
         return None
-    if not ceiling.learnable:
+    if not ceiling.learnable or ceiling.value is None:  # a ceiling is learnable only with a value
         return 0.0
     return (float(accuracy) - ceiling.chance) / (ceiling.value - ceiling.chance)
 

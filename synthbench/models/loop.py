@@ -31,7 +31,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -117,7 +117,7 @@ EpochInputs = Callable[[int], np.ndarray]
 #: ``loss(module, xb, yb, step) -> scalar tensor``: a batch's whole training objective in place of
 #: the classification loss (selectors whose forward pass is not a classifier); ``yb`` holds the
 #: batch's int64 labels, ``step`` is the 0-based optimisation step.
-BatchLoss = Callable[[nn.Module, torch.Tensor, torch.Tensor, int], torch.Tensor]
+BatchLoss = Callable[[Any, torch.Tensor, torch.Tensor, int], torch.Tensor]  # (the network trained, x, y, step)
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ class NetworkConfig:
     train: TrainConfig
 
     def to_dict(self) -> dict[str, Any]:
-        own = {f.name: getattr(self, f.name) for f in fields(self)
+        own = {f.name: getattr(self, f.name) for f in fields(cast(Any, self))  # a subclass is the dataclass
                if f.name != "train" and not (f.name in self.record_omits and getattr(self, f.name) == f.default)}
         default = TrainConfig()
         training = {f.name: getattr(self.train, f.name) for f in fields(TrainConfig)
@@ -186,13 +186,13 @@ class NetworkConfig:
     @classmethod
     def from_dict(cls, flat: Mapping[str, Any]) -> Any:
         """The config of a flat dict of architecture and training fields (TypeError for an unknown field)."""
-        own = {f.name for f in fields(cls)} - {"train"}
+        own = {f.name for f in fields(cast(Any, cls))} - {"train"}
         training = {f.name for f in fields(TrainConfig)}
         unknown = sorted(set(flat) - own - training)
         if unknown:
             raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
         train = replace(cls().train, **{k: v for k, v in flat.items() if k in training})
-        return cls(**{k: v for k, v in flat.items() if k in own}, train=train)
+        return cast(Any, cls)(**{k: v for k, v in flat.items() if k in own}, train=train)
 
 
 @dataclass(eq=False)
@@ -296,12 +296,14 @@ def _validate(module: nn.Module, X_val: torch.Tensor, y_val: torch.Tensor, confi
         if config.validation == "noisy_batches":
             order = torch.randperm(n_val, generator=generator, device=X_val.device)
             Xv, yv = X_val[order], y_val[order]
-            loss = sum(classification_loss(module(Xv[s : s + bs]), yv[s : s + bs]) for s in range(0, n_val, bs))
+            # summed in order as the 2023 code did (a tensor: there is at least one batch)
+            loss = cast(torch.Tensor, sum(classification_loss(module(Xv[s : s + bs]), yv[s : s + bs])
+                                          for s in range(0, n_val, bs)))
         module.eval()
         logits = None
         if config.monitor == "auroc" or config.validation == "clean":
             logits = torch.cat([module(X_val[s : s + PREDICT_BATCH]) for s in range(0, n_val, PREDICT_BATCH)])
-        if config.validation == "clean":
+        if logits is not None and config.validation == "clean":
             loss = classification_loss(logits, y_val)
     return loss, logits
 
@@ -458,7 +460,7 @@ def fit_network(
                 scheduler.step(train_sum)
             history["train_loss"].append(train_sum / len(starts))
             history["val_loss"].append(val)
-            if higher:
+            if higher and val_logits is not None:  # the logits are kept when stopping watches AUROC
                 val = _auroc(val_logits, y_val)
                 history["val_auroc"].append(val)
             reference = previous if config.stopping == "previous" else best

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 import torch
@@ -347,7 +347,7 @@ def train_mlp(
 def _trained(module: nn.Module, result: TrainResult, config: MLPConfig, p: int, dev: torch.device, k: int,
              **chosen: Any) -> TrainedMLP:
     """The :class:`TrainedMLP` of ``module`` (in eval mode, on ``dev``), with ``result``'s training record."""
-    return TrainedMLP(module=module, config=config, n_features_in_=p, epochs_run=result.epochs_run,
+    return TrainedMLP(module=cast(nn.Sequential, module), config=config, n_features_in_=p, epochs_run=result.epochs_run,
                       best_epoch=result.best_epoch, history=result.history,
                       validation_indices=result.validation_indices, device=dev, classes_=np.arange(k), **chosen)
 
@@ -424,7 +424,8 @@ def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfi
                               knots=knots[features], features=features)
     trained = [m for m in module if isinstance(m, nn.Linear) and m.weight.requires_grad]
     with torch.no_grad():
-        for target, source in zip(trained, [m for m in result.module if isinstance(m, nn.Linear)], strict=True):
+        fitted = cast(nn.Sequential, result.module)  # built by build_seeded_mlp
+        for target, source in zip(trained, [m for m in fitted if isinstance(m, nn.Linear)], strict=True):
             target.load_state_dict(source.state_dict())
     log.debug("trained basis MLP p=%d n=%d: reads %d inputs, rounds %s", p, len(y), len(features), screening)
     return _trained(module.to(dev).eval(), result, config, p, dev, k, features=features, screening=tuple(screening))

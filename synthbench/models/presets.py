@@ -59,7 +59,8 @@ from synthbench.models.loop import TrainConfig
 from synthbench.models.mlp import MLPConfig
 from synthbench.registry import Registry
 
-__all__ = ["ModelPreset", "PRESETS", "register_preset", "DEFAULT_PRESET", "DEFAULT_PRESETS", "RUN_PRESETS",
+__all__ = ["ModelPreset", "PRESETS", "register_preset", "mlp_config",
+           "DEFAULT_PRESET", "DEFAULT_PRESETS", "RUN_PRESETS",
            "preset_names", "get_preset", "presets_for"]
 
 
@@ -146,3 +147,11 @@ def presets_for(kind: str) -> list[str]:
 def get_preset(name: str) -> ModelPreset:
     """The preset ``name``; the KeyError lists the valid names."""
     return PRESETS[name]
+
+
+def mlp_config(name: str) -> MLPConfig:
+    """The MLP config of preset ``name`` (ValueError for a preset of another model kind)."""
+    config = get_preset(name).config
+    if not isinstance(config, MLPConfig):
+        raise ValueError(f"preset {name!r} configures a {get_preset(name).kind}, not an MLP")
+    return config

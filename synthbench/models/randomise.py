@@ -28,7 +28,7 @@ from torch import nn
 __all__ = ["Layer", "Initialiser", "sequential_layers", "randomised", "NORMALISATION_LAYERS"]
 
 #: ``initialise(layer, generator)``: re-draw the layer's parameters in place from ``generator``.
-Initialiser = Callable[[nn.Module, torch.Generator], None]
+Initialiser = Callable[[Any, torch.Generator], None]  # a layer of the kind it initialises
 
 #: Module types never declared as randomisable layers (see the module docstring).
 NORMALISATION_LAYERS = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm)

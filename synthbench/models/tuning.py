@@ -151,7 +151,7 @@ def search_mlp(X_train: np.ndarray, y_train: np.ndarray, *, budget: int, seed: i
     if chosen.first is not None:
         study.enqueue_trial(chosen.first)
     study.optimize(objective, n_trials=int(budget))
-    trials = [Trial(t.number, dict(t.params), float(t.value)) for t in study.trials]
+    trials = [Trial(t.number, dict(t.params), float(t.value if t.value is not None else np.nan)) for t in study.trials]
     best = max(trials, key=lambda t: (t.accuracy, -t.number))
     log.debug("search: %d trials, best %s at %.3f", len(trials), best.params, best.accuracy)
     return config_of(best.params, space), trials

@@ -381,7 +381,7 @@ def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metri
     md = [f"## {scorer} leaderboard{heading}", ""]
     if not names:
         return md + [f"No finished cell has a {scorer} value.", ""]
-    controls = sorted({declared[m].control for m in names} - {None})
+    controls = sorted({c for m in names if (c := declared[m].control) is not None})
     md += [" ".join(f"`{m}`: the {declared[m].description} ({declared[m].direction} is better)." for m in names)
            + (f" The chance columns are the `{', '.join(controls)}` control's mean in this store, measured the same "
               "way on each method's own model (`random@forest` beside the methods that explain the forest)."
@@ -427,13 +427,14 @@ def _verdict_sections(part: Part, truth_part: Part | None, report: Report, metri
                                                     ylabel="Spearman correlation", limits=(-1.0, 1.0), xlabel=axis))
         md += [""]
     truth_metric = None if truth_part is None else headline(truth_part, metrics)
-    paired = pd.DataFrame() if truth_metric is None else tables.beside_truth(results, truth, names[0], truth_metric)
     md += [f"## {scorer} beside the ground truth{heading}", ""]
-    if paired.empty:
+    paired = (pd.DataFrame() if truth_part is None or truth_metric is None
+              else tables.beside_truth(results, truth_part.results, names[0], truth_metric))
+    if truth_part is None or truth_metric is None or paired.empty:
         return md + [f"This store holds no ground-truth cell paired with a {scorer} cell (run the same grid with "
                      f"`--scorer ground_truth,{scorer}` to set the two side by side).", ""]
     agree = tables.agreement(paired, declared[names[0]].direction,
-                             truth.metric(truth_metric, truth_part.scorer).direction)
+                             truth_part.results.metric(truth_metric, truth_part.scorer).direction)
     md += [f"Each method's mean `{names[0]}` beside its mean `{truth_metric}` (the ground truth) on the same cells, "
            f"and the rank correlation between the two orderings of the methods (positive: `{scorer}` ranks the "
            "methods as the truth does; scipy.stats Spearman and Kendall, with their p-values).", "",

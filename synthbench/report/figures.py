@@ -267,28 +267,28 @@ def cost_quality(summary: pd.DataFrame, styles: dict[str, Style], *, metric: Met
 
     ``summary`` is :func:`synthbench.report.tables.summary_table`'s output.
     """
-    info, metric = metric, metric.name
-    data = summary.dropna(subset=[metric, "seconds"])
+    name = metric.name
+    data = summary.dropna(subset=[name, "seconds"])
     data = data[data["seconds"] > 0]
     fig = Figure(figsize=(9.5, 5.5))
     ax = fig.subplots()
-    front = pareto_front(data, info)
+    front = pareto_front(data, metric)
     handles, labels = [], []
     for method in [m for m in styles if m in data.index]:
         r, s = data.loc[method], styles[method]
-        err = np.array([[r[metric] - r[f"{metric}_lo"]], [r[f"{metric}_hi"] - r[metric]]])
-        bars = ax.errorbar(r["seconds"], r[metric], yerr=None if np.isnan(err).any() else err, color=s.color,
+        err = np.array([[r[name] - r[f"{name}_lo"]], [r[f"{name}_hi"] - r[name]]])
+        bars = ax.errorbar(r["seconds"], r[name], yerr=None if np.isnan(err).any() else err, color=s.color,
                            marker=s.marker, markersize=6, capsize=2, linestyle="none")
         handles.append(bars)
         labels.append(method)
         if method in front.index:  # only the front is labelled in the plot; the legend names every point
-            ax.annotate(method, (r["seconds"], r[metric]), textcoords="offset points", xytext=(5, 3), fontsize=8)
-    (line,) = ax.step(front["seconds"], front[metric], where="post", color="black", linewidth=1, alpha=0.6)
+            ax.annotate(method, (r["seconds"], r[name]), textcoords="offset points", xytext=(5, 3), fontsize=8)
+    (line,) = ax.step(front["seconds"], front[name], where="post", color="black", linewidth=1, alpha=0.6)
     _legend_right(fig, [*handles, line], [*labels, "Pareto front (labelled)"])
     ax.set_xscale("log")
     ax.set_xlabel("mean wall time per cell (seconds, log scale)")
-    ax.set_ylabel(_axis_label(info, "mean "))
-    ax.set_title(f"Cost against quality: mean {metric} over every cell against seconds per cell", fontsize=10)
+    ax.set_ylabel(_axis_label(metric, "mean "))
+    ax.set_title(f"Cost against quality: mean {name} over every cell against seconds per cell", fontsize=10)
     ax.grid(True, alpha=0.3, which="both")
     fig.tight_layout()
     return fig

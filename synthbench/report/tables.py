@@ -246,11 +246,11 @@ def pareto_front(summary: pd.DataFrame, metric: MetricInfo) -> pd.DataFrame:
     A method is on the front when every faster method has a worse mean ``metric`` (by its
     direction; :meth:`Results.metric`); methods without seconds or a mean are ignored.
     """
-    higher, metric = metric.direction == "higher", metric.name
-    data = summary.dropna(subset=[metric, "seconds"])
-    ordered = data.sort_values(["seconds", metric], ascending=[True, not higher])
+    higher, name = metric.direction == "higher", metric.name
+    data = summary.dropna(subset=[name, "seconds"])
+    ordered = data.sort_values(["seconds", name], ascending=[True, not higher])
     keep, best = [], -np.inf
-    for method, value in ordered[metric].items():
+    for method, value in ordered[name].items():
         score = value if higher else -value
         if score > best:
             keep.append(method)
@@ -276,7 +276,7 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndar
         return {}
     with ResultStore(results.path, readonly=True) as store:
         stored = store.examples(ok["cell_id"])
-    out = {}
+    out: dict[str, tuple[np.ndarray | None, np.ndarray | None, dict[str, np.ndarray]]] = {}
     for setting, g in ok[ok["cell_id"].isin(list(stored))].groupby("setting", sort=False):
         first = g.sort_values(["n_decoys", "seed", "fold"], ascending=[False, True, True]).iloc[0]
         same = g[(g["n_decoys"].fillna(-1) == (-1 if pd.isna(first.n_decoys) else first.n_decoys))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from synthbench.machine import installed_versions
 from synthbench.methods import run_method
@@ -70,7 +71,7 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
     on that model (:attr:`Cell.spec`).
     """
     spec = cell.spec
-    base = dict(n_features=data.n_features, k=data.k, permutation=permutation, versions=versions,
+    base: dict[str, Any] = dict(n_features=data.n_features, k=data.k, permutation=permutation, versions=versions,
                 input_shape=data.input_shape, global_truth=data.relevant is not None, masks=data.relevant_local is not None)
     if spec.max_features is not None and data.n_features > spec.max_features:
         return CellResult(cell, "skipped", f"{spec.name} declares a limit of {spec.max_features} features; "

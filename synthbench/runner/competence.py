@@ -46,7 +46,7 @@ def model_label(kind: str, preset: str | None, catalogue: Catalogue) -> str:
     return entry_label(kind, preset) if catalogue.uses_preset(kind) else kind
 
 
-def _number(value: object) -> float:
+def _number(value: float | None) -> float:
     return np.nan if value is None else float(value)
 
 

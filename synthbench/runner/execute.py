@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from synthbench import __version__
 from synthbench.models import TrainSettings
@@ -79,7 +80,7 @@ def execute(
     done = set() if force else store.finished(c.cell_id for c in cells)
     pending = [c for c in cells if c.cell_id not in done]
     summary = RunSummary(total=len(cells), skipped=len(cells) - len(pending))
-    summary.run_id = store.start_run(
+    run_id = summary.run_id = store.start_run(
         command=command, executor=_describe(executor), machine=describe_machine(),
         package_version=__version__, cells_total=len(cells), cells_pending=len(pending))
     if on_start is not None:
@@ -99,7 +100,7 @@ def execute(
             on_cell(result)
 
     def claim(task: FoldTask) -> FoldTask | None:
-        claimed, finished, busy = store.claim(task.cells, summary.run_id, force=force, stale_after=stale_after)
+        claimed, finished, busy = store.claim(task.cells, run_id, force=force, stale_after=stale_after)
         summary.skipped += len(finished)
         summary.busy += len(busy)
         if busy:
@@ -112,7 +113,7 @@ def execute(
     def beat() -> None:
         while not stop.wait(heartbeat_seconds):
             try:
-                store.heartbeat(summary.run_id)
+                store.heartbeat(run_id)
             except StoreError as exc:
                 log.warning("heartbeat of run %s: %s", summary.run_id, exc)
 
@@ -137,7 +138,8 @@ def execute(
     return summary
 
 
-def _describe(executor: Executor) -> dict:
+def _describe(executor: Executor) -> dict[str, Any]:
     """The engine's name and, for the dataclass engines, its settings."""
-    settings = dataclasses.asdict(executor) if dataclasses.is_dataclass(executor) else {}
+    settings: dict[str, Any] = (dataclasses.asdict(executor) if dataclasses.is_dataclass(executor)
+                                and not isinstance(executor, type) else {})
     return {**settings, "name": getattr(executor, "name", type(executor).__name__)}

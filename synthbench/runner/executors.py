@@ -196,7 +196,7 @@ class ProcessExecutor:
             return
         ctx = multiprocessing.get_context("spawn")
         settings = replace(settings, n_jobs=1)
-        remaining: list[dict | None] = [None] * len(tasks)  # cells not yet recorded, per task, once claimed
+        remaining: dict[int, dict[str, Cell]] = {}  # task -> its cells not yet recorded, once claimed
         attempts = [0] * len(tasks)
         pending = deque(range(len(tasks)))
         workers = [_Worker(ctx, settings, self.plugins) for _ in range(min(self.jobs, len(tasks)))]
@@ -208,7 +208,7 @@ class ProcessExecutor:
                     msg = w.conn.recv()
                     if msg == _TASK_DONE:
                         w.task = None
-                    else:
+                    elif w.task is not None:  # a cell of the task the worker holds
                         remaining[w.task].pop(msg.cell.cell_id, None)
                         record(msg)
             except (EOFError, OSError):
@@ -220,24 +220,25 @@ class ProcessExecutor:
             w = workers[i]
             code = w.process.exitcode
             w.conn.close()
-            if w.task is not None and remaining[w.task]:
-                left = list(remaining[w.task].values())
-                if attempts[w.task] > self.max_retries:
-                    reason = f"worker died (exit code {code}) on each of {attempts[w.task]} attempts"
+            task = w.task
+            if task is not None and remaining[task]:
+                left = list(remaining[task].values())
+                if attempts[task] > self.max_retries:
+                    reason = f"worker died (exit code {code}) on each of {attempts[task]} attempts"
                     log.warning("%s: %d cells of %s fold %d", reason, len(left), left[0].dataset, left[0].fold)
                     for result in _died(left, reason):
-                        remaining[w.task].pop(result.cell.cell_id)
+                        remaining[task].pop(result.cell.cell_id)
                         record(result)
                 else:
                     log.warning("worker died (exit code %s); retrying %d cells", code, len(left))
-                    pending.appendleft(w.task)
+                    pending.appendleft(task)
             workers[i] = _Worker(ctx, settings, self.plugins)
 
         def next_task() -> int | None:
             """The next pending task with cells left for this run, claimed on first dispatch."""
             while pending:
                 i = pending.popleft()
-                if remaining[i] is None:
+                if i not in remaining:
                     mine = claim(tasks[i])
                     remaining[i] = {} if mine is None else {c.cell_id: c for c in mine.cells}
                 if remaining[i]:
@@ -250,9 +251,9 @@ class ProcessExecutor:
                 for w in workers:
                     if w.task is None and (i := next_task()) is not None:
                         w.task = i
-                        attempts[w.task] += 1
+                        attempts[i] += 1
                         try:
-                            w.conn.send(FoldTask(tuple(remaining[w.task].values())))
+                            w.conn.send(FoldTask(tuple(remaining[i].values())))
                         except OSError:
                             pass  # found dead below
                 busy = [i for i, w in enumerate(workers) if w.task is not None]
@@ -328,7 +329,7 @@ class RayExecutor:
             raise ExecutorError(f"gpus per cell must be within [0, 1], got {self.gpus_per_cell}")
         if self.max_retries < 0:
             raise ExecutorError(f"max_retries must be non-negative, got {self.max_retries}")
-        if self.address not in (None, "auto", "local"):
+        if self.address is not None and self.address not in ("auto", "local"):
             _reachable(self.address, self.connect_timeout)
 
     def _connect(self, ray: Any) -> None:

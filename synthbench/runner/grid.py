@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from synthbench import __version__, datasets
 from synthbench.methods import MethodSpec, get_method
@@ -52,7 +52,7 @@ class Cell:
     n_folds: int
     fold: int
     method: str
-    explain: str = "test"
+    explain: Literal["test", "train"] = "test"
     scorer: str = "ground_truth"
     dataset_params: tuple[tuple[str, Any], ...] = ()
     suite: tuple[str, str] | None = None  # (name, hash) of the suite the cell belongs to
@@ -182,7 +182,7 @@ class GridSpec:
     n_samples: int | tuple[int, ...] = 1000
     n_folds: int = 6
     seed: int = 0
-    explain: str = "test"
+    explain: Literal["test", "train"] = "test"
     dataset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     suite: tuple[str, str] | None = None
     models: tuple[str, ...] = (DEFAULT_PRESET,)

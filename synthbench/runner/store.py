@@ -300,7 +300,7 @@ class ResultStore:
                     " cells_pending, host, pid, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
-        return int(cur.lastrowid)
+        return int(cur.lastrowid or 0)  # a row was inserted: its id
 
     def finish_run(self, run_id: int, *, status: str, wall_seconds: float, ok: int, failed: int, skipped: int) -> None:
         """Record how run ``run_id`` ended (``status`` is one of :data:`RUN_STATUSES`) and drop its claims."""
@@ -382,7 +382,7 @@ class ResultStore:
         try:
             with self._transaction():
                 done = set() if force else self.finished(ids)
-                holders = {}
+                holders: dict[str, tuple[Any, ...]] = {}  # cell id -> (run, status, host, pid, heartbeat)
                 for i in range(0, len(ids), 500):
                     chunk = ids[i : i + 500]
                     holders.update((r[0], r[1:]) for r in self._con.execute(

@@ -13,7 +13,7 @@ with a substitute model), drawing from the method's one stream rule
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
@@ -25,6 +25,20 @@ from synthbench.protocol import FoldData
 from synthbench.scoring.base import SkipCell
 
 __all__ = ["explain_again"]
+
+
+@overload
+def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
+                  stream: tuple[int | str, ...] = (), target: str | None = None,
+                  targets: np.ndarray | None = None, inputs: torch.Tensor | None = None,
+                  differentiable: Literal[False] = False) -> np.ndarray: ...
+
+
+@overload
+def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
+                  stream: tuple[int | str, ...] = (), target: str | None = None,
+                  targets: np.ndarray | None = None, inputs: torch.Tensor | None = None,
+                  differentiable: Literal[True]) -> torch.Tensor: ...
 
 
 def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
@@ -69,7 +83,12 @@ def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, mod
     if recipe is not None:
         if target is not None:
             recipe = dataclasses.replace(recipe, target=target)
-        network = models.get(explains) if model is None else model
+        if model is not None:
+            network = model
+        elif explains is not None:
+            network = models.get(explains)
+        else:
+            raise ValueError(f"{spec.name} has an attribution recipe but explains no model on {data.kind} inputs")
         maps = recipe.explain(network, data, method_rng(spec, data, stream), spec.params_for(data.kind),
                               inputs=inputs, create_graph=differentiable, targets=targets)
         return maps if differentiable else maps.detach().cpu().numpy().astype(np.float64)
@@ -77,4 +96,8 @@ def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, mod
         raise SkipCell(f"{spec.name} explains the {explains} without an attribution recipe, so the explained class "
                        "cannot be chosen for it")
     out = run_method(spec, data, models, model=model if explains is not None else None, stream=stream)
-    return out.local if out.local is not None else out.scores[None]
+    if out.local is not None:
+        return out.local
+    if out.scores is None:
+        raise ValueError(f"{spec.name} returned neither scores nor maps")
+    return out.scores[None]

@@ -342,7 +342,7 @@ def _neighbour_pairs(D, yc, kc, rel_err, cells, exact_rows) -> tuple[np.ndarray,
                 safe &= after * (1.0 - rel_err) > cut * (1.0 + rel_err)
                 cuts[c] = cut
             for c in range(n_classes):
-                sel = np.ones((rows.size, members[c].size), dtype=bool)
+                sel: np.ndarray = np.ones((rows.size, members[c].size), dtype=bool)
                 if c not in full:
                     sel = Drows[:, members[c]] <= cuts[c][:, None]
                 sel &= safe[:, None]

@@ -21,7 +21,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from synthbench import datasets
 from synthbench.methods import method_names
@@ -86,7 +86,7 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     for key, kind in _REQUIRED.items():
         if not isinstance(raw.get(key), kind) or isinstance(raw.get(key), bool):
             raise SuiteError(f"suite {source}: {key!r} must be a {kind.__name__}")
-    explain = raw.get("explain", "test")
+    explain: Literal["test", "train"] = raw.get("explain", "test")
     if explain not in ("test", "train"):
         raise SuiteError(f"suite {source}: explain must be 'test' or 'train', got {explain!r}")
     unknown = [m for m in raw["methods"] if m not in method_names()]
@@ -113,7 +113,8 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     return Suite(raw["name"], raw["version"], raw["description"], digest, grids, source)
 
 
-def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, digest: str, where: str) -> list[GridSpec]:
+def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: Literal["test", "train"], digest: str,
+                 where: str) -> list[GridSpec]:
     names = block.get("datasets")
     if not isinstance(names, list) or not names:
         raise SuiteError(f"{where}: 'datasets' must be a non-empty list")
@@ -136,7 +137,10 @@ def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, diges
         if "n_decoys" in block or not datasets.spec(name).decoys:
             decoys = tuple(block.get("n_decoys", [0]))
         else:
-            k = int(datasets.make(name, n_samples=raw["n_samples"], n_decoys=0, seed=raw["seed"], **params).relevant.sum())
+            made = datasets.make(name, n_samples=raw["n_samples"], n_decoys=0, seed=raw["seed"], **params)
+            if made.relevant is None:
+                raise SuiteError(f"{where}: n_features needs a dataset with global truth; {name} has none")
+            k = int(made.relevant.sum())
             too_small = [m for m in block["n_features"] if m < k]
             if too_small:
                 raise SuiteError(f"{where}: n_features {too_small} below the {k} relevant features of {name!r}")

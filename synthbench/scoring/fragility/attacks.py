@@ -106,7 +106,7 @@ class _Best:
     def __init__(self, x0: np.ndarray, maps0: np.ndarray, objective: Objective | None) -> None:
         self.x, self.maps = x0.copy(), maps0.copy()
         self.objective = objective
-        self.value = None if objective is None else _value(objective, maps0)
+        self.value = np.zeros(len(x0)) if objective is None else _value(objective, maps0)  # unread without one
         self.kept = np.zeros(len(x0), dtype=bool)
 
     def offer(self, x: np.ndarray, maps: np.ndarray, ok: np.ndarray) -> None:

@@ -114,5 +114,5 @@ class Budget:
 
     def _moved(self, x0: torch.Tensor, z: np.ndarray) -> torch.Tensor:
         """``x0`` moved by ``z`` (``z`` units, numpy), projected."""
-        z = torch.as_tensor(z, dtype=x0.dtype, device=x0.device)
-        return self.project(x0, x0 + z * self._scale(x0))
+        step = torch.as_tensor(z, dtype=x0.dtype, device=x0.device)
+        return self.project(x0, x0 + step * self._scale(x0))

@@ -157,10 +157,10 @@ def _metrics(name: str) -> dict[str, Metric]:
         ]
     out += [Metric(f"{name}_truth_before", "higher", f"ground-truth score of each attacked example's map before any "
                    f"attack ({_TRUTH})", kinds=("tabular", "image"), control="random")]
-    words = {"max_sensitivity": "max-sensitivity ||a' - a|| / ||a|| over uniform draws",
+    sensitivity = {"max_sensitivity": "max-sensitivity ||a' - a|| / ||a|| over uniform draws",
              "avg_sensitivity": "average-sensitivity ||a' - a|| / ||a|| over uniform draws",
              "local_lipschitz": "local Lipschitz estimate ||a' - a|| / ||x' - x|| over uniform draws"}
-    out += [Metric(f"{name}_{m}", "lower", f"{words[m]} {_AT}", limits=(0.0, np.inf), unit="ratio",
+    out += [Metric(f"{name}_{m}", "lower", f"{sensitivity[m]} {_AT}", limits=(0.0, np.inf), unit="ratio",
                    kinds=("tabular", "image"), control="random") for m in SENSITIVITY_MEASURES]
     first = [f"{name}_{m}" for m in _LEADING]
     out = sorted((m for m in out if m.kinds), key=lambda m: first.index(m.name) if m.name in first else len(first))
@@ -305,7 +305,7 @@ class _Cell:
         self.top0 = top_k_mask(self.rel0, self.k, data.rng("fragility", "top"))
         self.signed_top = self._signed_top()
         self.truth = self._truth()
-        self.truth_before = self._truth_score(self.maps0)[0] if self.truth is not None else np.nan
+        self.truth_before = self._truth_score(self.maps0, self.truth)[0] if self.truth is not None else np.nan
         self.gradient = attack_access(spec, data.kind) == "gradient"
         self.surrogate = smooth_surrogate(model, scorer.beta) if self.gradient else None
         self.after: dict[str, np.ndarray] = {}  # attack -> the maps it kept at the last eps measured
@@ -338,17 +338,17 @@ class _Cell:
             return None
         return np.broadcast_to(np.asarray(data.relevant, dtype=bool), self.rel0.shape)
 
-    def _truth_score(self, maps: np.ndarray) -> tuple[float, float]:
+    def _truth_score(self, maps: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
         """Each example's map against its own truth, averaged over the examples: (tables: the share of its
         top-k that is true, ``k`` the number of true features, and its AUROC; images: rank accuracy, NaN)."""
         rng = lambda what: self.data.rng("fragility", "ties", what)  # noqa: E731 - the same ties before and after
         if self.data.kind == "image":
             h, w = self.data.input_shape[1:]
-            return rank_accuracy(np.abs(maps).sum(axis=1), self.truth.reshape(-1, h, w), rng("rank_accuracy")), np.nan
-        kept = self.truth.any(axis=1)  # an example with no true feature (a switch's) has no score
+            return rank_accuracy(np.abs(maps).sum(axis=1), truth.reshape(-1, h, w), rng("rank_accuracy")), np.nan
+        kept = truth.any(axis=1)  # an example with no true feature (a switch's) has no score
         ties = rng("auroc")
-        auroc = [M.auroc(a, t, ties) for a, t in zip(maps[kept], self.truth[kept]) if not t.all()]
-        return M.local_tpr_at_k(maps, self.truth, rng("best_k")), _nanmean(np.array(auroc))
+        auroc = [M.auroc(a, t, ties) for a, t in zip(maps[kept], truth[kept]) if not t.all()]
+        return M.local_tpr_at_k(maps, truth, rng("best_k")), _nanmean(np.array(auroc))
 
     def _objective(self, attack: str):
         """The objective ``attack`` raises (see :mod:`~synthbench.scoring.fragility.attacks`)."""
@@ -357,6 +357,8 @@ class _Cell:
         if attack == "center":
             return center_objective(center_of_mass(torch.as_tensor(self.maps0)))
         if attack == "truth":
+            if self.truth is None:
+                raise ValueError("the truth attack needs per-instance truth")
             return region_objective(torch.as_tensor(~self.truth))
         return region_objective(torch.as_tensor(self._target_region()))
 
@@ -372,7 +374,7 @@ class _Cell:
             return region
         h, w = self.data.input_shape[1:]
         side = min(h, w, max(1, round(math.sqrt(self.k))))
-        tops, lefts = rng.integers(0, h - side + 1, n), rng.integers(0, w - side + 1, n)
+        tops, lefts = rng.integers(0, h - side + 1, size=(n,)), rng.integers(0, w - side + 1, size=(n,))
         square = region.reshape(n, h, w)
         for i, (t, left) in enumerate(zip(tops, lefts)):
             square[i, t:t + side, left:left + side] = True
@@ -430,7 +432,7 @@ class _Cell:
             shift = center_of_mass(torch.as_tensor(result.maps)) - center_of_mass(torch.as_tensor(self.maps0))
             out["center_shift"] = float(shift.norm(dim=1).mean())
         if self.truth is not None:
-            after, auroc = self._truth_score(result.maps)
+            after, auroc = self._truth_score(result.maps, self.truth)
             out.update(truth=after, truth_drop=self.truth_before - after)
             if self.data.kind == "tabular":
                 out["truth_auroc"] = auroc

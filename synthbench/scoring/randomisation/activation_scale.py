@@ -58,6 +58,8 @@ def scale_and_contribution(model: Any, layer: str, data: FoldData) -> tuple[np.n
         logit = out.gather(1, torch.as_tensor(data.y_explain, device=device).reshape(-1, 1))[:, 0]
     logit.sum().backward()
     h = seen[0]
+    if h.grad is None:
+        raise RuntimeError("the layer's input received no gradient")
     scale, contribution = h.detach().abs(), (h.detach() * h.grad).abs()
     if h.dim() == 4:
         scale, contribution = scale.sum(dim=(2, 3)), contribution.sum(dim=(2, 3))

@@ -286,7 +286,7 @@ class RandomisationScorer(ComparisonOptions, Scorer):
         """One state's maps ``(n, *shape)`` (or ``(1, *shape)`` global scores), sMPRT copies averaged."""
         out = explain_again(spec, data, models, model=model, stream=stream, target=self.target)
         if self.noise_samples and len(out) > 1:
-            out = out.reshape(int(self.noise_samples), -1, *out.shape[1:]).mean(axis=0)
+            return np.asarray(out.reshape(int(self.noise_samples), -1, *out.shape[1:]).mean(axis=0))
         return out
 
     def _entropy(self, trained: np.ndarray, random: np.ndarray) -> Scores:

@@ -18,6 +18,7 @@ Conventions
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import rankdata
@@ -344,7 +345,7 @@ class Comparison:
         self.absolute, self.normalise, self.top_k = absolute, normalise, top_k
         self._reference = self._prepared(reference)
 
-    def _prepared(self, maps: np.ndarray) -> dict[str, object]:
+    def _prepared(self, maps: np.ndarray) -> dict[str, Any]:
         maps = np.asarray(maps, dtype=np.float64)
         if maps.shape[1:] != self.input_shape:
             raise ValueError(f"maps of shape {maps.shape} are not (n, *{self.input_shape})")
@@ -359,6 +360,8 @@ class Comparison:
         if "ssim" in self.measures:
             out["ssim"] = summed
         if "hog" in self.measures:
+            if summed is None:
+                raise ValueError("hog compares images: its maps need an input shape (C, H, W)")
             out["hog"] = _ranked(hog_descriptors(summed))
         return out
 

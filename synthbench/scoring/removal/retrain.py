@@ -121,7 +121,7 @@ class RetrainScorer(Scorer):
         """The retrained accuracy curve of the method's ranking and its mean (empty when it gives none)."""
         kind, _ = explained_model(spec, data, models)
         train_keys, test_keys = self._keys(output, data, spec, models)
-        if train_keys is None:
+        if train_keys is None or test_keys is None:  # both or neither
             return Scores()
         rng = data.rng(self.name, spec.name)
         orders = rank(train_keys, rng, signed=self.signed), rank(test_keys, rng, signed=self.signed)

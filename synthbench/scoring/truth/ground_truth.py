@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
@@ -67,8 +69,10 @@ class GroundTruthScorer(Scorer):
         return [n for n, m in self.metrics.items()
                 if data.kind in m.kinds and (has_global if m.scope == "global" else has_local)]
 
-    def _local(self, output: MethodOutput, data: FoldData) -> tuple:
+    def _local(self, output: MethodOutput, data: FoldData) -> tuple[np.ndarray, np.ndarray]:
         """The per-instance attributions and truth a local metric reads: image maps and pixel masks on images."""
+        if output.local is None or data.relevant_local is None:
+            raise ValueError("a local metric needs per-instance maps and per-instance truth")
         if data.kind == "image":
             return aggregate_channels(output.local, self.channel_aggregation), pixel_masks(data.relevant_local)
         return output.local, data.relevant_local
@@ -89,9 +93,14 @@ class GroundTruthScorer(Scorer):
             stream = data.rng("ties", method, name)
             if metric.scope == "global":
                 ranking = output.scores_2k if metric.reads_2k_ranking and output.scores_2k is not None else output.scores
+                if ranking is None or data.relevant is None:  # metric_names keeps a global metric only with both
+                    raise ValueError(f"{name} needs a global ranking and global truth")
                 truth, value = data.relevant, metric(ranking, data.relevant, stream)
             else:
+                assert local is not None  # computed above when any local metric applies
                 truth, value = local[1], metric(local[0], local[1], stream)
+            if metric.bounds is None:
+                raise TypeError(f"{name} is not computed from the truth; the ground truth declares only such metrics")
             lo, hi = metric.bounds(truth)
             if not (lo - 1e-9 <= value <= hi + 1e-9) and value == value:
                 raise ValueError(f"{name} = {value} outside its declared bounds [{lo}, {hi}]")
@@ -106,7 +115,7 @@ class GroundTruthScorer(Scorer):
         out = {}
         for name, metric in self.metrics.items():
             truth = data.relevant if metric.scope == "global" else local
-            if data.kind in metric.kinds and truth is not None:
+            if data.kind in metric.kinds and truth is not None and metric.chance is not None:
                 out[name] = metric.chance(truth)
         return out
 

@@ -55,7 +55,7 @@ def pixel_masks(masks: np.ndarray) -> np.ndarray:
     m = np.asarray(masks, dtype=bool)
     if m.ndim != 4:
         raise ValueError(f"masks must be (n, C, H, W), got shape {m.shape}")
-    return m.any(axis=1)
+    return np.asarray(m.any(axis=1))
 
 
 def _flat(maps: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
