@@ -89,8 +89,11 @@ def run(args: argparse.Namespace) -> list[tuple[str, float, float, float | None]
             raise ValueError(f"unknown method {name!r}; valid: {', '.join(METHODS)}")
         diff = None if ref is None else float((ours - ref.to(ours.dtype)).abs().max())
         rows.append((name, t_ref, t_ours, diff))
-        print(f"{name:22s} captum {t_ref:8.2f} s   ours {t_ours:8.2f} s   ratio {t_ref / t_ours:7.1f}x"
-              + ("" if diff is None else f"   max|diff| {diff:.2e}"), flush=True)
+        print(
+            f"{name:22s} captum {t_ref:8.2f} s   ours {t_ours:8.2f} s   ratio {t_ref / t_ours:7.1f}x"
+            + ("" if diff is None else f"   max|diff| {diff:.2e}"),
+            flush=True,
+        )
     return rows
 
 

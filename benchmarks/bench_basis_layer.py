@@ -23,8 +23,8 @@ import torch
 from torch import nn
 
 from synthbench.attribution.perturbation import shapley_sampling
-from synthbench.models.mlp import BASIS_LAYER, MLPConfig, build_mlp
 from synthbench.models.basis import hinge_knots
+from synthbench.models.mlp import BASIS_LAYER, MLPConfig, build_mlp
 
 
 def _dense_twin(module: nn.Sequential) -> nn.Sequential:
@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--p", type=int, default=1002)
     parser.add_argument("--n", type=int, default=167, help="rows explained (a default cell's held-out fold)")
-    parser.add_argument("--permutations", type=int, default=3, help="a default cell runs 25; the reference takes ~25 s each")
+    parser.add_argument(
+        "--permutations", type=int, default=3, help="a default cell runs 25; the reference takes ~25 s each"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     X = np.random.default_rng(0).normal(size=(args.n, args.p)).astype(np.float32)
@@ -60,16 +62,20 @@ def main(argv: list[str] | None = None) -> int:
     gather = build_mlp(args.p, config, generator=torch.Generator().manual_seed(0), knots=hinge_knots(X, 6)).eval()
     dense = _dense_twin(gather).eval()
     x = torch.from_numpy(X)
-    print(f"MLP reading all {args.p} inputs, basis Linear({args.p}, {getattr(gather, BASIS_LAYER).out_features}), "
-          f"{args.n} rows, 1 thread")
+    print(
+        f"MLP reading all {args.p} inputs, basis Linear({args.p}, {getattr(gather, BASIS_LAYER).out_features}), "
+        f"{args.n} rows, 1 thread"
+    )
     print(f"{'':<28}{'plain Linear (reference)':>25}{'BasisLinear':>13}{'ratio':>8}  max |difference| / max |value|")
     with torch.no_grad():
         (td, fd), (tg, fg) = _seconds(lambda: dense(x)), _seconds(lambda: gather(x))
     print(f"{'forward pass':<28}{td:>24.3f}s{tg:>12.3f}s{td / tg:>7.1f}x  {_apart(fd, fg):.1e}")
     cell = {"n_samples": args.permutations, "seed": 0}
     (td, ad), (tg, ag) = (_seconds(lambda m=m: shapley_sampling(m, x, 0, **cell)) for m in (dense, gather))
-    print(f"{f'Shapley sampling, {args.permutations} perm.':<28}{td:>24.1f}s{tg:>12.1f}s{td / tg:>7.1f}x  "
-          f"{_apart(ad, ag):.1e}")
+    print(
+        f"{f'Shapley sampling, {args.permutations} perm.':<28}{td:>24.1f}s{tg:>12.1f}s{td / tg:>7.1f}x  "
+        f"{_apart(ad, ag):.1e}"
+    )
     return 0
 
 

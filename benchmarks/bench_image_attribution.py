@@ -46,33 +46,67 @@ def _best(fn: Callable[[], torch.Tensor], repeats: int) -> tuple[float, torch.Te
 
 def cases(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, samples: int, steps: int):
     """``(name, captum_fn, ours_fn, comparable)`` for every benchmarked method."""
-    from captum.attr import (LRP, Deconvolution, FeatureAblation, GuidedBackprop, InputXGradient, IntegratedGradients,
-                             NoiseTunnel, Saliency)
+    from captum.attr import (
+        LRP,
+        Deconvolution,
+        FeatureAblation,
+        GuidedBackprop,
+        InputXGradient,
+        IntegratedGradients,
+        NoiseTunnel,
+        Saliency,
+    )
 
     sigma = 0.15 * float(x.max() - x.min())
     mask = torch.as_tensor(patch_mask(tuple(x.shape[1:]), 4))
     yield "saliency", lambda: Saliency(model).attribute(x, target=y), lambda: attribute("saliency", model, x, y), True
-    yield ("input_x_gradient", lambda: InputXGradient(model).attribute(x, target=y),
-           lambda: attribute("input_x_gradient", model, x, y), True)
-    yield ("integrated_gradients", lambda: IntegratedGradients(model).attribute(x, target=y, n_steps=steps),
-           lambda: attribute("integrated_gradients", model, x, y, n_steps=steps), True)
-    yield ("guided_backprop", lambda: GuidedBackprop(model).attribute(x, target=y),
-           lambda: attribute("guided_backprop", model, x, y), True)
-    yield ("deconvolution", lambda: Deconvolution(model).attribute(x, target=y),
-           lambda: attribute("deconvolution", model, x, y), True)
-    yield ("feature_ablation", lambda: FeatureAblation(model).attribute(x, target=y, feature_mask=mask),
-           lambda: attribute("feature_ablation", model, x, y, feature_mask=mask), True)
-    bases = {"gradient": (lambda: Saliency(model), {"abs": False}, {}),
-             "integrated_gradients": (lambda: IntegratedGradients(model), {"n_steps": steps}, {"n_steps": steps}),
-             "guided_backprop": (lambda: GuidedBackprop(model), {}, {})}
+    yield (
+        "input_x_gradient",
+        lambda: InputXGradient(model).attribute(x, target=y),
+        lambda: attribute("input_x_gradient", model, x, y),
+        True,
+    )
+    yield (
+        "integrated_gradients",
+        lambda: IntegratedGradients(model).attribute(x, target=y, n_steps=steps),
+        lambda: attribute("integrated_gradients", model, x, y, n_steps=steps),
+        True,
+    )
+    yield (
+        "guided_backprop",
+        lambda: GuidedBackprop(model).attribute(x, target=y),
+        lambda: attribute("guided_backprop", model, x, y),
+        True,
+    )
+    yield (
+        "deconvolution",
+        lambda: Deconvolution(model).attribute(x, target=y),
+        lambda: attribute("deconvolution", model, x, y),
+        True,
+    )
+    yield (
+        "feature_ablation",
+        lambda: FeatureAblation(model).attribute(x, target=y, feature_mask=mask),
+        lambda: attribute("feature_ablation", model, x, y, feature_mask=mask),
+        True,
+    )
+    bases = {
+        "gradient": (lambda: Saliency(model), {"abs": False}, {}),
+        "integrated_gradients": (lambda: IntegratedGradients(model), {"n_steps": steps}, {"n_steps": steps}),
+        "guided_backprop": (lambda: GuidedBackprop(model), {}, {}),
+    }
     for base, (make, captum_kw, ours_kw) in bases.items():
         for nt in NOISE:
-            yield (f"{nt} of {base}",
-                   lambda make=make, nt=nt, kw=captum_kw: NoiseTunnel(make()).attribute(
-                       x, nt_type=nt, nt_samples=samples, stdevs=sigma, target=y, **kw),
-                   lambda nt=nt, base=base, kw=ours_kw: attribute(
-                       nt, model, x, y, base=base, base_params=kw or None, n_samples=samples, stdevs=sigma, seed=0),
-                   False)
+            yield (
+                f"{nt} of {base}",
+                lambda make=make, nt=nt, kw=captum_kw: NoiseTunnel(make()).attribute(
+                    x, nt_type=nt, nt_samples=samples, stdevs=sigma, target=y, **kw
+                ),
+                lambda nt=nt, base=base, kw=ours_kw: attribute(
+                    nt, model, x, y, base=base, base_params=kw or None, n_samples=samples, stdevs=sigma, seed=0
+                ),
+                False,
+            )
     flatten = next(m for m in model if isinstance(m, torch.nn.Flatten))
 
     def lrp():
@@ -98,8 +132,10 @@ def main() -> None:
     trained = train_cnn(ds.X[:400], ds.y[:400], config=CNNConfig.from_dict(dict(max_epochs=5)), seed=0)
     model = trained.module.float().eval()
     x, y = torch.as_tensor(ds.X[400:]), torch.as_tensor(ds.y[400:])
-    print(f"CNN on {args.n} images of {tuple(x.shape[1:])}, torch {torch.__version__}, {torch.get_num_threads()} "
-          f"threads, best of {args.repeats}")
+    print(
+        f"CNN on {args.n} images of {tuple(x.shape[1:])}, torch {torch.__version__}, {torch.get_num_threads()} "
+        f"threads, best of {args.repeats}"
+    )
     print(f"{'method':38s} {'captum s':>9s} {'ours s':>9s} {'captum/ours':>12s} {'max |diff|':>11s}")
     for name, captum_fn, ours_fn, comparable in cases(model, x, y, args.samples, args.steps):
         t_captum, ref = _best(captum_fn, args.repeats)

@@ -3,7 +3,8 @@
 Usage: ``python benchmarks/bench_memory_overhead.py [--p 32 1000] [--methods rf mi mrmr relief saliency] [--repeats 3]``
 
 For each method and feature count (``xor``, n = 1000, fold 0 of the benchmark's protocol) the cell
-(the method, and the training of the model it needs, as a cell with a fresh fold does) runs ``--repeats`` times in each of three
+(the method, and the training of the model it needs, as a cell with a fresh fold does) runs ``--repeats`` times in
+each of three
 ways, interleaved so that machine noise hits all three alike:
 
 - ``plain``: nothing measured;
@@ -23,9 +24,9 @@ import time
 import tracemalloc
 
 from synthbench import datasets
-from synthbench.protocol import FoldData, make_folds
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
+from synthbench.protocol import FoldData, make_folds
 from synthbench.runner.memory import PeakMemory
 
 
@@ -64,8 +65,10 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["rf", "mi", "mrmr", "relief", "saliency"])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(f"{'method':<12}{'p':>6}{'plain s':>10}{'peak s':>10}{'traced s':>10}{'peak/plain':>12}{'traced/plain':>14}"
-          f"{'peak MB':>10}{'traced MB':>11}")
+    print(
+        f"{'method':<12}{'p':>6}{'plain s':>10}{'peak s':>10}{'traced s':>10}{'peak/plain':>12}{'traced/plain':>14}"
+        f"{'peak MB':>10}{'traced MB':>11}"
+    )
     for p in args.p:
         ds = datasets.make("xor", n_samples=1000, n_decoys=p - 2, seed=0)
         data = FoldData.from_dataset(ds, make_folds(ds.n_samples, ds.n_features, n_folds=6, seed=0)[0])
@@ -80,9 +83,12 @@ def main() -> None:
                     memory[way] = mem
             med = {w: statistics.median(t) for w, t in times.items()}
             mb = {w: "-" if memory[w] is None else f"{memory[w] / 2**20:.1f}" for w in WAYS}
-            print(f"{name:<12}{p:>6}{med['plain']:>10.3f}{med['peak']:>10.3f}{med['tracemalloc']:>10.3f}"
-                  f"{med['peak'] / med['plain']:>12.2f}{med['tracemalloc'] / med['plain']:>14.2f}"
-                  f"{mb['peak']:>10}{mb['tracemalloc']:>11}", flush=True)
+            print(
+                f"{name:<12}{p:>6}{med['plain']:>10.3f}{med['peak']:>10.3f}{med['tracemalloc']:>10.3f}"
+                f"{med['peak'] / med['plain']:>12.2f}{med['tracemalloc'] / med['plain']:>14.2f}"
+                f"{mb['peak']:>10}{mb['tracemalloc']:>11}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

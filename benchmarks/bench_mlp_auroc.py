@@ -23,21 +23,63 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from synthbench import datasets
-from synthbench.protocol import FoldData, make_folds
 from synthbench.models import TrainSettings
-from synthbench.models.neural import train_fold_mlp
 from synthbench.models.competence import held_out_quality
+from synthbench.models.neural import train_fold_mlp
+from synthbench.protocol import FoldData, make_folds
 
 #: Published held-out AUROC, n = 1000, mean over 6 folds: dataset -> {m: AUROC}.
 PUBLISHED = {
-    "xor": {2: .999, 4: .998, 8: .992, 16: .982, 32: .828, 64: .749, 128: .496, 256: .481, 512: .483, 1024: .490,
-            2048: .480},
-    "ring": {2: .824, 4: .601, 8: .578, 16: .512, 32: .491, 64: .488, 128: .498, 256: .541, 512: .525, 1024: .555,
-             2048: .508},
-    "ring_xor": {4: .803, 8: .790, 16: .761, 32: .580, 64: .547, 128: .530, 256: .495, 512: .479, 1024: .474,
-                 2048: .498},
-    "ring_xor_sum": {6: .839, 8: .806, 16: .752, 32: .726, 64: .608, 128: .576, 256: .573, 512: .532, 1024: .546,
-                     2048: .531},
+    "xor": {
+        2: 0.999,
+        4: 0.998,
+        8: 0.992,
+        16: 0.982,
+        32: 0.828,
+        64: 0.749,
+        128: 0.496,
+        256: 0.481,
+        512: 0.483,
+        1024: 0.490,
+        2048: 0.480,
+    },
+    "ring": {
+        2: 0.824,
+        4: 0.601,
+        8: 0.578,
+        16: 0.512,
+        32: 0.491,
+        64: 0.488,
+        128: 0.498,
+        256: 0.541,
+        512: 0.525,
+        1024: 0.555,
+        2048: 0.508,
+    },
+    "ring_xor": {
+        4: 0.803,
+        8: 0.790,
+        16: 0.761,
+        32: 0.580,
+        64: 0.547,
+        128: 0.530,
+        256: 0.495,
+        512: 0.479,
+        1024: 0.474,
+        2048: 0.498,
+    },
+    "ring_xor_sum": {
+        6: 0.839,
+        8: 0.806,
+        16: 0.752,
+        32: 0.726,
+        64: 0.608,
+        128: 0.576,
+        256: 0.573,
+        512: 0.532,
+        1024: 0.546,
+        2048: 0.531,
+    },
 }
 TOLERANCE = 0.05
 
@@ -55,8 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(PUBLISHED))
     parser.add_argument("--max-m", type=int, default=2048)
-    parser.add_argument("--presets", nargs="+",
-                        default=["passemiers2023", "passemiers2023_corrected", "sparse_mlp", "dense_mlp"])
+    parser.add_argument(
+        "--presets", nargs="+", default=["passemiers2023", "passemiers2023_corrected", "sparse_mlp", "dense_mlp"]
+    )
     parser.add_argument("--m", type=int, nargs="+", help="only these feature counts")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
@@ -69,8 +112,12 @@ def main() -> None:
     short = {"passemiers2023": "faithful", "passemiers2023_corrected": "corrected"}
     names = [short.get(p, p) for p in args.presets]
     spread = args.seeds > 1 and "passemiers2023" in args.presets
-    print(f"{'dataset':<14}{'m':>6}{'published':>11}" + "".join(f"{n:>12}" for n in names) + f"{'faithful-pub':>14}  goal"
-          + ("   sd of a 6-fold mean over seeds (faithful)" if spread else ""))
+    print(
+        f"{'dataset':<14}{'m':>6}{'published':>11}"
+        + "".join(f"{n:>12}" for n in names)
+        + f"{'faithful-pub':>14}  goal"
+        + ("   sd of a 6-fold mean over seeds (faithful)" if spread else "")
+    )
     off = checked = 0
     for d in args.datasets:
         for m in keep[d]:
@@ -84,15 +131,18 @@ def main() -> None:
                 off += verdict == "OFF"
                 line += f"{diff:>+14.3f}  {verdict:<4}"
                 if spread:
-                    per_seed = [np.mean([got[(d, m, f, "passemiers2023", s)][0] for f in range(6)])
-                                for s in range(args.seeds)]
+                    per_seed = [
+                        np.mean([got[(d, m, f, "passemiers2023", s)][0] for f in range(6)]) for s in range(args.seeds)
+                    ]
                     line += f"   {np.std(per_seed, ddof=1):.3f}"
             print(line, flush=True)
     seconds = {p: np.mean([got[j][1] for j in jobs if j[3] == p]) for p in args.presets}
     print("mean seconds per fit: " + ", ".join(f"{short.get(p, p)} {s:.2f}" for p, s in seconds.items()))
     if checked:
-        print(f"faithful within ±{TOLERANCE} of the published value at {checked - off} of {checked} points "
-              f"where it is ≥ 0.6")
+        print(
+            f"faithful within ±{TOLERANCE} of the published value at {checked - off} of {checked} points "
+            f"where it is ≥ 0.6"
+        )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,6 @@ def make_data(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return mrmr_module.discretise(X, scale=20.0), y
 
 
-
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 when every selection matches, 1 otherwise."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -15,9 +15,9 @@ import argparse
 import time
 
 from synthbench import datasets
-from synthbench.protocol import FoldData, make_folds
 from synthbench.methods import get_method, method_names, run_method
 from synthbench.models import SharedModels, TrainSettings
+from synthbench.protocol import FoldData, make_folds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,13 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     fold = make_folds(ds.n_samples, ds.n_features, n_folds=6, seed=args.seed)[0]
     data = FoldData.from_dataset(ds, fold)
     warm = datasets.make("ring_xor", n_samples=60, n_decoys=0, seed=args.seed)
-    SharedModels(FoldData.from_dataset(warm, make_folds(60, 4, n_folds=2, seed=0)[0]),
-                 TrainSettings(device=args.device)).get("mlp")
+    SharedModels(
+        FoldData.from_dataset(warm, make_folds(60, 4, n_folds=2, seed=0)[0]), TrainSettings(device=args.device)
+    ).get("mlp")
     models = SharedModels(data, TrainSettings(device=args.device))
     t0 = time.perf_counter()
     models.get("mlp")
-    print(f"n={args.n} p={args.p} device={args.device}: MLP trained in {time.perf_counter() - t0:.2f}s "
-          f"(held-out AUROC {models.info['mlp'].get('test_auroc', float('nan')):.3f})")
+    print(
+        f"n={args.n} p={args.p} device={args.device}: MLP trained in {time.perf_counter() - t0:.2f}s "
+        f"(held-out AUROC {models.info['mlp'].get('test_auroc', float('nan')):.3f})"
+    )
     train = models.info["mlp"]["train_seconds"]
     print(f"{'method':<28}{'method s':>10}{'cell s':>10}   (cell: the method plus the MLP training it needs)")
     for name in method_names():

@@ -39,8 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, default=6)
     args = parser.parse_args(argv)
     methods = {"default": default_methods(), "all": method_names()}.get(args.methods) or args.methods.split(",")
-    grid = GridSpec(tuple(args.datasets.split(",")), tuple(methods), tuple(int(d) for d in args.decoys.split(",")),
-                    args.n_samples, args.folds)
+    grid = GridSpec(
+        tuple(args.datasets.split(",")),
+        tuple(methods),
+        tuple(int(d) for d in args.decoys.split(",")),
+        args.n_samples,
+        args.folds,
+    )
     cells = grid.cells()
     with tempfile.TemporaryDirectory() as tmp, ResultStore(Path(tmp) / "overhead.sqlite") as store:
         t0 = time.perf_counter()
@@ -51,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     method_s = sum(parts["methods"].values())
     train_s = sum(parts["training"].values()) + parts["ceiling"]["all"]  # the ceilings are trainings too
     overhead = wall - method_s - train_s
-    print(f"{len(cells)} cells ({summary.failed} failed) in {wall:.1f}s: methods {method_s:.1f}s, "
-          f"model training {train_s:.1f}s, harness overhead {overhead:.1f}s = {100 * overhead / wall:.1f} % of the run")
+    print(
+        f"{len(cells)} cells ({summary.failed} failed) in {wall:.1f}s: methods {method_s:.1f}s, "
+        f"model training {train_s:.1f}s, harness overhead {overhead:.1f}s = {100 * overhead / wall:.1f} % of the run"
+    )
     return 0
 
 

@@ -40,7 +40,6 @@ def make_data(n: int, p: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns 0 when every score vector matches skrebate's, 1 otherwise."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -52,27 +52,42 @@ def main() -> None:
         decoys = (default_decoys(args.dataset),)
     scorers = tuple(args.scorers.split(","))
     options = {"fractions": fractions, **({"repeats": args.repeats} if {"roar", "kar"} & set(scorers) else {})}
-    grid = GridSpec((args.dataset,), tuple(default_methods()), decoys, args.n_samples, args.folds,
-                    scorers=scorers, skip_inapplicable=True, scorer_options=options)
+    grid = GridSpec(
+        (args.dataset,),
+        tuple(default_methods()),
+        decoys,
+        args.n_samples,
+        args.folds,
+        scorers=scorers,
+        skip_inapplicable=True,
+        scorer_options=options,
+    )
     cells = [c for c in grid.cells() if args.fold is None or c.fold == args.fold]
     methods = sorted({c.method for c in cells})
-    print(f"{args.dataset} n={args.n_samples} decoys={decoys or '-'}: "
-          f"{'all folds' if args.fold is None else f'fold {args.fold}'} of {args.folds}, {len(methods)} methods, "
-          f"scorers {', '.join(scorers)}, {dict(options)}, {args.jobs} jobs")
+    print(
+        f"{args.dataset} n={args.n_samples} decoys={decoys or '-'}: "
+        f"{'all folds' if args.fold is None else f'fold {args.fold}'} of {args.folds}, {len(methods)} methods, "
+        f"scorers {', '.join(scorers)}, {dict(options)}, {args.jobs} jobs"
+    )
     executor = SerialExecutor() if args.jobs == 1 else ProcessExecutor(args.jobs)
     with tempfile.TemporaryDirectory() as tmp:
         store_path = args.store or Path(tmp) / "bench.sqlite"
         with ResultStore(store_path) as store:
             start = time.perf_counter()
-            summary = execute(cells, store, executor=executor,
-                              settings=TrainSettings(cache_dir=str(Path(tmp) / "cache")))
+            summary = execute(
+                cells, store, executor=executor, settings=TrainSettings(cache_dir=str(Path(tmp) / "cache"))
+            )
             wall = time.perf_counter() - start
             table = store.cells(c.cell_id for c in cells)
-    print(f"{summary.ok} cells ok, {summary.failed} failed, {summary.skipped} already stored; "
-          f"wall time {wall:.1f} s ({wall / 60:.1f} min)")
+    print(
+        f"{summary.ok} cells ok, {summary.failed} failed, {summary.skipped} already stored; "
+        f"wall time {wall:.1f} s ({wall / 60:.1f} min)"
+    )
     for scorer, g in table.groupby("scorer", sort=False):
-        print(f"  {scorer:6s} scorer seconds: {g['scorer_seconds'].sum():8.1f} in all, "
-              f"{g['scorer_seconds'].mean():6.2f} per cell")
+        print(
+            f"  {scorer:6s} scorer seconds: {g['scorer_seconds'].sum():8.1f} in all, "
+            f"{g['scorer_seconds'].mean():6.2f} per cell"
+        )
     method_seconds = table.drop_duplicates(["method", "fold"])["seconds"].sum()
     print(f"  methods (each once per fold, with the models they need): {method_seconds:.1f} s")
     if args.fold is not None:

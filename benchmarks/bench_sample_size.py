@@ -35,15 +35,20 @@ def main() -> None:
     print(f"{args.dataset}, p = {args.p}, fold 0 of 6; MLP preset {args.model}")
     print(f"{'n':>7} {'method':<12}{'seconds':>9}{'peak MB':>9}{'model AUROC':>13}{'best_k':>8}")
     for n in args.n:
-        cells = [Cell(args.dataset, n, args.p - k, 0, 6, 0, m, model=args.model if get_method(m).uses_preset else None)
-                 for m in args.methods]
+        cells = [
+            Cell(args.dataset, n, args.p - k, 0, 6, 0, m, model=args.model if get_method(m).uses_preset else None)
+            for m in args.methods
+        ]
         t0 = time.perf_counter()
         for cell in cells:  # one task per cell: each trains its own model, timed with it
             (result,) = run_task(FoldTask((cell,)))
             auroc = next(iter((result.model or {}).values()), {}).get("test_auroc", float("nan"))
             peak = "-" if result.peak_memory_bytes is None else f"{result.peak_memory_bytes / 2**20:.0f}"
-            print(f"{n:>7} {cell.method:<12}{result.seconds:>9.1f}{peak:>9}{auroc:>13.3f}"
-                  f"{result.scores.get('best_k', float('nan')):>8.2f}  {result.status} {result.message or ''}", flush=True)
+            print(
+                f"{n:>7} {cell.method:<12}{result.seconds:>9.1f}{peak:>9}{auroc:>13.3f}"
+                f"{result.scores.get('best_k', float('nan')):>8.2f}  {result.status} {result.message or ''}",
+                flush=True,
+            )
         print(f"{n:>7} (all cells, data generated once per cell) {time.perf_counter() - t0:.1f} s")
     print(f"process peak resident memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GB")
 

@@ -45,8 +45,12 @@ def run_cell(method: str, p: int, n: int, threads: int, timeout: float) -> dict:
     """One cell in a subprocess; ``status`` is ``ok``, ``failed``, ``skipped`` or ``timeout``."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-c", _CHILD, method, str(p), str(n), str(threads)],
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, method, str(p), str(n), str(threads)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return {"status": "timeout", "seconds": time.perf_counter() - start, "rss": None, "message": f">{timeout:.0f}s"}
     if proc.returncode != 0:
@@ -98,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
                 stopped = f"{r['status']} at p={p}"
 
     sizes = sorted(args.p)
-    print(f"\nseconds per cell (n={args.n}, {args.threads} thread(s)); peak RSS at the largest size run; "
-          "exponent: slope of log s on log p for p >= 1000")
+    print(
+        f"\nseconds per cell (n={args.n}, {args.threads} thread(s)); peak RSS at the largest size run; "
+        "exponent: slope of log s on log p for p >= 1000"
+    )
     print(f"{'method':<28}" + "".join(f"{p:>11}" for p in sizes) + f"{'peak GiB':>10}{'exponent':>10}")
     for method in methods:
         mine = {p: r for m, p, r in rows if m == method}

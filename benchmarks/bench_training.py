@@ -17,8 +17,7 @@ import numpy as np
 import torch
 
 from synthbench import datasets
-from synthbench.models.mlp import MLPConfig
-from synthbench.models.mlp import train_mlp
+from synthbench.models.mlp import MLPConfig, train_mlp
 
 
 def main() -> None:
@@ -35,7 +34,9 @@ def main() -> None:
     print(f"torch {torch.__version__}, torch threads {torch.get_num_threads()}, train num_threads={threads}")
     # Warm-up: the first training in a process pays ~1 s of one-off torch initialisation.
     warm = datasets.make("xor", n_samples=64, n_decoys=0, seed=0)
-    train_mlp(warm.X, warm.y, config=MLPConfig.from_dict(dict(max_epochs=2)), seed=0, device=args.device, num_threads=threads)
+    train_mlp(
+        warm.X, warm.y, config=MLPConfig.from_dict(dict(max_epochs=2)), seed=0, device=args.device, num_threads=threads
+    )
     for p in args.p:
         ds = datasets.make("xor", n_samples=args.n, n_decoys=p - 2, seed=0)
         times, epochs = [], []

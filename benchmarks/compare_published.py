@@ -55,8 +55,12 @@ def main() -> None:
     parser.add_argument("--store", default="results/synthbench.sqlite")
     parser.add_argument("--suite", default="passemiers2023")
     parser.add_argument("--methods", nargs="+")
-    parser.add_argument("--datasets", nargs="+", default=["ring", "xor", "ring_xor", "ring_xor_sum"],
-                        help="default: the four nonlinear sets (dag's graph is not the paper's; add it by name)")
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=["ring", "xor", "ring_xor", "ring_xor_sum"],
+        help="default: the four nonlinear sets (dag's graph is not the paper's; add it by name)",
+    )
     parser.add_argument("--folds", type=int, default=6, help="folds a configuration needs to be compared")
     parser.add_argument("--rows", action="store_true", help="print every configuration, not only the summary")
     args = parser.parse_args()
@@ -69,12 +73,24 @@ def main() -> None:
         both = both[both.method.isin(args.methods)]
     both = both[both.dataset.isin(args.datasets)]
     if both.empty:
-        raise SystemExit(f"no complete configuration of suite {args.suite!r} in {args.store} matches the published table")
+        raise SystemExit(
+            f"no complete configuration of suite {args.suite!r} in {args.store} matches the published table"
+        )
     both["d_k"] = both.best_k_ours - both.best_k_pub
     both["d_2k"] = both.best_2k_ours - both.best_2k_pub
     pd.set_option("display.width", 200)
     if args.rows:
-        cols = ["method", "dataset", "n_features", "best_k_pub", "best_k_ours", "best_2k_pub", "best_2k_ours", "d_k", "d_2k"]
+        cols = [
+            "method",
+            "dataset",
+            "n_features",
+            "best_k_pub",
+            "best_k_ours",
+            "best_2k_pub",
+            "best_2k_ours",
+            "d_k",
+            "d_2k",
+        ]
         print(both[cols].round(3).to_string(index=False))
         print()
     hard = both[both.n_features > both.k]
@@ -85,12 +101,16 @@ def main() -> None:
         mean_d_k=("d_k", "mean"),
         expected_abs_d_k=("expected_abs_d_k", "mean"),
     )
-    print(f"suite {args.suite!r}, configurations with m > k and all {args.folds} folds stored "
-          "(d = synthbench - published; mean_d_k > 0: synthbench finds more)")
+    print(
+        f"suite {args.suite!r}, configurations with m > k and all {args.folds} folds stored "
+        "(d = synthbench - published; mean_d_k > 0: synthbench finds more)"
+    )
     print(summary.round(3).to_string())
     allabs = pd.concat([hard.d_k, hard.d_2k]).abs()
-    print(f"\nall methods: mean |d| {allabs.mean():.3f} over {len(allabs)} values; "
-          f"{(allabs <= 0.15).mean():.0%} within 0.15")
+    print(
+        f"\nall methods: mean |d| {allabs.mean():.3f} over {len(allabs)} values; "
+        f"{(allabs <= 0.15).mean():.0%} within 0.15"
+    )
 
 
 if __name__ == "__main__":

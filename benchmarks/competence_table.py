@@ -45,8 +45,10 @@ def main() -> None:
         print(f"{model}: {g['passed'].sum()} of {len(g)} fits at or above {args.competence}")
     missing = learnability(fits, args.competence)
     for r in missing[missing["learnable"] == False].itertuples():  # noqa: E712
-        print(f"no model of the store learns {r.dataset}/{r.n_decoys} at n = {r.n_samples} (best {r.best_model}, "
-              f"competence {r.best_competence:.2f})")
+        print(
+            f"no model of the store learns {r.dataset}/{r.n_decoys} at n = {r.n_samples} (best {r.best_model}, "
+            f"competence {r.best_competence:.2f})"
+        )
 
 
 if __name__ == "__main__":

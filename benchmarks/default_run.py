@@ -88,16 +88,23 @@ def main(argv: list[str] | None = None) -> int:
     wall = float(run["wall_seconds"])
     ok = cells[(cells["status"] == "ok") & (cells["run_id"] == run["run_id"])]
     parts = breakdown(ok)
-    print(f"run {run['run_id']}: `{run['command']}`, {len(ok)} cells, {workers} workers, "
-          f"{machine.get('cores')} cores ({machine.get('cpu')})")
-    print(f"wall {wall:.0f} s against the goal of {GOAL_SECONDS:.0f} s: {wall / GOAL_SECONDS:.1f}x over"
-          if wall > GOAL_SECONDS else f"wall {wall:.0f} s, within the goal of {GOAL_SECONDS:.0f} s")
-    rows = [(f"training {kind}", s, f"{int(parts['fits'][kind])} fits, {s / parts['fits'][kind]:.1f} s each")
-            for kind, s in sorted(parts["training"].items(), key=lambda kv: -kv[1])]
+    print(
+        f"run {run['run_id']}: `{run['command']}`, {len(ok)} cells, {workers} workers, "
+        f"{machine.get('cores')} cores ({machine.get('cpu')})"
+    )
+    print(
+        f"wall {wall:.0f} s against the goal of {GOAL_SECONDS:.0f} s: {wall / GOAL_SECONDS:.1f}x over"
+        if wall > GOAL_SECONDS
+        else f"wall {wall:.0f} s, within the goal of {GOAL_SECONDS:.0f} s"
+    )
+    rows = [
+        (f"training {kind}", s, f"{int(parts['fits'][kind])} fits, {s / parts['fits'][kind]:.1f} s each")
+        for kind, s in sorted(parts["training"].items(), key=lambda kv: -kv[1])
+    ]
     rows.append(("learnability ceilings", parts["ceiling"]["all"], "once per fold, read by its other tasks"))
     ranked = sorted(parts["methods"].items(), key=lambda kv: -kv[1])
     rows += [(f"method {name}", s, "") for name, s in ranked[: args.top]]
-    rest = ranked[args.top:]
+    rest = ranked[args.top :]
     rows.append((f"{len(rest)} other methods", sum(s for _, s in rest), ""))
     rows += [(f"scorer {name}", s, "") for name, s in parts["scorers"].items()]
     compute = sum(s for _, s, _ in rows)

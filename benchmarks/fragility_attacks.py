@@ -46,19 +46,29 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     tabular = args.dataset == "xor"
-    data, _ = cell_fold(args.dataset, n_samples=3 * args.rows + 3, seed=0, n_folds=3, fold=0,
-                        n_decoys=100 if tabular else 4)
+    data, _ = cell_fold(
+        args.dataset, n_samples=3 * args.rows + 3, seed=0, n_folds=3, fold=0, n_decoys=100 if tabular else 4
+    )
     kind = data.kind
     models = SharedModels(data, preset="sparse_mlp" if tabular else None)
     model = models.get("mlp" if tabular else "cnn")
-    names = args.methods.split(",") if args.methods else [
-        n for n in method_names() if kind in get_method(n).inputs and attack_access(get_method(n), kind) == "gradient"]
+    names = (
+        args.methods.split(",")
+        if args.methods
+        else [
+            n
+            for n in method_names()
+            if kind in get_method(n).inputs and attack_access(get_method(n), kind) == "gradient"
+        ]
+    )
     eps = args.eps if args.eps is not None else (0.1 if tabular else 8 / 255)
     options = {"max_examples": args.rows, **({"iterations": args.iterations} if args.iterations else {})}
     scorer = configure_scorer("fragility", options)
     sub = data.first(args.rows)
-    print(f"{args.dataset}: {len(sub.X_explain)} rows of shape {data.input_shape}, eps {eps:.4g}, "
-          f"{scorer.iterations_for(kind)} iterations, torch threads {torch.get_num_threads()}")
+    print(
+        f"{args.dataset}: {len(sub.X_explain)} rows of shape {data.input_shape}, eps {eps:.4g}, "
+        f"{scorer.iterations_for(kind)} iterations, torch threads {torch.get_num_threads()}"
+    )
     print(f"{'method':<24} {'top-k attack s':>15} {'cell s':>8} {'topk_intersection':>18}")
     total = 0.0
     for name in names:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from timing import best_of, timed
 
 from synthbench.attribution import attribute
 from synthbench.methods import get_method
@@ -48,11 +49,11 @@ from synthbench.protocol import cell_fold
 from synthbench.scoring.fragility.budget import Budget
 from synthbench.scoring.fragility.sensitivity import sensitivities
 
-from timing import best_of, timed
-
 #: Per dataset: the fold (n_samples, folds: one fold's test part is the explained rows), decoys, model kind, preset.
-SETUPS = {"xor": dict(n_samples=1000, folds=5, decoys=100, kind="mlp", preset="sparse_mlp", eps=0.1, rows=200),
-          "shapes": dict(n_samples=500, folds=5, decoys=None, kind="cnn", preset="cnn", eps=8 / 255, rows=100)}
+SETUPS = {
+    "xor": dict(n_samples=1000, folds=5, decoys=100, kind="mlp", preset="sparse_mlp", eps=0.1, rows=200),
+    "shapes": dict(n_samples=500, folds=5, decoys=None, kind="cnn", preset="cnn", eps=8 / 255, rows=100),
+}
 
 
 def as_captum(fn: Callable[..., torch.Tensor]) -> Callable[..., Any]:
@@ -75,7 +76,7 @@ def replaying(x: np.ndarray, draws: list[np.ndarray]) -> Callable[[torch.Tensor]
 
     def perturb_func(inputs: torch.Tensor) -> torch.Tensor:
         c = inputs.shape[0] // n
-        chunk = np.stack(draws[used[0]:used[0] + c], axis=1).reshape(n * c, *x.shape[1:])
+        chunk = np.stack(draws[used[0] : used[0] + c], axis=1).reshape(n * c, *x.shape[1:])
         used[0] += c
         return torch.as_tensor(chunk, dtype=inputs.dtype, device=inputs.device)
 
@@ -102,8 +103,14 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     setup = SETUPS[args.dataset]
     eps = float(Fraction(args.eps)) if args.eps is not None else setup["eps"]
-    data, _ = cell_fold(args.dataset, n_samples=setup["n_samples"], seed=args.seed, n_decoys=setup["decoys"],
-                        n_folds=setup["folds"], fold=0)
+    data, _ = cell_fold(
+        args.dataset,
+        n_samples=setup["n_samples"],
+        seed=args.seed,
+        n_decoys=setup["decoys"],
+        n_folds=setup["folds"],
+        fold=0,
+    )
     data = data.first(args.rows or setup["rows"])
     models = SharedModels(data, preset=setup["preset"])
     model, train_seconds = timed(models.get, setup["kind"])
@@ -115,9 +122,12 @@ def main() -> None:
     captum_target = 0 if one_logit else target
     x = data.X_explain
     n, shape = len(x), "x".join(map(str, data.input_shape))
-    print(f"{args.dataset}: {n} explained rows of {shape}; {setup['kind']} ({setup['preset']}) trained in "
-          f"{train_seconds:.1f} s; method {args.method}{' ' + str(params) if params else ''}; eps {eps:.4g}, {args.samples} samples; "
-          f"{torch.get_num_threads()} torch thread(s)")
+    print(
+        f"{args.dataset}: {n} explained rows of {shape}; {setup['kind']} ({setup['preset']}) trained in "
+        f"{train_seconds:.1f} s; method {args.method}{' ' + str(params) if params else ''}; "
+        f"eps {eps:.4g}, {args.samples} samples; "
+        f"{torch.get_num_threads()} torch thread(s)"
+    )
 
     budget = Budget.for_fold(data, eps, "linf")
 
@@ -146,16 +156,28 @@ def main() -> None:
         perturb_words = "the cube scaled by each feature's sd"
 
     def captum(explanation: Callable[..., Any], perturb_func: Callable[..., Any]) -> np.ndarray:
-        values = sensitivity_max(explanation, torch.as_tensor(x), perturb_func=perturb_func, perturb_radius=eps,
-                                 n_perturb_samples=args.samples, max_examples_per_batch=args.max_examples_per_batch,
-                                 target=captum_target)
+        values = sensitivity_max(
+            explanation,
+            torch.as_tensor(x),
+            perturb_func=perturb_func,
+            perturb_radius=eps,
+            n_perturb_samples=args.samples,
+            max_examples_per_batch=args.max_examples_per_batch,
+            target=captum_target,
+        )
         return values.detach().numpy().astype(np.float64)
 
     for explanation in explainers.values():  # warm-up, not timed (first calls allocate and pick kernels)
         explanation(torch.as_tensor(x[:8]), target=captum_target if one_logit else captum_target[:8])
     (found, draws), our_seconds = best_of(args.repeats, ours)
-    rows = [("synthbench: Budget.uniform + attribute + sensitivities", our_seconds,
-             float(np.nanmean(found["max_sensitivity"])), "")]
+    rows = [
+        (
+            "synthbench: Budget.uniform + attribute + sensitivities",
+            our_seconds,
+            float(np.nanmean(found["max_sensitivity"])),
+            "",
+        )
+    ]
     for label, explanation in explainers.items():
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(args.seed)
@@ -166,12 +188,16 @@ def main() -> None:
 
     print(f"captum's perturbation: {perturb_words}; max_examples_per_batch {args.max_examples_per_batch}")
     width = max(len(r[0]) for r in rows)
-    print(f"{'':{width}s}  {'seconds':>9s}  {'/ synthbench':>12s}  {'mean max-sens':>13s}  "
-          f"{'max |diff|, same draws':>22s}")
+    print(
+        f"{'':{width}s}  {'seconds':>9s}  {'/ synthbench':>12s}  {'mean max-sens':>13s}  "
+        f"{'max |diff|, same draws':>22s}"
+    )
     for label, seconds, mean, diff in rows:
         print(f"{label:{width}s}  {seconds:9.3f}  {seconds / our_seconds:12.2f}  {mean:13.4f}  {diff:>22s}")
-    print(f"(> 1 in '/ synthbench': synthbench is faster; best of {args.repeats}; synthbench also returns "
-          "average-sensitivity and the local Lipschitz estimate in that time)")
+    print(
+        f"(> 1 in '/ synthbench': synthbench is faster; best of {args.repeats}; synthbench also returns "
+        "average-sensitivity and the local Lipschitz estimate in that time)"
+    )
 
 
 if __name__ == "__main__":

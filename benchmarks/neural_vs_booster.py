@@ -49,16 +49,28 @@ def main(argv: list[str] | None = None) -> int:
                     read = info.get("inputs_read")
                     truth = set(np.flatnonzero(data.relevant).tolist())
                     mark = "" if read is None else ("*" if set(read) == truth else "") + str(read[:6])
-                    rows.append({"setting": f"{dataset}/{decoys}", "n": n, "fold": fold,
-                                 "mlp": info["test_accuracy"], "gbm": gbm["test_accuracy"],
-                                 "chance": gbm["chance"], "ceiling": gbm["ceiling_accuracy"]})
-                    print(f"{dataset}/{decoys:<6} n={n:<6} fold {fold}: mlp {info['test_accuracy']:.3f}  gbm "
-                          f"{gbm['test_accuracy']:.3f}  ceiling {gbm['ceiling_accuracy']:.3f}  reads {mark}  "
-                          f"{seconds:.0f}s", flush=True)
+                    rows.append(
+                        {
+                            "setting": f"{dataset}/{decoys}",
+                            "n": n,
+                            "fold": fold,
+                            "mlp": info["test_accuracy"],
+                            "gbm": gbm["test_accuracy"],
+                            "chance": gbm["chance"],
+                            "ceiling": gbm["ceiling_accuracy"],
+                        }
+                    )
+                    print(
+                        f"{dataset}/{decoys:<6} n={n:<6} fold {fold}: mlp {info['test_accuracy']:.3f}  gbm "
+                        f"{gbm['test_accuracy']:.3f}  ceiling {gbm['ceiling_accuracy']:.3f}  reads {mark}  "
+                        f"{seconds:.0f}s",
+                        flush=True,
+                    )
     table = pd.DataFrame(rows).groupby(["setting", "n"], sort=False)[["mlp", "gbm", "chance", "ceiling"]].mean()
     above = table["gbm"] - table["chance"] > 0.05
-    table["target met"] = np.where(above, (table["mlp"] >= table["gbm"] - 0.05).map({True: "yes", False: "no"}),
-                                   "booster at chance")
+    table["target met"] = np.where(
+        above, (table["mlp"] >= table["gbm"] - 0.05).map({True: "yes", False: "no"}), "booster at chance"
+    )
     print(table.round(3).to_string())
     return 0
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from timing import best_of, timed
 
 from synthbench import datasets
 from synthbench.datasets.base import default_decoys
@@ -46,8 +47,6 @@ from synthbench.protocol import FoldData, cell_fold
 from synthbench.scoring import configure_scorer, get_scorer
 from synthbench.scoring.base import explained_model
 
-from timing import best_of, timed
-
 
 def quantus_explain_func(spec: MethodSpec, data: FoldData, trained: Any) -> Callable[..., np.ndarray]:
     """Quantus' ``explain_func``: the method's recipe on the module Quantus passes, for Quantus' targets."""
@@ -57,9 +56,14 @@ def quantus_explain_func(spec: MethodSpec, data: FoldData, trained: Any) -> Call
     def explain_func(model: torch.nn.Module, inputs: np.ndarray, targets: np.ndarray, **kwargs: Any) -> np.ndarray:
         network = copy.copy(trained)
         network.module = model
-        maps = spec.recipe.explain(network, data, data.rng("method", spec.name), params,
-                                   inputs=np.asarray(inputs, dtype=np.float32),
-                                   targets=None if one_logit else np.asarray(targets))
+        maps = spec.recipe.explain(
+            network,
+            data,
+            data.rng("method", spec.name),
+            params,
+            inputs=np.asarray(inputs, dtype=np.float32),
+            targets=None if one_logit else np.asarray(targets),
+        )
         return maps.detach().cpu().numpy().astype(np.float64)
 
     return explain_func
@@ -68,7 +72,9 @@ def quantus_explain_func(spec: MethodSpec, data: FoldData, trained: Any) -> Call
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", default="xor", help="a tabular generator, or shapes for the image CNN")
-    p.add_argument("--decoys", type=int, default=None, help="decoys (default: 100 on tables, the generator's on images)")
+    p.add_argument(
+        "--decoys", type=int, default=None, help="decoys (default: 100 on tables, the generator's on images)"
+    )
     p.add_argument("--n-samples", type=int, default=1000)
     p.add_argument("--folds", type=int, default=6)
     p.add_argument("--fold", type=int, default=0)
@@ -89,42 +95,60 @@ def main() -> None:
     decoys = args.decoys
     if decoys is None and datasets.spec(args.dataset).decoys:
         decoys = 100 if datasets.spec(args.dataset).kind == "tabular" else default_decoys(args.dataset)
-    data, _ = cell_fold(args.dataset, n_samples=args.n_samples, seed=args.seed, n_decoys=decoys, n_folds=args.folds,
-                        fold=args.fold)
+    data, _ = cell_fold(
+        args.dataset, n_samples=args.n_samples, seed=args.seed, n_decoys=decoys, n_folds=args.folds, fold=args.fold
+    )
     models = SharedModels(data, TrainSettings(device=args.device))
     (kind, model), train_seconds = timed(explained_model, spec, data, models)
     output = run_method(spec, data, models)
     n, shape = len(data.X_explain), "x".join(map(str, data.input_shape))
-    print(f"{args.dataset} n_samples={args.n_samples} decoys={decoys} fold {args.fold} of {args.folds}: "
-          f"{n} explained rows of {shape}; {kind} (default preset) trained in {train_seconds:.1f} s; "
-          f"method {args.method}; {args.device}, {args.threads} torch thread(s)")
+    print(
+        f"{args.dataset} n_samples={args.n_samples} decoys={decoys} fold {args.fold} of {args.folds}: "
+        f"{n} explained rows of {shape}; {kind} (default preset) trained in {train_seconds:.1f} s; "
+        f"method {args.method}; {args.device}, {args.threads} torch thread(s)"
+    )
 
     scorer = configure_scorer("randomisation", {"measures": "spearman_abs"})
     scores, ours = best_of(args.repeats, lambda: scorer.score(output, data, spec, models))
     our_states = len(next(iter(scores.curves.values())).x) - 1
     every, ours_every = best_of(args.repeats, lambda: get_scorer("randomisation").score(output, data, spec, models))
 
-    metric = quantus.MPRT(layer_order="top_down", similarity_func=correlation_spearman, abs=True, normalise=True,
-                          disable_warnings=True)
+    metric = quantus.MPRT(
+        layer_order="top_down", similarity_func=correlation_spearman, abs=True, normalise=True, disable_warnings=True
+    )
     explain = quantus_explain_func(spec, data, model)
 
     def run_quantus() -> dict[str, list[float]]:
         with torch.random.fork_rng(devices=[] if args.device == "cpu" else None):
-            return metric(model=model.module, x_batch=data.X_explain, y_batch=np.asarray(data.y_explain),
-                          explain_func=explain, batch_size=args.batch_size, device=args.device)
+            return metric(
+                model=model.module,
+                x_batch=data.X_explain,
+                y_batch=np.asarray(data.y_explain),
+                explain_func=explain,
+                batch_size=args.batch_size,
+                device=args.device,
+            )
 
     theirs_scores, theirs = best_of(args.repeats, run_quantus)
     their_states = len(theirs_scores) - 1
 
-    rows = [("model states", our_states, their_states),
-            ("explain passes (2 of the trained model + states)", our_states + 2, their_states + 2),
-            ("rows explained", n * (our_states + 2), n * (their_states + 2)),
-            ("measures per state", 1, 1),
-            ("|a| Spearman at the fully randomised model", f"{scores['randomisation_spearman_abs_final']:.3f}",
-             f"{np.mean(list(theirs_scores.values())[-1]):.3f}"),
-            ("seconds (best of {})".format(args.repeats), f"{ours:.3f}", f"{theirs:.3f}"),
-            (f"seconds, every default measure ({len(every.curves) - ('activation_scale' in every.curves)})",
-             f"{ours_every:.3f}", "")]
+    rows = [
+        ("model states", our_states, their_states),
+        ("explain passes (2 of the trained model + states)", our_states + 2, their_states + 2),
+        ("rows explained", n * (our_states + 2), n * (their_states + 2)),
+        ("measures per state", 1, 1),
+        (
+            "|a| Spearman at the fully randomised model",
+            f"{scores['randomisation_spearman_abs_final']:.3f}",
+            f"{np.mean(list(theirs_scores.values())[-1]):.3f}",
+        ),
+        ("seconds (best of {})".format(args.repeats), f"{ours:.3f}", f"{theirs:.3f}"),
+        (
+            f"seconds, every default measure ({len(every.curves) - ('activation_scale' in every.curves)})",
+            f"{ours_every:.3f}",
+            "",
+        ),
+    ]
     width = max(len(r[0]) for r in rows)
     print(f"{'':{width}s}  {'synthbench':>12s}  {'Quantus 0.6':>12s}")
     for label, a, b in rows:

@@ -27,9 +27,8 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from synthbench import datasets
+from synthbench.models.mlp import MLPConfig, train_mlp
 from synthbench.protocol import FoldData, make_folds
-from synthbench.models.mlp import MLPConfig
-from synthbench.models.mlp import train_mlp
 
 #: The search space: each trial draws one value per key, uniformly.
 SPACE = {
@@ -43,7 +42,9 @@ SPACE = {
 }
 #: Settings every trial shares: stop on validation AUROC, patience from the best epoch, true restore.
 COMMON = dict(monitor="auroc", stopping="best", patience=30, restore="best", max_epochs=400)
-PROBE = dict(width=128, depth=2, noise_sigma=0.0, weight_decay=1e-5, l1_first_layer=1e-3, lr=1e-3, lr_schedule="constant")
+PROBE = dict(
+    width=128, depth=2, noise_sigma=0.0, weight_decay=1e-5, l1_first_layer=1e-3, lr=1e-3, lr_schedule="constant"
+)
 
 
 def trials(n: int, seed: int) -> list[MLPConfig]:
@@ -75,19 +76,33 @@ def main() -> None:
                 t0 = time.perf_counter()
                 model = train_mlp(data.X_train, data.y_train, config=config, seed=data.random_state("model", "mlp"))
                 test = roc_auc_score(data.y_test, model.predict_proba(data.X_test)[:, 1])
-                rows.append({"trial": t, **{k: getattr(config, k) for k in SPACE}, "dataset": name, "fold": data.fold,
-                             "val_auroc": model.history["val_auroc"][model.best_epoch], "test_auroc": test,
-                             "epochs": model.epochs_run, "seconds": time.perf_counter() - t0})
+                rows.append(
+                    {
+                        "trial": t,
+                        **{k: getattr(config, k) for k in SPACE},
+                        "dataset": name,
+                        "fold": data.fold,
+                        "val_auroc": model.history["val_auroc"][model.best_epoch],
+                        "test_auroc": test,
+                        "epochs": model.epochs_run,
+                        "seconds": time.perf_counter() - t0,
+                    }
+                )
         last = pd.DataFrame([r for r in rows if r["trial"] == t])
-        print(f"trial {t:2d}: " + ", ".join(f"{k}={getattr(config, k)}" for k in SPACE) +
-              f" -> val {last['val_auroc'].mean():.3f} test {last['test_auroc'].mean():.3f} ({last['seconds'].sum():.0f}s)",
-              flush=True)
+        print(
+            f"trial {t:2d}: "
+            + ", ".join(f"{k}={getattr(config, k)}" for k in SPACE)
+            + f" -> val {last['val_auroc'].mean():.3f} test {last['test_auroc'].mean():.3f}"
+            + f" ({last['seconds'].sum():.0f}s)",
+            flush=True,
+        )
     frame = pd.DataFrame(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)
     per = frame.pivot_table(index="trial", columns="dataset", values=["val_auroc", "test_auroc"], aggfunc="mean")
-    summary = frame.groupby("trial").agg(val=("val_auroc", "mean"), test=("test_auroc", "mean"),
-                                         l1=("l1_first_layer", "first"), s=("seconds", "mean"))
+    summary = frame.groupby("trial").agg(
+        val=("val_auroc", "mean"), test=("test_auroc", "mean"), l1=("l1_first_layer", "first"), s=("seconds", "mean")
+    )
     print("\nheld-out AUROC per trial and dataset (mean over folds):")
     print(per["test_auroc"].round(3).to_string())
     print("\nselection (mean validation AUROC over datasets and folds):")

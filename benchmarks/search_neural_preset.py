@@ -61,23 +61,38 @@ def main(argv: list[str] | None = None) -> int:
                 key = _key(args.space, dataset, decoys, args.seed, fold, args.budget)
                 if key not in cache:
                     t0 = time.perf_counter()
-                    _, trials = search_mlp(data.X_train, data.y_train, budget=args.budget,
-                                           seed=data.random_state("search"), space=args.space)
+                    _, trials = search_mlp(
+                        data.X_train,
+                        data.y_train,
+                        budget=args.budget,
+                        seed=data.random_state("search"),
+                        space=args.space,
+                    )
                     best = max(trials, key=lambda t: (t.accuracy, -t.number))
-                    cache[key] = {"params": best.params, "selection_accuracy": best.accuracy,
-                                  "trials": [[t.params, t.accuracy] for t in trials],
-                                  "seconds": time.perf_counter() - t0}
+                    cache[key] = {
+                        "params": best.params,
+                        "selection_accuracy": best.accuracy,
+                        "trials": [[t.params, t.accuracy] for t in trials],
+                        "seconds": time.perf_counter() - t0,
+                    }
                     args.cache.parent.mkdir(parents=True, exist_ok=True)
                     args.cache.write_text(json.dumps(cache, indent=1))
                 found = cache[key]
-                model = train_mlp(data.X_train, data.y_train, config=config_of(found["params"], args.space),
-                                  seed=data.random_state("model", "mlp"))
+                model = train_mlp(
+                    data.X_train,
+                    data.y_train,
+                    config=config_of(found["params"], args.space),
+                    seed=data.random_state("model", "mlp"),
+                )
                 mlp = float(np.mean(model.predict(data.X_test) == data.y_test))
                 models = SharedModels(data, TrainSettings())
                 models.get("gbm")
                 gbm = models.info["gbm"]["test_accuracy"]
-                print(f"{dataset + '/' + str(decoys):<20}{fold:>5}{found['selection_accuracy']:>15.3f}{mlp:>14.3f}"
-                      f"{gbm:>14.3f}  {found['params']}", flush=True)
+                print(
+                    f"{dataset + '/' + str(decoys):<20}{fold:>5}{found['selection_accuracy']:>15.3f}{mlp:>14.3f}"
+                    f"{gbm:>14.3f}  {found['params']}",
+                    flush=True,
+                )
     return 0
 
 

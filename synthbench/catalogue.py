@@ -19,8 +19,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Abilities", "MetricInfo", "ScorerInfo", "ModelInfo", "Catalogue", "find_metric", "scorer_to_json",
-           "scorer_from_json"]
+__all__ = [
+    "Abilities",
+    "MetricInfo",
+    "ScorerInfo",
+    "ModelInfo",
+    "Catalogue",
+    "find_metric",
+    "scorer_to_json",
+    "scorer_from_json",
+]
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,8 @@ class MetricInfo:
     truth_based: bool = False
 
     def metadata(self) -> tuple[object, ...]:
-        """What two declarations of one metric must share to be the same metric: direction, limits, unit, description."""
+        """What two declarations of one metric must share to be the same metric: direction, limits, unit,
+        description."""
         return self.direction, tuple(self.limits), self.unit, self.description
 
 
@@ -136,8 +145,9 @@ def find_metric(name: str, owners: Iterable[Any]) -> Any:
         valid = sorted({m for o in owners for m in o.metrics})
         raise KeyError(f"unknown metric {name!r}; valid names: {', '.join(valid)}")
     if len({o.metrics[name].metadata() for o in found}) > 1:
-        raise KeyError(f"metric {name!r} is declared differently by several scorers ({', '.join(o.name for o in found)}); "
-                       "name one")
+        raise KeyError(
+            f"metric {name!r} is declared differently by several scorers ({', '.join(o.name for o in found)}); name one"
+        )
     return found[0].metrics[name]
 
 
@@ -168,13 +178,16 @@ class Catalogue:
 def scorer_to_json(info: ScorerInfo) -> tuple[str, str]:
     """``(metrics, abilities)``: the JSON texts the store keeps of a scorer (:func:`scorer_from_json` reads them),
     metrics in the order the scorer declares them (a report leads with the first)."""
-    metrics = {name: {f.name: getattr(m, f.name) for f in dataclasses.fields(MetricInfo) if f.name != "name"}
-               for name, m in info.metrics.items()}
+    metrics = {
+        name: {f.name: getattr(m, f.name) for f in dataclasses.fields(MetricInfo) if f.name != "name"}
+        for name, m in info.metrics.items()
+    }
     return json.dumps(metrics), json.dumps(dataclasses.asdict(info.abilities))  # in declaration order: the first leads
 
 
 def scorer_from_json(name: str, metrics: str, abilities: str, plugin: str | None = None) -> ScorerInfo:
     """The :class:`ScorerInfo` of the texts :func:`scorer_to_json` wrote (lists read back as tuples)."""
+
     def known(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:  # a later version's fields are left out
         names = {f.name for f in dataclasses.fields(cls)}
         return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in names and k != "name"}

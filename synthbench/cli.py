@@ -19,8 +19,20 @@ from typing import NoReturn
 from synthbench.defaults import COMPETENCE_THRESHOLD, DATA_DIR_ENV, check_threshold
 from synthbench.plugins import PluginError, import_plugin, is_plugin_path
 
-__all__ = ["DEFAULT_STORE", "UsageError", "OneLineParser", "parse_names", "add_common_options", "add_data_dir_option",
-           "data_dir", "setup_logging", "load_plugins", "print_error", "add_competence_options", "competence_threshold"]
+__all__ = [
+    "DEFAULT_STORE",
+    "UsageError",
+    "OneLineParser",
+    "parse_names",
+    "add_common_options",
+    "add_data_dir_option",
+    "data_dir",
+    "setup_logging",
+    "load_plugins",
+    "print_error",
+    "add_competence_options",
+    "competence_threshold",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,27 +64,46 @@ def parse_names(text: str, valid: list[str], what: str) -> tuple[str, ...]:
 
 def add_common_options(parser: argparse.ArgumentParser, plugin_help: str) -> None:
     """``--plugin MODULE|PATH.py`` (repeatable) and ``--debug``."""
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE|PATH.py",
-                        help=f"{plugin_help}; a module name or a path to a .py file; repeatable")
-    parser.add_argument("--debug", action="store_true",
-                        help="log synthbench's debug messages, with the traceback of a plugin that fails to import")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE|PATH.py",
+        help=f"{plugin_help}; a module name or a path to a .py file; repeatable",
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="log synthbench's debug messages, with the traceback of a plugin that fails to import",
+    )
 
 
 def add_data_dir_option(parser: argparse.ArgumentParser, purpose: str) -> None:
     """``--data-dir PATH``, the folder of data sets read from files (default: ``$SYNTHBENCH_DATA_DIR``)."""
-    parser.add_argument("--data-dir", type=Path, default=os.environ.get(DATA_DIR_ENV) or None,
-                        help=f"folder of local image files (mnist, fashion_mnist, cifar10), {purpose}; "
-                             f"default: ${DATA_DIR_ENV}")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=os.environ.get(DATA_DIR_ENV) or None,
+        help=f"folder of local image files (mnist, fashion_mnist, cifar10), {purpose}; default: ${DATA_DIR_ENV}",
+    )
 
 
 def add_competence_options(parser: argparse.ArgumentParser) -> None:
     """``--competence T`` (the threshold below which an explained model did not learn) and ``--all-models``."""
-    parser.add_argument("--competence", type=float, default=COMPETENCE_THRESHOLD, metavar="T",
-                        help="a model whose competence, (accuracy - chance) / (ceiling - chance) on held-out rows, is "
-                             "below T did not learn: cells explaining it are left out of the leaderboard, summary and "
-                             "verdict agreement (default: %(default)s; strictly between 0 and 1)")
-    parser.add_argument("--all-models", action="store_true",
-                        help="average in the cells of models below the competence threshold too (marked)")
+    parser.add_argument(
+        "--competence",
+        type=float,
+        default=COMPETENCE_THRESHOLD,
+        metavar="T",
+        help="a model whose competence, (accuracy - chance) / (ceiling - chance) on held-out rows, is "
+        "below T did not learn: cells explaining it are left out of the leaderboard, summary and "
+        "verdict agreement (default: %(default)s; strictly between 0 and 1)",
+    )
+    parser.add_argument(
+        "--all-models",
+        action="store_true",
+        help="average in the cells of models below the competence threshold too (marked)",
+    )
 
 
 def competence_threshold(args: argparse.Namespace) -> float:

@@ -58,10 +58,22 @@ def get_kind(name: str) -> InputKind:
     return INPUT_KINDS[name]
 
 
-register_kind(InputKind("tabular", "tables", 2, True, "decoy", "100,1000", "mlp", "best_k",
-                        "one score per column (p,)"))
-register_kind(InputKind("image", "images", 4, False, "distractor", "0,4", "cnn", "rank_accuracy",
-                        "a relevance per channel and pixel (C, H, W)"))
+register_kind(
+    InputKind("tabular", "tables", 2, True, "decoy", "100,1000", "mlp", "best_k", "one score per column (p,)")
+)
+register_kind(
+    InputKind(
+        "image",
+        "images",
+        4,
+        False,
+        "distractor",
+        "0,4",
+        "cnn",
+        "rank_accuracy",
+        "a relevance per channel and pixel (C, H, W)",
+    )
+)
 
 #: The names of the built-in input kinds, in registration order.
 KINDS = tuple(INPUT_KINDS.names())

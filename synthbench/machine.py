@@ -42,7 +42,9 @@ def describe_machine() -> dict[str, Any]:
     """
     import torch
 
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    gpus = (
+        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    )
     return {
         "host": platform.node(),
         "platform": platform.platform(),

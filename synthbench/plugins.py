@@ -54,8 +54,9 @@ def _import_module(item: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         if item == missing or item.startswith(missing + "."):  # the plugin itself, not a module it imports
-            raise PluginError(f"No module named {item!r} (a plugin is a module on the Python path or a path to a "
-                              f".py file)") from exc
+            raise PluginError(
+                f"No module named {item!r} (a plugin is a module on the Python path or a path to a .py file)"
+            ) from exc
         raise PluginError(_raised(item, exc), raised=True) from exc
     except Exception as exc:  # noqa: BLE001 - whatever the plugin raised, named on one line
         raise PluginError(_raised(item, exc), raised=True) from exc

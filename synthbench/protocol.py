@@ -24,8 +24,16 @@ from synthbench import datasets
 from synthbench.datasets import Dataset
 from synthbench.kinds import get_kind
 
-__all__ = ["Fold", "FoldData", "MethodOutput", "MethodOutputError", "make_folds", "dataset_folds", "cell_fold",
-           "seed_stream"]
+__all__ = [
+    "Fold",
+    "FoldData",
+    "MethodOutput",
+    "MethodOutputError",
+    "make_folds",
+    "dataset_folds",
+    "cell_fold",
+    "seed_stream",
+]
 
 """Input kinds whose columns each fold permutes (tables); other kinds are passed through."""
 
@@ -117,8 +125,10 @@ class FoldData:
             raise ValueError(f"explain must be 'test' or 'train', got {explain!r}")
         perm = fold.permutation
         if (perm is None) == get_kind(ds.kind).permuted:
-            raise ValueError(f"a {ds.kind} dataset needs folds {'with' if perm is None else 'without'} a column "
-                             "permutation (see dataset_folds)")
+            raise ValueError(
+                f"a {ds.kind} dataset needs folds {'with' if perm is None else 'without'} a column "
+                "permutation (see dataset_folds)"
+            )
         X = ds.X if perm is None else ds.X[:, perm]
         rows = fold.test if explain == "test" else fold.train
         local = ds.relevant_local
@@ -165,8 +175,9 @@ class FoldData:
         if len(self.X_explain) <= n:
             return self
         local = None if self.relevant_local is None else self.relevant_local[:n]
-        return dataclasses.replace(self, X_explain=self.X_explain[:n], y_explain=self.y_explain[:n],
-                                   relevant_local=local)
+        return dataclasses.replace(
+            self, X_explain=self.X_explain[:n], y_explain=self.y_explain[:n], relevant_local=local
+        )
 
     def rng(self, *labels: int | str) -> np.random.Generator:
         """A generator for this fold and the given labels (e.g. a method name)."""
@@ -177,9 +188,18 @@ class FoldData:
         return int(seed_stream(self.seed, "fold", self.fold, *labels).generate_state(1)[0] % (2**31 - 1))
 
 
-def cell_fold(dataset: str, *, n_samples: int, seed: int, n_folds: int, fold: int, n_decoys: int | None = None,
-              dataset_params: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
-              explain: Literal["test", "train"] = "test", data_dir: str | None = None) -> tuple[FoldData, Fold]:
+def cell_fold(
+    dataset: str,
+    *,
+    n_samples: int,
+    seed: int,
+    n_folds: int,
+    fold: int,
+    n_decoys: int | None = None,
+    dataset_params: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
+    explain: Literal["test", "train"] = "test",
+    data_dir: str | None = None,
+) -> tuple[FoldData, Fold]:
     """The fold one cell runs on, built from the cell's configuration: its :class:`FoldData` and its :class:`Fold`.
 
     The registered generator ``dataset`` makes ``n_samples`` rows from ``seed`` (with ``n_decoys``

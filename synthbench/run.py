@@ -16,9 +16,20 @@ from typing import TYPE_CHECKING, Any
 # Only what the parser and the checks of numbers, counts and paths need: bad input is answered before torch and the
 # registries are imported (the rest is imported where it is used).
 from synthbench import __version__
-from synthbench.cli import (DEFAULT_STORE, OneLineParser, UsageError, add_common_options, add_competence_options,
-                            add_data_dir_option, competence_threshold, data_dir, load_plugins, parse_names, print_error,
-                            setup_logging)
+from synthbench.cli import (
+    DEFAULT_STORE,
+    OneLineParser,
+    UsageError,
+    add_common_options,
+    add_competence_options,
+    add_data_dir_option,
+    competence_threshold,
+    data_dir,
+    load_plugins,
+    parse_names,
+    print_error,
+    setup_logging,
+)
 from synthbench.defaults import DEFAULT_GPUS_PER_CELL, RUN_PRESETS
 from synthbench.kinds import INPUT_KINDS, get_kind
 from synthbench.machine import usable_cores
@@ -32,25 +43,60 @@ DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
 GRID_FLAGS: dict[str, tuple[str | int, dict[str, Any]]] = {
     "--datasets": (",".join(DEFAULT_DATASETS), dict(help="comma-separated dataset names")),
     "--methods": ("default", dict(help="comma-separated method names, 'default' or 'all'")),
-    "--decoys": (", ".join(f"{k.default_decoys} on {k.plural}" for k in INPUT_KINDS.values()),
-                 dict(help="comma-separated decoy counts (distractor glyphs on images), for every dataset that "
-                           "takes decoys")),
+    "--decoys": (
+        ", ".join(f"{k.default_decoys} on {k.plural}" for k in INPUT_KINDS.values()),
+        dict(help="comma-separated decoy counts (distractor glyphs on images), for every dataset that takes decoys"),
+    ),
     "--n-samples": ("1000", dict(help="comma-separated sample sizes")),
     "--folds": (6, dict(type=int, help="cross-validation folds, unshuffled")),
     "--seed": (0, dict(type=int, help="seed of every random stream, a non-negative integer")),
     "--explain": ("test", dict(choices=("test", "train"), help="rows attribution methods explain")),
-    "--model": (",".join(RUN_PRESETS), dict(help="comma-separated presets the neural methods explain: MLP presets on "
-                                                "tables, CNN presets on images (see --list; images default to cnn)")),
+    "--model": (
+        ",".join(RUN_PRESETS),
+        dict(
+            help="comma-separated presets the neural methods explain: MLP presets on "
+            "tables, CNN presets on images (see --list; images default to cnn)"
+        ),
+    ),
     "--scorer": ("ground_truth", dict(help="comma-separated scorers, each a separate result (see --list)")),
 }
-EXPORT_COLUMNS = ["dataset", "dataset_params", "n_samples", "n_decoys", "n_features", "k", "method", "model_preset",
-                  "judged", "judged_model", "control", "explain", "scorer", "scorer_params", "fold", "seed", "metric",
-                  "value", "chance", "seconds", "train_seconds", "competence", "scorer_seconds", "peak_memory_bytes", "status", "message",
-                  "flags", "suite", "suite_hash", "cell_id"]
+EXPORT_COLUMNS = [
+    "dataset",
+    "dataset_params",
+    "n_samples",
+    "n_decoys",
+    "n_features",
+    "k",
+    "method",
+    "model_preset",
+    "judged",
+    "judged_model",
+    "control",
+    "explain",
+    "scorer",
+    "scorer_params",
+    "fold",
+    "seed",
+    "metric",
+    "value",
+    "chance",
+    "seconds",
+    "train_seconds",
+    "competence",
+    "scorer_seconds",
+    "peak_memory_bytes",
+    "status",
+    "message",
+    "flags",
+    "suite",
+    "suite_hash",
+    "cell_id",
+]
 
 
 def _integers(text: str, flag: str, positive: bool = False) -> tuple[int, ...]:
-    """Comma-separated non-negative (or positive) integers from ``flag``, duplicates dropped; :class:`UsageError` otherwise."""
+    """Comma-separated non-negative (or positive) integers from ``flag``, duplicates dropped; :class:`UsageError`
+    otherwise."""
     kind, least = ("positive", 1) if positive else ("non-negative", 0)
     values = []
     for s in text.split(","):
@@ -66,35 +112,67 @@ def _integers(text: str, flag: str, positive: bool = False) -> tuple[int, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="python -m synthbench.run", description=__doc__.split("\n\n")[1].replace("\n", " "))
-    p.add_argument("--suite", metavar="NAME|PATH.toml",
-                   help="run a frozen suite (a shipped name, see --list, or your own TOML file) instead of a grid "
-                        "built from the flags below")
+    p.add_argument(
+        "--suite",
+        metavar="NAME|PATH.toml",
+        help="run a frozen suite (a shipped name, see --list, or your own TOML file) instead of a grid "
+        "built from the flags below",
+    )
     for flag, (default, options) in GRID_FLAGS.items():
         p.add_argument(flag, **{**options, "help": f"{options['help']} (default: {default})"})
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="SQLite results database (default: %(default)s)")
     p.add_argument("--export", type=Path, help="also write this grid's tidy rows to a CSV file")
-    p.add_argument("--jobs", type=int, default=usable_cores(),
-                   help="local worker processes (1 runs in this process), or the CPUs of a local Ray cluster "
-                        "(default: the cores this process may use, %(default)s)")
-    p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="where cells run: local processes, or Ray tasks (default: %(default)s)")
-    p.add_argument("--address", help="with --executor ray: address of an existing Ray cluster (host:port, ray://host:port "
-                                     "or auto); without it a local cluster is started for the run")
-    p.add_argument("--gpus-per-cell", type=float,
-                   help=f"with --executor ray: share of a GPU each neural task asks for where the cluster has GPUs "
-                        f"(default: {DEFAULT_GPUS_PER_CELL})")
-    p.add_argument("--max-retries", type=int, default=2,
-                   help="times a task whose worker died is run again before its cells are recorded as failed "
-                        "(default: %(default)s)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="where torch models train: CUDA when available under auto (default: %(default)s)")
-    p.add_argument("--cache-dir", type=Path,
-                   help="on-disk cache of trained models (default: a 'cache' folder beside the store)")
-    p.add_argument("--scorer-option", action="append", default=[], metavar="NAME=VALUE",
-                   help="change a scorer's setting, for every chosen scorer that takes it (repeatable), e.g. "
-                        "repeats=3 or fractions=0.1,0.5,0.9 (see --list for each scorer's options)")
-    p.add_argument("--metric", help="metric of the printed leaderboard (default: best_k on tables, rank_accuracy on "
-                                    "images)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=usable_cores(),
+        help="local worker processes (1 runs in this process), or the CPUs of a local Ray cluster "
+        "(default: the cores this process may use, %(default)s)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where cells run: local processes, or Ray tasks (default: %(default)s)",
+    )
+    p.add_argument(
+        "--address",
+        help="with --executor ray: address of an existing Ray cluster (host:port, ray://host:port "
+        "or auto); without it a local cluster is started for the run",
+    )
+    p.add_argument(
+        "--gpus-per-cell",
+        type=float,
+        help=f"with --executor ray: share of a GPU each neural task asks for where the cluster has GPUs "
+        f"(default: {DEFAULT_GPUS_PER_CELL})",
+    )
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=2,
+        help="times a task whose worker died is run again before its cells are recorded as failed "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="where torch models train: CUDA when available under auto (default: %(default)s)",
+    )
+    p.add_argument(
+        "--cache-dir", type=Path, help="on-disk cache of trained models (default: a 'cache' folder beside the store)"
+    )
+    p.add_argument(
+        "--scorer-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="change a scorer's setting, for every chosen scorer that takes it (repeatable), e.g. "
+        "repeats=3 or fractions=0.1,0.5,0.9 (see --list for each scorer's options)",
+    )
+    p.add_argument(
+        "--metric", help="metric of the printed leaderboard (default: best_k on tables, rank_accuracy on images)"
+    )
     add_data_dir_option(p, "carried with every cell to the workers")
     add_competence_options(p)
     p.add_argument("--force", action="store_true", help="recompute cells already in the store")
@@ -131,8 +209,11 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
     if min(sizes) < args.folds:
         raise UsageError(f"--n-samples ({min(sizes)}) must be at least --folds ({args.folds})")
     # Without --decoys, each input kind's datasets get that kind's default counts.
-    decoys = (_integers(args.decoys, "--decoys") if decoys_given
-              else {k.name: _integers(k.default_decoys, "--decoys") for k in INPUT_KINDS.values()})
+    decoys = (
+        _integers(args.decoys, "--decoys")
+        if decoys_given
+        else {k.name: _integers(k.default_decoys, "--decoys") for k in INPUT_KINDS.values()}
+    )
     scorer_options = _scorer_options(args.scorer_option)
 
     args.plugin = list(load_plugins(args.plugin))  # paths made absolute, for the workers
@@ -163,11 +244,24 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         methods = parse_names(args.methods, method_names(), "methods")
     models = parse_names(args.model, preset_names(), "models")
     if model_given and not any(get_method(m).uses_preset for m in methods):
-        raise UsageError(f"--model {args.model}: none of the methods explains an MLP (the neural methods, e.g. "
-                         "saliency, do); drop --model or add such a method")
-    grid = GridSpec(ds, methods, decoys, sizes, args.folds, args.seed, args.explain,
-                    models=models, scorers=scorers, skip_inapplicable=not named,
-                    scorer_options=scorer_options, data_dir=args.data_dir)
+        raise UsageError(
+            f"--model {args.model}: none of the methods explains an MLP (the neural methods, e.g. "
+            "saliency, do); drop --model or add such a method"
+        )
+    grid = GridSpec(
+        ds,
+        methods,
+        decoys,
+        sizes,
+        args.folds,
+        args.seed,
+        args.explain,
+        models=models,
+        scorers=scorers,
+        skip_inapplicable=not named,
+        scorer_options=scorer_options,
+        data_dir=args.data_dir,
+    )
     try:
         cells = grid.cells()
         for cell in cells:
@@ -183,6 +277,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
 def _option_value(text: str) -> Any:
     """A ``--scorer-option`` value: JSON (``3``, ``0.5``, ``true``, ``"pixel"``), a comma-separated
     list of them (a tuple), or else the text itself."""
+
     def one(item: str) -> Any:
         try:
             value = json.loads(item)
@@ -216,8 +311,11 @@ def _check_metric(args: argparse.Namespace, cells: list[Cell]) -> None:
     if args.metric is None:
         kind, first = cells[0].kind, get_scorer(cells[0].scorer).metrics
         headline = get_kind(kind).headline_metric
-        args.metric = headline if headline in first else next(
-            (name for name, m in first.items() if kind in m.kinds), next(iter(first)))
+        args.metric = (
+            headline
+            if headline in first
+            else next((name for name, m in first.items() if kind in m.kinds), next(iter(first)))
+        )
     declared = sorted({m for s in dict.fromkeys(c.scorer for c in cells) for m in get_scorer(s).metrics})
     if args.metric not in declared:
         raise UsageError(f"unknown metric {args.metric!r}; valid: {', '.join(declared)}")
@@ -227,8 +325,9 @@ def _fitting(cells: list[Cell]) -> list[Cell]:
     """``cells``, once every dataset they generate is known to fit in memory (:class:`UsageError` otherwise)."""
     from synthbench import datasets
 
-    for d, params, n, decoys, seed in dict.fromkeys((c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.seed)
-                                                    for c in cells):
+    for d, params, n, decoys, seed in dict.fromkeys(
+        (c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.seed) for c in cells
+    ):
         try:
             datasets.check_fits(d, n_samples=n, n_decoys=decoys, seed=seed, **dict(params))
         except (ValueError, TypeError) as exc:  # too large, or parameters the generator refuses
@@ -258,8 +357,13 @@ def make_executor(args: argparse.Namespace) -> Executor:
 
     plugins = tuple(args.plugin)
     if args.executor == "ray":
-        executor: Executor = RayExecutor(address=args.address, gpus_per_cell=args.gpus_per_cell,
-                                         max_retries=args.max_retries, num_cpus=args.jobs, plugins=plugins)
+        executor: Executor = RayExecutor(
+            address=args.address,
+            gpus_per_cell=args.gpus_per_cell,
+            max_retries=args.max_retries,
+            num_cpus=args.jobs,
+            plugins=plugins,
+        )
     elif args.jobs == 1:
         executor = SerialExecutor()
     else:
@@ -277,8 +381,10 @@ def _listing() -> str:
     from synthbench.suites import load_suite, suite_names
 
     lines = ["input kinds (a map; default decoys; the model judged for a method that explains none; headline metric):"]
-    lines += [f"  {k.name:<24} {k.map}; {k.decoy}s {k.default_decoys}; {k.default_model}; {k.headline_metric}"
-              for k in INPUT_KINDS.values()]
+    lines += [
+        f"  {k.name:<24} {k.map}; {k.decoy}s {k.default_decoys}; {k.default_model}; {k.headline_metric}"
+        for k in INPUT_KINDS.values()
+    ]
     lines.append("datasets:")
     lines += [f"  {n:<24} {d}" for n, d in datasets.describe().items()]
     lines.append("default grid (each flag left out):")
@@ -352,10 +458,17 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with store:
-            settings = TrainSettings(device=args.device,
-                                     cache_dir=str(args.cache_dir or args.store.parent / "cache"))
-            summary = execute(cells, store, executor=executor, force=args.force, settings=settings,
-                              on_start=start, on_cell=advance, command=_command(argv))
+            settings = TrainSettings(device=args.device, cache_dir=str(args.cache_dir or args.store.parent / "cache"))
+            summary = execute(
+                cells,
+                store,
+                executor=executor,
+                force=args.force,
+                settings=settings,
+                on_start=start,
+                on_cell=advance,
+                command=_command(argv),
+            )
             if bar is not None:
                 bar.close()
             rows = store.scores(c.cell_id for c in cells)
@@ -363,24 +476,32 @@ def main(argv: list[str] | None = None) -> int:
             catalogue = store.catalogue()
     except KeyboardInterrupt:
         newline = "\n" if bar is not None and not bar.disable else ""  # below the progress bar
-        print(f"{newline}synthbench.run: interrupted; finished cells are stored, rerun the command to resume",
-              file=sys.stderr)
+        print(
+            f"{newline}synthbench.run: interrupted; finished cells are stored, rerun the command to resume",
+            file=sys.stderr,
+        )
         return 130
     except (ExecutorError, StoreError, MethodOutputError) as exc:
         if bar is not None:
             bar.close()
-        print(f"synthbench.run: error: {exc}; the run stopped, cells finished before are kept in {args.store}",
-              file=sys.stderr)
+        print(
+            f"synthbench.run: error: {exc}; the run stopped, cells finished before are kept in {args.store}",
+            file=sys.stderr,
+        )
         return 2
     board = leaderboard(rows, args.metric, catalogue=catalogue, competence=args.competence, all_models=args.all_models)
     print(format_leaderboard(board, args.metric))
     print(format_competence(fitted, catalogue, args.competence))
-    over = (f", {summary.over_limit} skipped with their reason (a method's feature limit, a method the scorer cannot "
-            "judge)" if summary.over_limit else "")
-    busy = (f", {summary.busy} left to another run computing them (rerun to collect them)"
-            if summary.busy else "")
-    print(f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed{over}{busy} "
-          f"in {summary.wall_seconds:.1f}s")
+    over = (
+        f", {summary.over_limit} skipped with their reason (a method's feature limit, a method the scorer cannot judge)"
+        if summary.over_limit
+        else ""
+    )
+    busy = f", {summary.busy} left to another run computing them (rerun to collect them)" if summary.busy else ""
+    print(
+        f"\n{summary.ok} cells run, {summary.skipped} already in {args.store}, {summary.failed} failed{over}{busy} "
+        f"in {summary.wall_seconds:.1f}s"
+    )
     print(f"report: python -m synthbench.report --store {args.store} --out {args.store.parent / 'report'}")
     if args.export is not None:
         args.export.parent.mkdir(parents=True, exist_ok=True)

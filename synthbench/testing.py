@@ -53,7 +53,15 @@ from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput, cell_fold, dataset_folds
 from synthbench.scoring import Abilities, Scorer, configure_scorer
 
-__all__ = ["CheckFailed", "CheckData", "check_dataset", "check_method", "check_model_kind", "check_scorer", "small_fold"]
+__all__ = [
+    "CheckFailed",
+    "CheckData",
+    "check_dataset",
+    "check_method",
+    "check_model_kind",
+    "check_scorer",
+    "small_fold",
+]
 
 
 class CheckFailed(AssertionError):
@@ -97,8 +105,15 @@ def small_fold(kind: str, *, fold: int = 0) -> FoldData:
     """Fold ``fold`` of 3 of the small data set the checks use for ``kind`` inputs (:data:`SMALL_DATA`)."""
     name, params = SMALL_DATA[kind]
     rest = dict(params)
-    data, _ = cell_fold(name, n_samples=rest.pop("n_samples"), seed=rest.pop("seed"), n_decoys=rest.pop("n_decoys"),
-                        n_folds=3, fold=fold, dataset_params=rest)
+    data, _ = cell_fold(
+        name,
+        n_samples=rest.pop("n_samples"),
+        seed=rest.pop("seed"),
+        n_decoys=rest.pop("n_decoys"),
+        n_folds=3,
+        fold=fold,
+        dataset_params=rest,
+    )
     return data
 
 
@@ -171,21 +186,27 @@ def check_dataset(name: str, *, n_samples: int = 120, **params: Any) -> list[str
     if ds.relevant is not None:
         check("global truth of the input shape", ds.relevant.shape == ds.input_shape and bool(ds.relevant.any()))
     if ds.relevant_local is not None:
-        check("masks (n, *input_shape), bool", ds.relevant_local.shape == (n_samples, *ds.input_shape)
-              and ds.relevant_local.dtype == np.bool_)
+        check(
+            "masks (n, *input_shape), bool",
+            ds.relevant_local.shape == (n_samples, *ds.input_shape) and ds.relevant_local.dtype == np.bool_,
+        )
         if ds.relevant is not None:
             check("masks inside the global truth", not ds.relevant_local[:, ~ds.relevant].any())
     check("provenance JSON-serialisable", lambda: _recordable(ds.params))
     again = make(0)
-    check("same seed, same data", np.array_equal(ds.X, again.X) and np.array_equal(ds.y, again.y)
-          and ds.params == again.params)
+    check(
+        "same seed, same data",
+        np.array_equal(ds.X, again.X) and np.array_equal(ds.y, again.y) and ds.params == again.params,
+    )
     other = make(1)
     check("another seed, other data", ds.X.shape != other.X.shape or not np.array_equal(ds.X, other.X))
     if spec.decoys and spec.kind == "tabular":
         none = make(0, n_decoys=0)
         p = none.n_features
-        check("decoys appended without moving the other columns",
-              ds.n_features == p + 3 and np.array_equal(ds.X[:, :p], none.X) and np.array_equal(ds.y, none.y))
+        check(
+            "decoys appended without moving the other columns",
+            ds.n_features == p + 3 and np.array_equal(ds.X[:, :p], none.X) and np.array_equal(ds.y, none.y),
+        )
         check("decoys are not relevant", ds.relevant is None or not ds.relevant[p:].any())
     return check.passed
 
@@ -219,16 +240,23 @@ def check_method(name: str, *, data: FoldData | None = None, cache: CheckData | 
         # run_method validates: scores of the input shape, maps (n_explain, *input_shape), no NaN
         out = check.value(f"{kind}: a valid output", lambda: run(fold))
         check(f"{kind}: same fold, same output", lambda: _same_output(out, run(fold)))
-        check(f"{kind}: returns a map per example exactly when it declares maps", (out.local is not None) == spec.maps,
-              f"maps={spec.maps}, returned {'maps' if out.local is not None else 'scores only'}")
+        check(
+            f"{kind}: returns a map per example exactly when it declares maps",
+            (out.local is not None) == spec.maps,
+            f"maps={spec.maps}, returned {'maps' if out.local is not None else 'scores only'}",
+        )
         explained = spec.explains(kind)
         if explained is not None:
             models = cache.models(fold)
-            check(f"{kind}: a copy of its model handed to it (run_method(..., model=)) gives the same output",
-                  lambda: _same_output(out, run(fold, model=copy.deepcopy(models.get(explained)))))
-            check(f"{kind}: explains the model it is handed (another training of it gives another output)",
-                  lambda: not _same_output(out, run(fold, model=models.get(explained, replicate=1))),
-                  "does the method hold a model instead of asking models.get(kind) each run?")
+            check(
+                f"{kind}: a copy of its model handed to it (run_method(..., model=)) gives the same output",
+                lambda: _same_output(out, run(fold, model=copy.deepcopy(models.get(explained)))),
+            )
+            check(
+                f"{kind}: explains the model it is handed (another training of it gives another output)",
+                lambda: not _same_output(out, run(fold, model=models.get(explained, replicate=1))),
+                "does the method hold a model instead of asking models.get(kind) each run?",
+            )
     if data is None and "tabular" in spec.inputs:
         for fold in cache.tiny_tables():
             check.value(f"tabular: a valid output on {fold.n_features} feature(s), no decoys", lambda: run(fold))
@@ -259,15 +287,22 @@ def check_model_kind(name: str, *, data: FoldData | None = None) -> list[str]:
     check("same seed, same model", np.array_equal(again.predict_proba(fold.X_test), proba))
     other = models.get(name, replicate=1)
     check("another replicate, another training", not np.array_equal(other.predict_proba(fold.X_test), proba))
-    check("a pickle round trip keeps the predictions",
-          lambda: np.array_equal(pickle.loads(pickle.dumps(model)).predict_proba(fold.X_test), proba))
+    check(
+        "a pickle round trip keeps the predictions",
+        lambda: np.array_equal(pickle.loads(pickle.dumps(model)).predict_proba(fold.X_test), proba),
+    )
     if kind.retrainable:
         changed = dataclasses.replace(fold, X_train=fold.X_train[::-1].copy(), y_train=fold.y_train[::-1].copy())
-        check("retrains on changed data", lambda: models.train_on(name, changed).predict_proba(fold.X_test).shape == proba.shape)
+        check(
+            "retrains on changed data",
+            lambda: models.train_on(name, changed).predict_proba(fold.X_test).shape == proba.shape,
+        )
     if kind.training:
         training = {"validation": "none", "restore": "last", "max_epochs": 2}  # what data randomisation changes
-        check("trains with its training configuration changed",
-              lambda: models.train_on(name, fold, training=training).predict_proba(fold.X_test).shape == proba.shape)
+        check(
+            "trains with its training configuration changed",
+            lambda: models.train_on(name, fold, training=training).predict_proba(fold.X_test).shape == proba.shape,
+        )
     if kind.layers is not None:
         _check_layers(check, kind.layers(model), model, fold.X_test, proba)
     return check.passed
@@ -277,15 +312,25 @@ def _check_layers(check: _Checks, layers: tuple[Any, ...], model: Any, X: np.nda
     """The declared layers exist, re-drawing them changes a copy's predictions (never the model's), and a
     layer's re-draw depends on its seed alone."""
     names = [layer.name for layer in layers]
-    check("declares its layers, each a submodule", bool(names) and len(set(names)) == len(names)
-          and all(_submodule(model.module, n) for n in names), str(names))
+    check(
+        "declares its layers, each a submodule",
+        bool(names) and len(set(names)) == len(names) and all(_submodule(model.module, n) for n in names),
+        str(names),
+    )
     seeds = {n: i + 1 for i, n in enumerate(names)}
     redrawn = randomised(model, layers, names, seeds)
-    check("re-drawing every layer changes the copy's predictions",
-          not np.allclose(redrawn.predict_proba(X), proba) and np.array_equal(model.predict_proba(X), proba))
+    check(
+        "re-drawing every layer changes the copy's predictions",
+        not np.allclose(redrawn.predict_proba(X), proba) and np.array_equal(model.predict_proba(X), proba),
+    )
     last = [names[-1]]
-    check("a layer's re-draw depends on its seed alone", lambda: np.array_equal(
-        randomised(model, layers, last, seeds).predict_proba(X), randomised(model, layers, last, seeds).predict_proba(X)))
+    check(
+        "a layer's re-draw depends on its seed alone",
+        lambda: np.array_equal(
+            randomised(model, layers, last, seeds).predict_proba(X),
+            randomised(model, layers, last, seeds).predict_proba(X),
+        ),
+    )
 
 
 def _submodule(module: Any, name: str) -> bool:
@@ -310,12 +355,20 @@ def check_scorer(name: str, *, data: FoldData | None = None, options: Mapping[st
     check = _Checks(f"scorer {name!r}")
     check("declares metrics", bool(scorer.metrics))
     check("declares its abilities", isinstance(scorer.abilities, Abilities), repr(scorer.abilities))
-    check("checks the layers it randomises",
-          not scorer.abilities.randomises_layers or type(scorer).check_layers is not Scorer.check_layers)
+    check(
+        "checks the layers it randomises",
+        not scorer.abilities.randomises_layers or type(scorer).check_layers is not Scorer.check_layers,
+    )
     for metric_name, metric in scorer.metrics.items():
         lo, hi = metric.limits
-        check(f"metric {metric_name}: metadata", metric.name == metric_name and metric.direction in ("higher", "lower")
-              and bool(metric.description.strip()) and lo < hi and set(metric.kinds) <= set(KINDS))
+        check(
+            f"metric {metric_name}: metadata",
+            metric.name == metric_name
+            and metric.direction in ("higher", "lower")
+            and bool(metric.description.strip())
+            and lo < hi
+            and set(metric.kinds) <= set(KINDS),
+        )
     kinds = [k for k in KINDS if any(k in m.kinds for m in scorer.metrics.values())]
     folds = [data] if data is not None else [small_fold(k) for k in kinds]
     control = get_method("random")
@@ -331,8 +384,11 @@ def check_scorer(name: str, *, data: FoldData | None = None, options: Mapping[st
                 check(f"{kind}: {metric_name} is declared", metric_name in scorer.metrics)
                 metric = scorer.metrics[metric_name]
                 lo, hi = metric.limits
-                check(f"{kind}: {metric_name} of the {label} map finite and within its limits",
-                      math.isfinite(value) and lo - 1e-9 <= value <= hi + 1e-9, f"{value} not in {metric.limits}")
+                check(
+                    f"{kind}: {metric_name} of the {label} map finite and within its limits",
+                    math.isfinite(value) and lo - 1e-9 <= value <= hi + 1e-9,
+                    f"{value} not in {metric.limits}",
+                )
         values = dict(values)
         again = dict(scorer.score(outputs["truth"], fold, control, SharedModels(fold)))
         check(f"{kind}: same fold, same values", values == again, f"{values} then {again}")

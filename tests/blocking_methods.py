@@ -15,8 +15,9 @@ from pathlib import Path
 from synthbench.methods import register_method
 
 
-@register_method("blocker", description="test: random scores; blocks a minute while SYNTHBENCH_BLOCK names a file",
-                 default=False)
+@register_method(
+    "blocker", description="test: random scores; blocks a minute while SYNTHBENCH_BLOCK names a file", default=False
+)
 def blocker(data, models, rng):
     flag = os.environ.get("SYNTHBENCH_BLOCK")
     if flag:

@@ -18,7 +18,7 @@ def _pin_this_worker() -> None:
     cores = sorted(os.sched_getaffinity(0))
     index, count = int(worker.removeprefix("gw")), int(count)
     try:
-        os.sched_setaffinity(0, cores[index % len(cores)::max(1, min(count, len(cores)))])
+        os.sched_setaffinity(0, cores[index % len(cores) :: max(1, min(count, len(cores)))])
     except OSError:  # a sandbox that forbids it: the workers share the cores, as unpinned processes do
         pass
 
@@ -26,8 +26,8 @@ def _pin_this_worker() -> None:
 _pin_this_worker()  # before torch and numpy start their thread pools
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 
 from synthbench.datasets import Dataset  # noqa: E402
 from synthbench.protocol import FoldData, dataset_folds  # noqa: E402
@@ -76,13 +76,20 @@ def registries():
     from synthbench import attribution, datasets, methods, models, scoring
     from synthbench.models import presets
 
-    return (datasets.DATASETS, methods.METHODS, models.MODEL_KINDS, presets.PRESETS, attribution.ATTRIBUTION_METHODS,
-            scoring.SCORERS)
+    return (
+        datasets.DATASETS,
+        methods.METHODS,
+        models.MODEL_KINDS,
+        presets.PRESETS,
+        attribution.ATTRIBUTION_METHODS,
+        scoring.SCORERS,
+    )
 
 
 @contextmanager
 def registrations_undone():
-    """Every registration made in the ``with`` block, in any registry, undone at its end (a plugin imported by a test)."""
+    """Every registration made in the ``with`` block, in any registry, undone at its end (a plugin imported by a
+    test)."""
     with ExitStack() as stack:
         for registry in registries():
             stack.enter_context(registry.restoring())
@@ -137,8 +144,10 @@ def assert_float64_close(ours: np.ndarray, ref, name: str) -> None:
     assert ours.dtype == ref.dtype == np.float64, (name, ours.dtype, ref.dtype)
     assert np.abs(ref).max() > 0, name
     excess = _float64_excess(ours, ref)
-    assert (excess <= 0).all(), (f"{name}: {(excess > 0).sum()} of {excess.size} elements differ beyond "
-                                 f"{FLOAT64_RTOL:g} of the scale, worst by {excess.max():.3g}")
+    assert (excess <= 0).all(), (
+        f"{name}: {(excess > 0).sum()} of {excess.size} elements differ beyond "
+        f"{FLOAT64_RTOL:g} of the scale, worst by {excess.max():.3g}"
+    )
 
 
 def differs_beyond_float64_tolerance(ours: np.ndarray, ref) -> bool:

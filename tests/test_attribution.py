@@ -5,12 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from captum.attr import (Deconvolution, DeepLift, FeatureAblation, FeaturePermutation, GuidedBackprop,
-                         InputXGradient, IntegratedGradients, LRP, NoiseTunnel, Saliency, ShapleyValueSampling)
+from captum.attr import (
+    LRP,
+    Deconvolution,
+    DeepLift,
+    FeatureAblation,
+    FeaturePermutation,
+    GuidedBackprop,
+    InputXGradient,
+    IntegratedGradients,
+    NoiseTunnel,
+    Saliency,
+    ShapleyValueSampling,
+)
 from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule
+from conftest import captum_perm_func
 from torch import nn
 
-from conftest import captum_perm_func
 from synthbench.attribution import attribute, feature_scores, names
 from synthbench.attribution.gradient import ig_quadrature
 from synthbench.models.mlp import MLPConfig, build_mlp
@@ -147,7 +158,8 @@ def test_deeplift_matches_captum_and_is_complete(act):
     torch.testing.assert_close(
         attribute("deeplift", model, xb, multiply_by_inputs=False),
         DeepLift(model, multiply_by_inputs=False).attribute(xb, baselines=0.0, target=0),
-        atol=ATOL, rtol=0,
+        atol=ATOL,
+        rtol=0,
     )
 
 
@@ -177,8 +189,9 @@ def test_rules_on_relu_only_is_captums_behaviour_on_every_network(act):
     """The 2023 benchmark's guided backprop and deconvolution: captum's, whatever the activation."""
     model, x = make_model(act), make_inputs()
     for name, reference in (("guided_backprop", GuidedBackprop), ("deconvolution", Deconvolution)):
-        torch.testing.assert_close(attribute(name, model, x, rules_on="relu_only"),
-                                   reference(model).attribute(x, target=0), atol=ATOL, rtol=0)
+        torch.testing.assert_close(
+            attribute(name, model, x, rules_on="relu_only"), reference(model).attribute(x, target=0), atol=ATOL, rtol=0
+        )
     with pytest.raises(ValueError, match="rules_on"):
         attribute("guided_backprop", model, x, rules_on="some")
 
@@ -357,7 +370,9 @@ def test_first_layer_fast_paths_equal_generic(act):
     base = make_inputs(seed=6, n=1)
     torch.testing.assert_close(
         attribute("integrated_gradients", model, x, baselines=base, n_steps=12),
-        attribute("integrated_gradients", opaque, x, baselines=base, n_steps=12), atol=1e-12, rtol=0,
+        attribute("integrated_gradients", opaque, x, baselines=base, n_steps=12),
+        atol=1e-12,
+        rtol=0,
     )
     noise = 0.3 * make_inputs(seed=8, n=5 * N).view(5, N, P)
     for name in ("smoothgrad", "smoothgrad_sq", "vargrad"):
@@ -395,8 +410,10 @@ def test_a_first_layer_wider_than_its_law_is_worth_draws_the_noise_in_input_spac
         torch.testing.assert_close(fast, attribute(name, wide, x, n_samples=9, seed=3, fast=False), atol=1e-12, rtol=0)
     narrow = make_model("softplus")  # h = 8: drawn in first-layer space, another stream
     assert 8 * 8 < 9 * 4 * P
-    assert not torch.equal(attribute("smoothgrad", narrow, x, n_samples=9, seed=3),
-                           attribute("smoothgrad", narrow, x, n_samples=9, seed=3, fast=False))
+    assert not torch.equal(
+        attribute("smoothgrad", narrow, x, n_samples=9, seed=3),
+        attribute("smoothgrad", narrow, x, n_samples=9, seed=3, fast=False),
+    )
 
 
 @pytest.mark.parametrize("read", [None, [0, 2, 5]])
@@ -417,8 +434,11 @@ def test_a_basis_mlp_splits_after_its_first_trained_layer_and_the_perturbation_p
     head, _ = split_additive_head(model, P)
     assert head.width == 8 < len(columns) * 5 and len(head.layers) == 3
     base = make_inputs(seed=4, n=1)
-    for name, kw in (("shapley_sampling", dict(n_samples=4, seed=1, baselines=base)),
-                     ("feature_ablation", dict(baselines=base)), ("feature_permutation", dict(seed=2))):
+    for name, kw in (
+        ("shapley_sampling", dict(n_samples=4, seed=1, baselines=base)),
+        ("feature_ablation", dict(baselines=base)),
+        ("feature_permutation", dict(seed=2)),
+    ):
         fast = attribute(name, model, x, **kw)
         torch.testing.assert_close(fast, attribute(name, model, x, fast=False, **kw), atol=1e-12, rtol=0, msg=name)
         if read is not None:

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import pytest
 import torch
-from captum.attr import (LRP, Deconvolution, DeepLift, FeatureAblation, FeaturePermutation, GuidedBackprop,
-                         InputXGradient, IntegratedGradients, NoiseTunnel, Saliency, ShapleyValueSampling)
+from captum.attr import (
+    LRP,
+    Deconvolution,
+    DeepLift,
+    FeatureAblation,
+    FeaturePermutation,
+    GuidedBackprop,
+    InputXGradient,
+    IntegratedGradients,
+    NoiseTunnel,
+    Saliency,
+    ShapleyValueSampling,
+)
 from captum.attr._utils.lrp_rules import EpsilonRule
 from torch import nn
 
@@ -19,10 +30,21 @@ TARGET = torch.tensor([0, 1, 2, 1, 0])
 def make_cnn(pool: str = "max", act: type[nn.Module] = nn.ReLU, seed: int = 0) -> nn.Sequential:
     torch.manual_seed(seed)  # test-only: the layers' default init draws from the global generator
     pooling = nn.MaxPool2d(2) if pool == "max" else nn.AvgPool2d(2)
-    return nn.Sequential(
-        nn.Conv2d(C, 4, 3, padding=1), act(), pooling, nn.Conv2d(4, 4, 3, padding=1), act(),
-        nn.Flatten(), nn.Linear(4 * (H // 2) * (W // 2), 8), act(), nn.Linear(8, K),
-    ).double().eval()
+    return (
+        nn.Sequential(
+            nn.Conv2d(C, 4, 3, padding=1),
+            act(),
+            pooling,
+            nn.Conv2d(4, 4, 3, padding=1),
+            act(),
+            nn.Flatten(),
+            nn.Linear(4 * (H // 2) * (W // 2), 8),
+            act(),
+            nn.Linear(8, K),
+        )
+        .double()
+        .eval()
+    )
 
 
 def make_images(seed: int = 1, n: int = N) -> torch.Tensor:
@@ -44,8 +66,11 @@ def close(ours, ref, atol=ATOL, msg=""):
 def test_every_method_runs_on_images_and_keeps_the_input_shape():
     model, x = make_cnn(pool="avg"), make_images()
     for name in names():
-        params = {"n_samples": 2} if name in {"smoothgrad", "smoothgrad_sq", "vargrad", "gradient_shap",
-                                               "shapley_sampling"} else {}
+        params = (
+            {"n_samples": 2}
+            if name in {"smoothgrad", "smoothgrad_sq", "vargrad", "gradient_shap", "shapley_sampling"}
+            else {}
+        )
         if name in {"shapley_sampling"}:
             params["feature_mask"] = patch_mask(4)
         a = attribute(name, model, x, target=TARGET, **params)
@@ -99,22 +124,34 @@ def _captum_noise(x: torch.Tensor, s: int, stdev: float, seed: int) -> torch.Ten
     return noise.view(x.shape[0], s, *x.shape[1:]).transpose(0, 1).to(x.dtype)
 
 
-@pytest.mark.parametrize("base,nt_type", [("gradient", "smoothgrad_sq"), ("gradient", "vargrad"),
-                                          ("integrated_gradients", "smoothgrad"), ("guided_backprop", "vargrad"),
-                                          ("guided_backprop", "smoothgrad_sq")])
+@pytest.mark.parametrize(
+    "base,nt_type",
+    [
+        ("gradient", "smoothgrad_sq"),
+        ("gradient", "vargrad"),
+        ("integrated_gradients", "smoothgrad"),
+        ("guided_backprop", "vargrad"),
+        ("guided_backprop", "smoothgrad_sq"),
+    ],
+)
 def test_noise_ensembles_match_captum_noise_tunnel_on_images(base, nt_type):
     model, x = make_cnn(), make_images()
     s, stdev, seed = 3, 0.15, 7
-    captum_method = {"gradient": Saliency(model), "integrated_gradients": IntegratedGradients(model),
-                     "guided_backprop": GuidedBackprop(model)}[base]
+    captum_method = {
+        "gradient": Saliency(model),
+        "integrated_gradients": IntegratedGradients(model),
+        "guided_backprop": GuidedBackprop(model),
+    }[base]
     kwargs = {"abs": False} if base == "gradient" else {"n_steps": 5} if base == "integrated_gradients" else {}
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        ref = NoiseTunnel(captum_method).attribute(x, nt_type=nt_type, nt_samples=s, stdevs=stdev, target=TARGET,
-                                                   **kwargs)
+        ref = NoiseTunnel(captum_method).attribute(
+            x, nt_type=nt_type, nt_samples=s, stdevs=stdev, target=TARGET, **kwargs
+        )
     base_params = {"n_steps": 5} if base == "integrated_gradients" else None
-    ours = attribute(nt_type, model, x, target=TARGET, base=base, base_params=base_params,
-                     noise=_captum_noise(x, s, stdev, seed))
+    ours = attribute(
+        nt_type, model, x, target=TARGET, base=base, base_params=base_params, noise=_captum_noise(x, s, stdev, seed)
+    )
     close(ours, ref, atol=1e-6)
 
 
@@ -137,8 +174,18 @@ def test_feature_ablation_over_patches_matches_captum(per_example):
     ref = FeatureAblation(model).attribute(x, target=TARGET, baselines=base, feature_mask=mask)
     ours = attribute("feature_ablation", model, x, target=TARGET, baselines=base, feature_mask=mask)
     close(ours, ref)
-    close(attribute("feature_ablation", model, x, target=TARGET, baselines=base, feature_mask=mask,
-                    max_batch_elements=3 * C * H * W), ref)
+    close(
+        attribute(
+            "feature_ablation",
+            model,
+            x,
+            target=TARGET,
+            baselines=base,
+            feature_mask=mask,
+            max_batch_elements=3 * C * H * W,
+        ),
+        ref,
+    )
     # a patch's elements share one value
     flat = ours[0, 0]
     assert torch.equal(flat[0, 0].expand(2, 2), flat[:2, :2]) or per_example
@@ -174,7 +221,8 @@ def test_shapley_sampling_over_patches_matches_captum():
     first = torch.stack([(mask == j).reshape(-1).nonzero()[0, 0] for j in range(n_groups)])
     with torch.no_grad():
         delta = model(x).gather(1, TARGET.view(-1, 1)).view(-1) - model(torch.zeros_like(x))[:, 0:K].gather(
-            1, TARGET.view(-1, 1)).view(-1)
+            1, TARGET.view(-1, 1)
+        ).view(-1)
     close(ours.reshape(N, -1)[:, first].sum(1), delta, atol=1e-9)
 
 
@@ -182,9 +230,16 @@ def test_per_example_targets_on_the_mlp_fast_paths_equal_one_target_at_a_time():
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(6, 8), nn.LeakyReLU(0.2), nn.Linear(8, K)).double().eval()
     x = torch.randn(N, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-    for name, kw in [("integrated_gradients", {"n_steps": 8}), ("feature_ablation", {}),
-                     ("shapley_sampling", {"n_samples": 3}), ("feature_permutation", {}), ("lrp_epsilon", {}),
-                     ("deeplift", {}), ("smoothgrad_sq", {"n_samples": 4}), ("gradient_shap", {"n_samples": 4})]:
+    for name, kw in [
+        ("integrated_gradients", {"n_steps": 8}),
+        ("feature_ablation", {}),
+        ("shapley_sampling", {"n_samples": 3}),
+        ("feature_permutation", {}),
+        ("lrp_epsilon", {}),
+        ("deeplift", {}),
+        ("smoothgrad_sq", {"n_samples": 4}),
+        ("gradient_shap", {"n_samples": 4}),
+    ]:
         together = attribute(name, model, x, target=TARGET, **kw)
         for t in range(K):
             # the sampled methods draw the same noise and permutations: the stream does not depend on the target
@@ -225,12 +280,23 @@ def test_create_graph_lets_an_attack_differentiate_the_explanation():
     assert d_ours.abs().sum() > 0
     for name in sorted(n for n, f in ATTRIBUTION_METHODS.items() if f.create_graph):
         params = {"n_samples": 2} if name in {"smoothgrad", "smoothgrad_sq", "vargrad", "gradient_shap"} else {}
-        a = attribute(name, model, xr, target=TARGET, create_graph=True, **{**params, **({"n_steps": 4} if name ==
-                      "integrated_gradients" else {})})
+        a = attribute(
+            name,
+            model,
+            xr,
+            target=TARGET,
+            create_graph=True,
+            **{**params, **({"n_steps": 4} if name == "integrated_gradients" else {})},
+        )
         (d,) = torch.autograd.grad(a.sum(), xr)
         assert torch.isfinite(d).all() and d.abs().sum() > 0, name
         # the graph changes nothing about the values
-        close(a.detach(), attribute(name, model, x, target=TARGET, **params, **({"n_steps": 4} if name ==
-              "integrated_gradients" else {})), msg=name)
+        close(
+            a.detach(),
+            attribute(
+                name, model, x, target=TARGET, **params, **({"n_steps": 4} if name == "integrated_gradients" else {})
+            ),
+            msg=name,
+        )
     with pytest.raises(ValueError, match="create_graph"):
         attribute("guided_backprop", model, xr, create_graph=True)

@@ -15,10 +15,14 @@ from synthbench.testing import CheckData, CheckFailed, check_dataset, check_meth
 #: Datasets read from files need the files: their loaders are certified on tiny files in test_images.
 GENERATED = [n for n in datasets.names() if datasets.spec(n).fingerprint is None]
 #: Scorer options that keep a retraining scorer's check quick (one replicate, one fraction, few epochs).
-QUICK = {"roar": {"repeats": 1, "fractions": (0.5,)}, "kar": {"repeats": 1, "fractions": (0.5,)},
-         "road": {"fractions": (0.5,)}, "data_randomisation": {"epochs": 20, "max_epochs": 20},
-         "smprt": {"noise_samples": 2},
-         "fragility": {"eps": (0.1,), "iterations": 2, "search_steps": 2, "samples": 2}}
+QUICK = {
+    "roar": {"repeats": 1, "fractions": (0.5,)},
+    "kar": {"repeats": 1, "fractions": (0.5,)},
+    "road": {"fractions": (0.5,)},
+    "data_randomisation": {"epochs": 20, "max_epochs": 20},
+    "smprt": {"noise_samples": 2},
+    "fragility": {"eps": (0.1,), "iterations": 2, "search_steps": 2, "samples": 2},
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +58,9 @@ def _fewer_epochs(monkeypatch) -> None:
 QUICK_METHODS = {"fsnet_2023": _fewer_epochs, "concrete_autoencoder_2023": _fewer_epochs}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CHECKS else n
-                                  for n in method_names()])
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CHECKS else n for n in method_names()]
+)
 def test_every_method_passes_check_method(name, cache, monkeypatch):
     if name in QUICK_METHODS:
         QUICK_METHODS[name](monkeypatch)
@@ -79,8 +84,9 @@ def test_every_model_kind_passes_check_model_kind(name):
 
 @pytest.mark.parametrize("name", scorer_names())
 def test_every_scorer_passes_check_scorer(name):
-    assert "tabular: same fold, same values" in check_scorer(name, data=CheckData().fold("tabular"),
-                                                             options=QUICK.get(name))
+    assert "tabular: same fold, same values" in check_scorer(
+        name, data=CheckData().fold("tabular"), options=QUICK.get(name)
+    )
 
 
 def test_check_scorer_covers_images():
@@ -91,6 +97,7 @@ def test_a_scorer_derives_from_scorer_and_declares_what_it_does_as_abilities():
     """The registry takes only a :class:`Scorer` (its abilities and defaults come with the class), and the battery
     refuses abilities that are not an :class:`Abilities` or a scorer that re-draws layers it never checks."""
     from conftest import registrations_undone
+
     from synthbench.scoring import Abilities, GroundTruthScorer, Scorer, register_scorer
 
     class Bare:
@@ -106,8 +113,10 @@ def test_a_scorer_derives_from_scorer_and_declares_what_it_does_as_abilities():
     class Unchecked(GroundTruthScorer):
         abilities = Abilities(randomises_layers=True)  # and no check_layers of its own
 
-    for scorer, failing in [(Undeclared(name="undeclared"), "declares its abilities"),
-                            (Unchecked(name="unchecked"), "checks the layers it randomises")]:
+    for scorer, failing in [
+        (Undeclared(name="undeclared"), "declares its abilities"),
+        (Unchecked(name="unchecked"), "checks the layers it randomises"),
+    ]:
         with registrations_undone():
             register_scorer(scorer)
             with pytest.raises(CheckFailed, match=failing):
@@ -121,10 +130,15 @@ def _register(name, fn, **kw):
 def test_check_method_catches_wrong_shapes_nan_nondeterminism_and_held_models(cache):
     fold = cache.fold("tabular")
     cases = {
-        "short": (lambda d, m, r: np.ones(d.n_features - 1), "a valid output: MethodOutputError: method returned "
-                                                               "scores of shape"),
+        "short": (
+            lambda d, m, r: np.ones(d.n_features - 1),
+            "a valid output: MethodOutputError: method returned scores of shape",
+        ),
         "nan": (lambda d, m, r: np.full(d.n_features, np.nan), "a valid output: ValueError: method returned NaN"),
-        "drifting": (lambda d, m, r, s=iter(range(10**6)): np.full(d.n_features, float(next(s))), "same fold, same output"),
+        "drifting": (
+            lambda d, m, r, s=iter(range(10**6)): np.full(d.n_features, float(next(s))),
+            "same fold, same output",
+        ),
     }
     for name, (fn, broken) in cases.items():
         with _register(name, fn), pytest.raises(CheckFailed, match=f"method '{name}': tabular: {broken}"):
@@ -136,8 +150,10 @@ def test_check_method_catches_wrong_shapes_nan_nondeterminism_and_held_models(ca
         first = next(m for m in model.module.modules() if isinstance(m, torch.nn.Linear))
         return np.abs(first.weight.detach().numpy()).sum(axis=0).astype(np.float64)
 
-    with _register("holder", holds_its_model, needs={"tabular": ("mlp",)}), \
-            pytest.raises(CheckFailed, match="explains the model it is handed"):
+    with (
+        _register("holder", holds_its_model, needs={"tabular": ("mlp",)}),
+        pytest.raises(CheckFailed, match="explains the model it is handed"),
+    ):
         check_method("holder", data=fold, cache=cache)
     with _register("no_description", lambda d, m, r: np.ones(d.n_features)) as spec:
         object.__setattr__(spec, "description", " ")
@@ -156,8 +172,10 @@ def test_check_model_kind_catches_layers_that_do_not_exist_or_do_not_matter(cach
     from synthbench.models.randomise import Layer
 
     fold = cache.fold("tabular")
-    broken = {"missing": lambda model: (Layer("99", initialise_linear),),
-              "inert": lambda model: tuple(Layer(layer.name, lambda m, g: None) for layer in mlp_layers(model))}
+    broken = {
+        "missing": lambda model: (Layer("99", initialise_linear),),
+        "inert": lambda model: tuple(Layer(layer.name, lambda m, g: None) for layer in mlp_layers(model)),
+    }
     messages = {"missing": "declares its layers, each a submodule", "inert": "re-drawing every layer changes"}
     # The MLP trained for 5 epochs at most: what the layer checks catch does not depend on how well it learnt.
     train = functools.partial(train_fold_mlp, training={"max_epochs": 5})
@@ -180,10 +198,16 @@ def test_check_dataset_catches_broken_generators():
                 X = ds.X + np.random.default_rng().normal(size=ds.X.shape).astype(np.float32)
                 return datasets.Dataset(X, ds.y, ds.relevant, None, "bad", ds.params, seed)
             return ds
+
         return datasets.GeneratorSpec("bad", gen, "test", "test")
 
-    for broken, message in [("seed", "another seed, other data"), ("decoys", "decoys appended without moving"),
-                            ("nondeterministic", "same seed, same data")]:
-        with datasets.DATASETS.temporarily("bad", make_bad(broken)), \
-                pytest.raises(CheckFailed, match=f"dataset 'bad': {message}"):
+    for broken, message in [
+        ("seed", "another seed, other data"),
+        ("decoys", "decoys appended without moving"),
+        ("nondeterministic", "same seed, same data"),
+    ]:
+        with (
+            datasets.DATASETS.temporarily("bad", make_bad(broken)),
+            pytest.raises(CheckFailed, match=f"dataset 'bad': {message}"),
+        ):
             check_dataset("bad")

@@ -39,8 +39,9 @@ def test_the_booster_methods_recover_xor_and_interventional_shap_adds_up():
         assert set(np.argsort(-np.abs(out.scores))[:2]) == relevant, name
     out = run_method(get_method("gbm_treeshap_interventional"), data, models)
     booster = models.get("gbm")
-    background = data.X_train[np.sort(data.rng("method", "gbm_treeshap_interventional")
-                                      .choice(len(data.X_train), 100, replace=False))]
+    background = data.X_train[
+        np.sort(data.rng("method", "gbm_treeshap_interventional").choice(len(data.X_train), 100, replace=False))
+    ]
     expected = booster.raw_scores(background).mean()
     np.testing.assert_allclose(out.local.sum(axis=1) + expected, booster.raw_scores(data.X_explain), atol=1e-5)
 
@@ -66,10 +67,38 @@ def test_the_controls_are_judged_on_the_booster_and_every_verdict_that_can_judge
     assert {(c.method, c.judged) for c in grid.cells()} >= {("random", "gbm"), ("input", "gbm"), ("gbm_gain", None)}
     store = tmp_path / "r.sqlite"
     scorers = "ground_truth,road,roar,kar,data_randomisation,fragility"
-    assert main(["--datasets", "xor", "--decoys", "4", "--n-samples", "160", "--folds", "2", "--jobs", "1",
-                 "--methods", "gbm_treeshap,random", "--scorer", scorers, "--scorer-option", "fractions=0.5",
-                 "--scorer-option", "repeats=1", "--scorer-option", "max_examples=4", "--scorer-option", "eps=0.1",
-                 "--quiet", "--store", str(store)]) == 0
+    assert (
+        main(
+            [
+                "--datasets",
+                "xor",
+                "--decoys",
+                "4",
+                "--n-samples",
+                "160",
+                "--folds",
+                "2",
+                "--jobs",
+                "1",
+                "--methods",
+                "gbm_treeshap,random",
+                "--scorer",
+                scorers,
+                "--scorer-option",
+                "fractions=0.5",
+                "--scorer-option",
+                "repeats=1",
+                "--scorer-option",
+                "max_examples=4",
+                "--scorer-option",
+                "eps=0.1",
+                "--quiet",
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     with ResultStore(store, readonly=True) as db:
         cells = db.cells()

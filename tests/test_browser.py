@@ -15,9 +15,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from chromium_fixture import chromium  # noqa: F401
 from PIL import Image
 
-from chromium_fixture import chromium  # noqa: F401
 from synthbench.report.browser import CHROMIUM_ENV, Browser, BrowserError, install_chromium, main
 
 WIDTH, HEIGHT = 640, 480
@@ -31,7 +31,9 @@ def browser(chromium):  # noqa: F811
 
 def write(tmp_path: Path, body: str, name: str = "page.html") -> Path:
     path = tmp_path / name
-    path.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>t</title></head><body>{body}</body></html>")
+    path.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><title>t</title></head><body>{body}</body></html>"
+    )
     return path
 
 
@@ -71,14 +73,24 @@ def test_console_error_is_an_error_console_log_is_not(browser, tmp_path):
 
 def test_events_that_arrive_while_waiting_for_a_reply_are_kept(browser, tmp_path):
     page = browser.open(write(tmp_path, CLEAN))
-    assert page.evaluate("new Promise(r => { console.error('during');"
-                         "                   setTimeout(() => { console.error('later'); r(1); }, 50); })") == 1
+    assert (
+        page.evaluate(
+            "new Promise(r => { console.error('during');"
+            "                   setTimeout(() => { console.error('later'); r(1); }, 50); })"
+        )
+        == 1
+    )
     assert [e.split(" (")[0] for e in page.errors] == ["console.error: during", "console.error: later"]
 
 
 def test_requests_that_would_leave_the_page_are_recorded_and_blocked(browser, tmp_path):
-    page = browser.open(write(tmp_path, "<img src='http://example.invalid/x.png'>"
-                                        "<script>fetch('https://example.invalid/').catch(() => {})</script>"))
+    page = browser.open(
+        write(
+            tmp_path,
+            "<img src='http://example.invalid/x.png'>"
+            "<script>fetch('https://example.invalid/').catch(() => {})</script>",
+        )
+    )
     assert page.requests == ["http://example.invalid/x.png", "https://example.invalid/"]
     assert page.evaluate("document.readyState") == "complete"
     # nothing came back: the image failed (the browser says so), the page went on
@@ -89,7 +101,9 @@ def test_requests_that_would_leave_the_page_are_recorded_and_blocked(browser, tm
 def test_a_data_uri_image_is_displayed_and_is_no_request(browser, tmp_path):
     page = browser.open(write(tmp_path, f"<img src='{png_data_uri(3, 2)}'>"))
     assert page.requests == [] and page.errors == []
-    assert page.evaluate("[...document.images].map(i => [i.complete, i.naturalWidth, i.naturalHeight])") == [[True, 3, 2]]
+    assert page.evaluate("[...document.images].map(i => [i.complete, i.naturalWidth, i.naturalHeight])") == [
+        [True, 3, 2]
+    ]
 
 
 def test_evaluate_returns_values_and_raises_what_the_expression_throws(browser, tmp_path):
@@ -143,7 +157,9 @@ def test_an_alert_does_not_block_the_page(browser, tmp_path):
 
 
 def test_screenshot_of_the_top_of_the_page_and_of_the_whole_page(browser, tmp_path):
-    page = browser.open(write(tmp_path, "<style>body{margin:0;background:#ff0000}</style><div style='height:2000px'></div>"))
+    page = browser.open(
+        write(tmp_path, "<style>body{margin:0;background:#ff0000}</style><div style='height:2000px'></div>")
+    )
     top = page.screenshot(tmp_path / "top.png")
     assert top == tmp_path / "top.png" and png_size(top) == (WIDTH, HEIGHT)
     with Image.open(top) as im:
@@ -220,8 +236,13 @@ def test_closing_kills_the_whole_process_group(fake_chromium, monkeypatch):
     assert list(tmp.iterdir()) == []
 
 
-@pytest.mark.parametrize("mode, error", [("crash", r"closed the pipe .*cannot open display"),
-                                         ("silent", r"timed out after 0.5 s waiting for the reply to Browser.getVersion")])
+@pytest.mark.parametrize(
+    "mode, error",
+    [
+        ("crash", r"closed the pipe .*cannot open display"),
+        ("silent", r"timed out after 0.5 s waiting for the reply to Browser.getVersion"),
+    ],
+)
 def test_a_chromium_that_fails_to_start_is_an_error_and_leaves_nothing(fake_chromium, monkeypatch, mode, error):
     exe, pidfile, tmp = fake_chromium
     monkeypatch.setenv("FAKE_CHROMIUM_MODE", mode)
@@ -262,8 +283,10 @@ def live_processes_in_group(pgid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_closing_kills_every_chromium_process_and_removes_the_profile_also_on_an_exception(chromium,  # noqa: F811
-                                                                                          tmp_path):
+def test_closing_kills_every_chromium_process_and_removes_the_profile_also_on_an_exception(
+    chromium,  # noqa: F811
+    tmp_path,
+):
     with pytest.raises(ZeroDivisionError):
         with Browser(chromium) as b:
             pid, profile = b.process.pid, b.user_data_dir
@@ -318,8 +341,13 @@ def test_python_m_entry_point(tmp_path):
     """``python -m synthbench.report.browser``, here without Chromium: exit code 2, one line on stderr (slow: the
     new interpreter imports synthbench.report, torch included)."""
     env = {**os.environ, CHROMIUM_ENV: str(tmp_path / "missing-chromium"), "PATH": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "synthbench.report.browser", str(write(tmp_path, CLEAN))],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "synthbench.report.browser", str(write(tmp_path, CLEAN))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("python -m synthbench.report.browser: error: no Chromium found")
     assert done.stderr.count("\n") == 1

@@ -47,7 +47,9 @@ def test_a_metric_is_looked_up_as_the_registry_does_and_an_ambiguous_one_needs_i
 
 
 def test_a_later_versions_fields_are_left_out_when_read(tmp_path):
-    metrics, abilities = scorer_to_json(ScorerInfo("s", {"m": MetricInfo("m", "higher", "m")}, Abilities(retrains=True)))
+    metrics, abilities = scorer_to_json(
+        ScorerInfo("s", {"m": MetricInfo("m", "higher", "m")}, Abilities(retrains=True))
+    )
     later = json.dumps({**json.loads(abilities), "new_ability": 1})
     assert scorer_from_json("s", metrics, later).abilities == Abilities(retrains=True)
 
@@ -59,8 +61,16 @@ def _cells(scorer: str) -> list[Cell]:
 def _write(store: ResultStore, cells: list[Cell], metric: str) -> None:
     mlp = {"mlp": {"test_auroc": 0.9, "test_accuracy": 0.9, "competence": 0.9, "train_seconds": 1.0}}
     for i, c in enumerate(cells):
-        store.write(CellResult(c, "ok", scores={metric: 0.2 + 0.1 * i}, chance={metric: 0.1}, seconds=1.0,
-                               model=mlp if c.method == "saliency" else None))
+        store.write(
+            CellResult(
+                c,
+                "ok",
+                scores={metric: 0.2 + 0.1 * i},
+                chance={metric: 0.1},
+                seconds=1.0,
+                model=mlp if c.method == "saliency" else None,
+            )
+        )
 
 
 class _Gap(Scorer):
@@ -125,8 +135,12 @@ def test_a_plugin_scorers_cells_are_reported_without_the_plugin_torch_or_a_regis
     with SCORERS.temporarily("plugin_gap", _Gap()), ResultStore(path) as store:
         _write(store, _cells("ground_truth"), "best_k")
         _write(store, _cells("plugin_gap"), "plugin_gap")
-    out = subprocess.run([sys.executable, "-c", _FRESH_REPORT, str(path), str(tmp_path / "report")], capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _FRESH_REPORT, str(path), str(tmp_path / "report")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "[]"  # the report's command line, from reading the store to the last figure
     md = (tmp_path / "report" / "report.md").read_text()
@@ -135,10 +149,11 @@ def test_a_plugin_scorers_cells_are_reported_without_the_plugin_torch_or_a_regis
 
 
 def test_importing_the_report_loads_no_torch_registry_scipy_or_matplotlib():
-    code = ("import sys, synthbench.report; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('torch', 'sklearn', 'scipy', 'matplotlib') or m.startswith(('synthbench.scoring', 'synthbench.methods', "
-            "'synthbench.datasets', 'synthbench.models'))))")
+    code = (
+        "import sys, synthbench.report; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'sklearn', 'scipy', 'matplotlib') or m.startswith(('synthbench.scoring', 'synthbench.methods', "
+        "'synthbench.datasets', 'synthbench.models'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
-

@@ -15,21 +15,39 @@ from synthbench.runner.grid import GridSpec
 GOLDEN = Path(__file__).parent / "golden" / "cell_ids.json"
 
 GRIDS = [
-    GridSpec(datasets=("xor",), methods=("saliency", "rf", "random", "smoothgrad"), decoys=(10,), n_samples=200,
-             n_folds=2, models=("passemiers2023", "sparse_mlp", "dense_mlp", "passemiers2023_corrected"),
-             scorers=("ground_truth", "roar"), scorer_options={"repeats": 2}),
-    GridSpec(datasets=("shapes", "digits"), methods=("saliency", "sobel", "random"), decoys=(4,), n_samples=100,
-             n_folds=2, models=("cnn",), scorers=("ground_truth", "road", "kar")),
+    GridSpec(
+        datasets=("xor",),
+        methods=("saliency", "rf", "random", "smoothgrad"),
+        decoys=(10,),
+        n_samples=200,
+        n_folds=2,
+        models=("passemiers2023", "sparse_mlp", "dense_mlp", "passemiers2023_corrected"),
+        scorers=("ground_truth", "roar"),
+        scorer_options={"repeats": 2},
+    ),
+    GridSpec(
+        datasets=("shapes", "digits"),
+        methods=("saliency", "sobel", "random"),
+        decoys=(4,),
+        n_samples=100,
+        n_folds=2,
+        models=("cnn",),
+        scorers=("ground_truth", "road", "kar"),
+    ),
 ]
 
 
 def test_cell_ids_are_those_stores_were_written_with():
     cells = [c for spec in GRIDS for c in spec.cells()]
-    ids = {f"{c.dataset}/{c.n_decoys}/{c.fold}/{c.method}@{c.model}/{c.scorer}": c.cell_id
-           for c in cells if c.judged is None}
+    ids = {
+        f"{c.dataset}/{c.n_decoys}/{c.fold}/{c.method}@{c.model}/{c.scorer}": c.cell_id
+        for c in cells
+        if c.judged is None
+    }
     assert ids == json.loads(GOLDEN.read_text())
     # the only cells added since: the random control judged on the forest rf explains, under roar (issue 22)
     added = [c for c in cells if c.judged is not None]
     assert sorted((c.dataset, c.fold, c.method, c.judged, c.scorer, c.model) for c in added) == [
-        ("xor", f, "random", "forest", "roar", None) for f in (0, 1)]
+        ("xor", f, "random", "forest", "roar", None) for f in (0, 1)
+    ]
     assert not {c.cell_id for c in added} & set(ids.values())

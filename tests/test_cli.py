@@ -17,12 +17,27 @@ from synthbench import run as cli
 from synthbench.methods import registry
 from synthbench.runner.store import ResultStore
 
-SMALL = ["--datasets", "xor,ring", "--decoys", "0,3", "--n-samples", "120", "--folds", "2", "--jobs", "1",
-         "--methods", "random,anova,mrmr", "--quiet"]
+SMALL = [
+    "--datasets",
+    "xor,ring",
+    "--decoys",
+    "0,3",
+    "--n-samples",
+    "120",
+    "--folds",
+    "2",
+    "--jobs",
+    "1",
+    "--methods",
+    "random,anova,mrmr",
+    "--quiet",
+]
 
 
 def sb(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "synthbench.run", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "synthbench.run", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_list_names_every_dataset_and_method(capsys):
@@ -40,14 +55,34 @@ def test_list_shows_the_model_presets_and_marks_the_default_ones(capsys):
     lines = capsys.readouterr().out.splitlines()
     start = lines.index("model presets (--model; neural methods explain each, * = run by default):")
     rows = {line[2:26].strip(): line[26] == "*" for line in lines[start + 1 : start + 6]}
-    assert rows == {"passemiers2023": False, "passemiers2023_corrected": False, "sparse_mlp": False,
-                    "screened_mlp": True, "dense_mlp": False}
+    assert rows == {
+        "passemiers2023": False,
+        "passemiers2023_corrected": False,
+        "sparse_mlp": False,
+        "screened_mlp": True,
+        "dense_mlp": False,
+    }
 
 
 def test_presets_and_sample_sizes_are_axes_of_one_run(tmp_path, capsys):
     store, export = tmp_path / "r.sqlite", tmp_path / "rows.csv"
-    args = ["--datasets", "xor", "--decoys", "2", "--n-samples", "90,120", "--folds", "2", "--jobs", "1", "--quiet",
-            "--methods", "anova,saliency", "--model", "passemiers2023,passemiers2023_corrected"]
+    args = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "2",
+        "--n-samples",
+        "90,120",
+        "--folds",
+        "2",
+        "--jobs",
+        "1",
+        "--quiet",
+        "--methods",
+        "anova,saliency",
+        "--model",
+        "passemiers2023,passemiers2023_corrected",
+    ]
     assert cli.main([*args, "--store", str(store), "--export", str(export)]) == 0
     out = capsys.readouterr().out
     assert "12 cells run" in out  # 2 sizes × 2 folds × (anova + saliency on 2 presets)
@@ -58,7 +93,9 @@ def test_presets_and_sample_sizes_are_axes_of_one_run(tmp_path, capsys):
     rows = pd.read_csv(export)
     assert set(rows["n_samples"]) == {90, 120}
     assert rows.groupby("method")["model_preset"].apply(lambda s: set(s.dropna())).to_dict() == {
-        "anova": set(), "saliency": {"passemiers2023", "passemiers2023_corrected"}}
+        "anova": set(),
+        "saliency": {"passemiers2023", "passemiers2023_corrected"},
+    }
 
 
 def test_small_run_resume_and_export(tmp_path, capsys):
@@ -67,8 +104,19 @@ def test_small_run_resume_and_export(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "mean best_k" in out and "chance" in out and "24 cells run, 0 already" in out  # a fresh store: every cell
     rows = pd.read_csv(export)
-    for col in ["dataset", "n_samples", "n_decoys", "n_features", "method", "fold", "seed", "metric", "value",
-                "seconds", "status"]:
+    for col in [
+        "dataset",
+        "n_samples",
+        "n_decoys",
+        "n_features",
+        "method",
+        "fold",
+        "seed",
+        "metric",
+        "value",
+        "seconds",
+        "status",
+    ]:
         assert col in rows
     assert len(rows.drop_duplicates(["dataset", "n_decoys", "fold", "method"])) == 2 * 2 * 2 * 3
     assert set(rows.metric) >= {"best_k", "best_2k", "auroc", "average_precision", "mean_rank"}
@@ -110,10 +158,13 @@ def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, capsys):
 
     nan = registry.MethodSpec("nan", lambda d, m, r: np.full(d.n_features, np.nan), "NaN")
     export = tmp_path / "rows.csv"
-    with registry.METHODS.temporarily("boom", registry.MethodSpec("boom", boom, "raises")), \
-            registry.METHODS.temporarily("nan", nan):
-        code = cli.main([*SMALL[:-2], "boom,random,nan", "--quiet", "--store", str(tmp_path / "r.sqlite"),
-                         "--export", str(export)])
+    with (
+        registry.METHODS.temporarily("boom", registry.MethodSpec("boom", boom, "raises")),
+        registry.METHODS.temporarily("nan", nan),
+    ):
+        code = cli.main(
+            [*SMALL[:-2], "boom,random,nan", "--quiet", "--store", str(tmp_path / "r.sqlite"), "--export", str(export)]
+        )
     assert code == 1
     err = capsys.readouterr().err
     assert "cells failed" in err and "RuntimeError: kaput" in err and "NaN" in err
@@ -125,8 +176,23 @@ def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, capsys):
 def test_cells_over_a_methods_declared_feature_limit_are_skipped_with_the_reason(tmp_path, capsys):
     small = registry.MethodSpec("small", lambda d, m, r: r.random(d.n_features), "handles 3 features", max_features=3)
     with registry.METHODS.temporarily("small", small):
-        args = ["--datasets", "xor", "--decoys", "0,3", "--n-samples", "60", "--folds", "2", "--jobs", "1",
-                "--methods", "small,random", "--quiet", "--store", str(tmp_path / "r.sqlite")]
+        args = [
+            "--datasets",
+            "xor",
+            "--decoys",
+            "0,3",
+            "--n-samples",
+            "60",
+            "--folds",
+            "2",
+            "--jobs",
+            "1",
+            "--methods",
+            "small,random",
+            "--quiet",
+            "--store",
+            str(tmp_path / "r.sqlite"),
+        ]
         assert cli.main(args) == 0  # a declared limit is not a failure
         out = capsys.readouterr().out
         assert "6 cells run, 0 already" in out and "2 skipped with their reason (a method's feature limit" in out
@@ -151,8 +217,10 @@ BAD_INPUT = [
     (["--address", "127.0.0.1:6379"], "--address and --gpus-per-cell need --executor ray"),
     (["--executor", "ray", "--gpus-per-cell", "1.5"], "gpus per cell must be within [0, 1]"),
     # a value the scorer's own check refuses: the option and the value are named, whatever the check says
-    (["--scorer", "randomisation", "--scorer-option", "layers=nope", "--scorer-option", "n_bins=5"],
-     "scorer 'randomisation' refuses layers='nope': invalid literal"),
+    (
+        ["--scorer", "randomisation", "--scorer-option", "layers=nope", "--scorer-option", "n_bins=5"],
+        "scorer 'randomisation' refuses layers='nope': invalid literal",
+    ),
     (["--scorer", "roar", "--scorer-option", "fractions=a,b"], "scorer 'roar' refuses fractions=('a', 'b'): "),
 ]
 
@@ -164,8 +232,9 @@ def _shown(recwarn, caplog) -> list[str]:
     """What a real run would have added to its stderr besides the error line: warnings Python shows by
     default and log records of level WARNING or above (setup_logging sends those to stderr; in this
     process pytest collects both instead)."""
-    return ([str(w.message) for w in recwarn if not issubclass(w.category, _HIDDEN)]
-            + [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING])
+    return [str(w.message) for w in recwarn if not issubclass(w.category, _HIDDEN)] + [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+    ]
 
 
 @pytest.mark.parametrize("args,message", BAD_INPUT)
@@ -183,10 +252,20 @@ def test_bad_input_is_one_line_exit_2_store_untouched(tmp_path, capsys, recwarn,
 
 
 #: Bad numbers, counts and option shapes: answered before torch or any registry is imported.
-CHEAP_BAD_INPUT = [["--decoys", "10,-5"], ["--decoys", "abc"], ["--folds", "1"], ["--seed", "-1"], ["--jobs", "0"],
-                   ["--n-samples", "3", "--folds", "6"], ["--max-retries", "-1"], ["--competence", "2"],
-                   ["--scorer-option", "nonsense"], ["--address", "127.0.0.1:6379"], ["--bogus"],
-                   ["--suite", "passemiers2023", "--folds", "3"]]
+CHEAP_BAD_INPUT = [
+    ["--decoys", "10,-5"],
+    ["--decoys", "abc"],
+    ["--folds", "1"],
+    ["--seed", "-1"],
+    ["--jobs", "0"],
+    ["--n-samples", "3", "--folds", "6"],
+    ["--max-retries", "-1"],
+    ["--competence", "2"],
+    ["--scorer-option", "nonsense"],
+    ["--address", "127.0.0.1:6379"],
+    ["--bogus"],
+    ["--suite", "passemiers2023", "--folds", "3"],
+]
 
 
 def test_bad_numbers_are_answered_before_torch_or_a_registry_is_imported(tmp_path):
@@ -229,8 +308,11 @@ def test_bad_stores_are_refused_untouched(tmp_path, capsys, recwarn, caplog):
     con.close()
     blocker = tmp_path / "file"
     blocker.write_text("")
-    for store, message in [(foreign, "not a synthbench results database"), (other, "schema version 0"),
-                           (blocker / "r.sqlite", "cannot create store")]:
+    for store, message in [
+        (foreign, "not a synthbench results database"),
+        (other, "schema version 0"),
+        (blocker / "r.sqlite", "cannot create store"),
+    ]:
         before = hashlib.sha256(store.read_bytes()).hexdigest() if store.exists() else None
         code = cli.main([*SMALL, "--store", str(store)])
         err = capsys.readouterr().err
@@ -275,16 +357,41 @@ def test_kill_9_then_rerun_loses_and_repeats_nothing(tmp_path, monkeypatch, caps
     worker processes, with ``--jobs 2``, are real ones)."""
     store, gate_dir = tmp_path / "r.sqlite", tmp_path / "gate"
     gate_dir.mkdir()
-    args = ["--datasets", "xor", "--decoys", "0,5", "--n-samples", "150", "--folds", "3", "--jobs", jobs,
-            "--methods", "random,rf,anova,gate", "--plugin", "gated_methods", "--quiet", "--store", str(store)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
-           "SYNTHBENCH_GATE_DIR": str(gate_dir)}
+    args = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "0,5",
+        "--n-samples",
+        "150",
+        "--folds",
+        "3",
+        "--jobs",
+        jobs,
+        "--methods",
+        "random,rf,anova,gate",
+        "--plugin",
+        "gated_methods",
+        "--quiet",
+        "--store",
+        str(store),
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
+        "SYNTHBENCH_GATE_DIR": str(gate_dir),
+    }
     total, expected = 2 * 3 * 4, FINISHED_WHEN_BLOCKED[jobs]
     stderr = tmp_path / "stderr"
     with open(stderr, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args], stdout=subprocess.DEVNULL,
-                                stderr=err, env={**env, "SYNTHBENCH_GATE_AFTER": "2"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "synthbench.run", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**env, "SYNTHBENCH_GATE_AFTER": "2"},
+        )
     try:
+
         def blocked() -> list:
             assert proc.poll() is None, f"the run ended (exit {proc.returncode}): {stderr.read_text()}"
             return sorted(gate_dir.glob("blocked-*"))
@@ -345,15 +452,18 @@ BOOM = 'raise RuntimeError("no licence for this plugin")\n'
 RAISED = "raised RuntimeError while being imported: no licence for this plugin (--debug shows where)"
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--seed", "-3"], "--seed must be a non-negative integer, got -3"),
-    (["--plugin", "{tmp}/sb_boom_plugin.py"], "--plugin: {tmp}/sb_boom_plugin.py " + RAISED),
-    (["--plugin", "sb_boom_plugin"], "--plugin: sb_boom_plugin " + RAISED),
-    (["--plugin", "./no_such_plugin.py"], "--plugin: ./no_such_plugin.py: no such file"),
-    (["--competence", "0"], "--competence: the competence threshold must lie strictly between 0 and 1, got 0.0"),
-    (["--competence", "1.5"], "--competence: the competence threshold must lie strictly between 0 and 1, got 1.5"),
-    (["--model", "gbm"], "unknown model 'gbm'; valid: " + ", ".join(preset_names())),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--seed", "-3"], "--seed must be a non-negative integer, got -3"),
+        (["--plugin", "{tmp}/sb_boom_plugin.py"], "--plugin: {tmp}/sb_boom_plugin.py " + RAISED),
+        (["--plugin", "sb_boom_plugin"], "--plugin: sb_boom_plugin " + RAISED),
+        (["--plugin", "./no_such_plugin.py"], "--plugin: ./no_such_plugin.py: no such file"),
+        (["--competence", "0"], "--competence: the competence threshold must lie strictly between 0 and 1, got 0.0"),
+        (["--competence", "1.5"], "--competence: the competence threshold must lie strictly between 0 and 1, got 1.5"),
+        (["--model", "gbm"], "unknown model 'gbm'; valid: " + ", ".join(preset_names())),
+    ],
+)
 def test_bad_seeds_and_plugins_are_one_line_exit_2_store_untouched(tmp_path, monkeypatch, capsys, args, message):
     (tmp_path / "sb_boom_plugin.py").write_text(BOOM)
     monkeypatch.syspath_prepend(str(tmp_path))  # the plugin by module name
@@ -371,8 +481,10 @@ def test_debug_logs_where_a_plugin_failed(tmp_path, caplog, capsys):
         assert cli.main(["--plugin", str(plugin), "--debug", "--store", str(tmp_path / "r.sqlite")]) == 2
     finally:
         logging.getLogger("synthbench").setLevel(logging.NOTSET)
-    assert capsys.readouterr().err.strip() == (f"synthbench.run: error: --plugin: {plugin} raised RuntimeError while "
-                                               "being imported: no licence for this plugin")
+    assert capsys.readouterr().err.strip() == (
+        f"synthbench.run: error: --plugin: {plugin} raised RuntimeError while "
+        "being imported: no licence for this plugin"
+    )
     [record] = [r for r in caplog.records if r.exc_info]
     assert "sb_boom_debug.py" in record.getMessage() and str(record.exc_info[1]) == "no licence for this plugin"
 
@@ -382,13 +494,32 @@ def test_a_plugin_can_be_a_path_to_a_py_file(tmp_path, monkeypatch, capsys):
         "from synthbench.methods import register_method\n\n"
         "@register_method('from_file', description='test: random scores, from a plugin file', default=False)\n"
         "def from_file(data, models, rng):\n"
-        "    return rng.random(data.n_features)\n")
+        "    return rng.random(data.n_features)\n"
+    )
     monkeypatch.chdir(tmp_path)
     try:
         with registry.METHODS.restoring():  # the plugin's method, for this test only
-            code = cli.main(["--plugin", "./sb_file_plugin.py", "--datasets", "xor", "--decoys", "0", "--n-samples",
-                             "40", "--folds", "2", "--jobs", "1", "--methods", "from_file", "--quiet", "--store",
-                             "r.sqlite"])
+            code = cli.main(
+                [
+                    "--plugin",
+                    "./sb_file_plugin.py",
+                    "--datasets",
+                    "xor",
+                    "--decoys",
+                    "0",
+                    "--n-samples",
+                    "40",
+                    "--folds",
+                    "2",
+                    "--jobs",
+                    "1",
+                    "--methods",
+                    "from_file",
+                    "--quiet",
+                    "--store",
+                    "r.sqlite",
+                ]
+            )
     finally:
         sys.modules.pop("sb_file_plugin", None)
     assert code == 0
@@ -410,16 +541,37 @@ def test_ctrl_c_keeps_finished_cells_prints_one_line_and_the_rerun_resumes(tmp_p
     """SIGINT to the whole process group (what Ctrl-C sends) while both workers are inside a cell."""
     store, blocked = tmp_path / "r.sqlite", tmp_path / "blocked"
     plugin = os.path.join(TESTS, "blocking_methods.py")  # as a path: the workers import it by path too
-    args = ["--datasets", "xor", "--decoys", "0", "--n-samples", "40", "--folds", "2", "--methods", "random,blocker",
-            "--plugin", plugin, "--quiet", "--store", str(store)]
+    args = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "0",
+        "--n-samples",
+        "40",
+        "--folds",
+        "2",
+        "--methods",
+        "random,blocker",
+        "--plugin",
+        plugin,
+        "--quiet",
+        "--store",
+        str(store),
+    ]
     # The run starts as from a shell: SIGINT at its default, whatever this test process inherited or set (an
     # ignored SIGINT is inherited across exec, and Python then leaves Ctrl-C ignored).
-    proc = subprocess.Popen([sys.executable, "-m", "synthbench.run", *args, "--jobs", "2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "SYNTHBENCH_BLOCK": str(blocked)},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "synthbench.run", *args, "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "SYNTHBENCH_BLOCK": str(blocked)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline, done = time.time() + 120, 0
+
         def inside() -> int:  # workers inside a blocker: each touched blocked.<its pid>
             return len(list(tmp_path.glob("blocked.*")))
 

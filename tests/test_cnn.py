@@ -10,8 +10,8 @@ import torch
 
 from synthbench import datasets
 from synthbench.models import SharedModels
-from synthbench.models.cnn import CNNConfig, build_cnn, train_cnn
 from synthbench.models.cache import cached_train
+from synthbench.models.cnn import CNNConfig, build_cnn, train_cnn
 from synthbench.protocol import FoldData, dataset_folds
 
 QUICK = CNNConfig.from_dict(dict(channels=(4, 8), hidden=8, max_epochs=3))
@@ -57,11 +57,25 @@ def test_cache_loads_the_trained_cnn(tmp_path):
 def test_architecture_is_one_the_attribution_rules_walk():
     net = build_cnn((3, 32, 32), 4, generator=torch.Generator().manual_seed(0))
     kinds = [type(m).__name__ for m in net]
-    assert kinds == ["Conv2d", "ReLU", "MaxPool2d", "Conv2d", "ReLU", "MaxPool2d", "Conv2d", "ReLU", "MaxPool2d",
-                     "Flatten", "Linear", "ReLU", "Linear"]
+    assert kinds == [
+        "Conv2d",
+        "ReLU",
+        "MaxPool2d",
+        "Conv2d",
+        "ReLU",
+        "MaxPool2d",
+        "Conv2d",
+        "ReLU",
+        "MaxPool2d",
+        "Flatten",
+        "Linear",
+        "ReLU",
+        "Linear",
+    ]
     assert net(torch.zeros(2, 3, 32, 32)).shape == (2, 4)
     assert build_cnn((1, 8, 8), 10, CNNConfig(global_pool="avg"), generator=torch.Generator())(
-        torch.zeros(1, 1, 8, 8)).shape == (1, 10)
+        torch.zeros(1, 1, 8, 8)
+    ).shape == (1, 10)
     with pytest.raises(ValueError, match="global_pool"):
         build_cnn((1, 8, 8), 2, CNNConfig(global_pool="mean"), generator=torch.Generator())
     with pytest.raises(ValueError, match="images"):

@@ -7,8 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synthbench.models.competence import (Ceiling, check_threshold, competence, competent, learnability_ceiling,
-                                           relevant_only)
+from synthbench.models.competence import (
+    Ceiling,
+    check_threshold,
+    competence,
+    competent,
+    learnability_ceiling,
+    relevant_only,
+)
 from synthbench.protocol import FoldData, cell_fold
 
 
@@ -26,7 +32,8 @@ class _Fixed:
 
 
 def _hand_fold() -> FoldData:
-    """100 held-out rows, ten blocks of six of class 1 then four of class 0 (chance 0.6); two relevant columns of five."""
+    """100 held-out rows, ten blocks of six of class 1 then four of class 0 (chance 0.6); two relevant columns of
+    five."""
     y_test = np.tile([1, 1, 1, 1, 1, 1, 0, 0, 0, 0], 10)
     X = np.zeros((100, 5), dtype=np.float32)
     relevant = np.array([False, True, False, True, False])
@@ -41,11 +48,13 @@ def test_the_ceiling_and_competence_of_a_fold_pinned_by_hand():
         def train(restricted):
             seen.append(restricted.X_train.shape)
             return _Fixed(answers)
+
         return train
 
     # the trees reach 9/10 and 7/10 on the relevant columns: the ceiling is 0.9, reached by "b"
-    ceiling = learnability_ceiling(data, {"a": trainer([1, 1, 1, 0, 0, 0, 0, 0, 0, 0]),
-                                          "b": trainer([1, 1, 1, 1, 1, 1, 1, 0, 0, 0])})
+    ceiling = learnability_ceiling(
+        data, {"a": trainer([1, 1, 1, 0, 0, 0, 0, 0, 0, 0]), "b": trainer([1, 1, 1, 1, 1, 1, 1, 0, 0, 0])}
+    )
     assert seen == [(100, 2), (100, 2)]  # each trained on the two relevant columns only
     assert (ceiling.accuracy, ceiling.model, ceiling.chance, ceiling.bayes_accuracy) == (0.9, "b", 0.6, 0.95)
     assert ceiling.auroc == pytest.approx(21 / 24)  # b's: every positive above 3 of the 4 negatives, tied with one
@@ -85,6 +94,7 @@ def test_a_threshold_outside_the_open_unit_interval_is_refused(bad):
 
 def test_the_fold_records_competence_and_a_model_trained_on_shuffled_labels_is_flagged_incompetent():
     from conftest import registrations_undone
+
     from synthbench.models import SharedModels
     from synthbench.models.booster import train_fold_gbm
     from synthbench.models.shared import ModelKind, register_model
@@ -100,8 +110,15 @@ def test_the_fold_records_competence_and_a_model_trained_on_shuffled_labels_is_f
     assert learned.info["forest"]["ceiling_accuracy"] == info["ceiling_accuracy"]
     # a booster fitted on shuffled labels, judged against the fold's own ceiling
     with registrations_undone():
-        register_model(ModelKind("crippled", lambda d, s, replicate=0: train_fold_gbm(
-            dataclasses.replace(d, y_train=d.rng("shuffle").permutation(d.y_train)), s), "gbm on shuffled labels"))
+        register_model(
+            ModelKind(
+                "crippled",
+                lambda d, s, replicate=0: train_fold_gbm(
+                    dataclasses.replace(d, y_train=d.rng("shuffle").permutation(d.y_train)), s
+                ),
+                "gbm on shuffled labels",
+            )
+        )
         models = SharedModels(data)
         models.get("crippled")
     assert models.info["crippled"]["ceiling_accuracy"] == info["ceiling_accuracy"]
@@ -158,12 +175,16 @@ def test_the_store_gives_each_cell_its_competence_and_the_leaderboard_leaves_inc
 def test_a_setting_no_model_learns_is_named_with_the_smallest_sample_size_where_one_does():
     from synthbench.runner.competence import learnability
 
-    rows = [("gbm", "xor", "{}", n, 1000, fold, c) for n, cs in ((500, [0.1, 0.2]), (2000, [0.6, 0.7]), (4000, [0.9, 1.0]))
-            for fold, c in enumerate(cs)]
+    rows = [
+        ("gbm", "xor", "{}", n, 1000, fold, c)
+        for n, cs in ((500, [0.1, 0.2]), (2000, [0.6, 0.7]), (4000, [0.9, 1.0]))
+        for fold, c in enumerate(cs)
+    ]
     rows += [("mlp@sparse_mlp", "xor", "{}", n, 1000, fold, 0.0) for n in (500, 2000, 4000) for fold in range(2)]
     rows += [("gbm", "ring", "{}", 500, 1000, 0, np.nan)]  # competence unknown: neither learnable nor not
-    fits = pd.DataFrame(rows, columns=["model", "dataset", "dataset_params", "n_samples", "n_decoys", "fold",
-                                       "competence"])
+    fits = pd.DataFrame(
+        rows, columns=["model", "dataset", "dataset_params", "n_samples", "n_decoys", "fold", "competence"]
+    )
     table = learnability(fits).set_index(["dataset", "n_samples"])
     assert table.loc[("xor", 500), ["best_model", "learnable", "learnable_at"]].tolist() == ["gbm", False, 2000]
     assert table.loc[("xor", 500), "best_competence"] == pytest.approx(0.15)
@@ -173,8 +194,7 @@ def test_a_setting_no_model_learns_is_named_with_the_smallest_sample_size_where_
 def test_with_a_disk_cache_every_task_of_a_fold_reads_the_ceiling_the_first_one_computed(tmp_path, monkeypatch):
     """The default run splits a fold into tasks by the models they need (the booster's, the network's), each in its
     own process: with the run's disk cache the ceiling's trainings run once per fold, not once per task."""
-    from synthbench.models import SharedModels, TrainSettings
-    from synthbench.models import shared
+    from synthbench.models import SharedModels, TrainSettings, shared
 
     computed = []
 

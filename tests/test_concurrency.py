@@ -21,8 +21,9 @@ def cell(fold: int) -> Cell:
 
 
 def start(store: ResultStore) -> int:
-    return store.start_run(command="t", executor=None, machine=None, package_version="0", cells_total=4,
-                           cells_pending=4)
+    return store.start_run(
+        command="t", executor=None, machine=None, package_version="0", cells_total=4, cells_pending=4
+    )
 
 
 def test_a_live_runs_claims_are_left_to_it_until_it_writes_or_ends(tmp_path):
@@ -51,7 +52,9 @@ def test_claims_of_a_dead_process_or_a_silent_host_lapse(tmp_path):
         gone.wait()
         con = sqlite3.connect(store.path)
         con.execute("UPDATE runs SET pid = ? WHERE run_id = ?", (gone.pid, dead))
-        con.execute("UPDATE runs SET host = 'elsewhere', heartbeat_at = ? WHERE run_id = ?", (time.time() - 700, silent))
+        con.execute(
+            "UPDATE runs SET host = 'elsewhere', heartbeat_at = ? WHERE run_id = ?", (time.time() - 700, silent)
+        )
         con.execute("UPDATE runs SET host = 'elsewhere', heartbeat_at = ? WHERE run_id = ?", (time.time() - 5, fresh))
         con.commit()
         con.close()
@@ -66,12 +69,37 @@ def test_claims_of_a_dead_process_or_a_silent_host_lapse(tmp_path):
 
 
 def _run(store: Path, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
-           "SYNTHBENCH_SLEEP": "0.4", "SYNTHBENCH_WAIT_FOR_RUNS": f"{store}:2"}
-    args = ["--datasets", "xor,ring", "--decoys", "0,3", "--n-samples", "80", "--folds", "2", "--methods", "sleepy",
-            "--plugin", "sleeping_methods", "--quiet", "--store", str(store), *extra]
-    return subprocess.Popen([sys.executable, "-m", "synthbench.run", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        "SYNTHBENCH_SLEEP": "0.4",
+        "SYNTHBENCH_WAIT_FOR_RUNS": f"{store}:2",
+    }
+    args = [
+        "--datasets",
+        "xor,ring",
+        "--decoys",
+        "0,3",
+        "--n-samples",
+        "80",
+        "--folds",
+        "2",
+        "--methods",
+        "sleepy",
+        "--plugin",
+        "sleeping_methods",
+        "--quiet",
+        "--store",
+        str(store),
+        *extra,
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "synthbench.run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _counts(stdout: str) -> tuple[int, int, int]:

@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import fold_of
 
 from synthbench import datasets
 from synthbench.methods import default_methods, get_method, run_method
 from synthbench.models import SharedModels
+from synthbench.runner.grid import GridSpec
 from synthbench.scoring import explained_kind
 from synthbench.scoring.removal.retrain import RetrainScorer
-from synthbench.runner.grid import GridSpec
-
-from conftest import fold_of
 
 
 def test_the_input_control_maps_are_the_explained_inputs():
     spec = get_method("input")
     assert spec.control and "input" in default_methods() and spec.inputs == ("tabular", "image")
     assert all(get_method(m).control for m in ("random", "sobel")) and not get_method("mrmr").control
-    for ds in (datasets.make("xor", n_samples=60, n_decoys=2, seed=0),
-               datasets.make("shapes", n_samples=24, n_decoys=1, seed=0, size=12)):
+    for ds in (
+        datasets.make("xor", n_samples=60, n_decoys=2, seed=0),
+        datasets.make("shapes", n_samples=24, n_decoys=1, seed=0, size=12),
+    ):
         data = fold_of(ds)
         out = run_method(spec, data, SharedModels(data))
         assert out.local.shape == data.X_explain.shape and out.local.dtype == np.float64
@@ -34,12 +35,19 @@ def test_the_input_control_maps_are_the_explained_inputs():
 
 
 def test_a_control_gets_a_cell_on_each_model_the_grid_explains_and_runs_beside_its_methods():
-    grid = GridSpec(("xor",), ("rf", "treeshap", "random", "mrmr", "saliency"), (2,), n_samples=200, n_folds=2,
-                    scorers=("ground_truth", "road"))
+    grid = GridSpec(
+        ("xor",),
+        ("rf", "treeshap", "random", "mrmr", "saliency"),
+        (2,),
+        n_samples=200,
+        n_folds=2,
+        scorers=("ground_truth", "road"),
+    )
     cells = grid.cells()
     judged = [c for c in cells if c.judged is not None]
     assert [(c.method, c.scorer, c.judged, c.model, c.label) for c in judged] == [
-        ("random", "road", "forest", None, "random@forest")] * 2  # one per fold: not mrmr, not under ground_truth
+        ("random", "road", "forest", None, "random@forest")
+    ] * 2  # one per fold: not mrmr, not under ground_truth
     plain = [c for c in cells if c.method == "random" and c.scorer == "road" and c.judged is None]
     assert [c.model for c in plain] == ["passemiers2023_corrected"] * 2  # the MLP cell per preset, as before
     assert "judged" in judged[0].config() and "judged" not in plain[0].config()
@@ -62,7 +70,8 @@ def test_roar_retrains_the_forest_for_a_control_judged_on_it(monkeypatch):
     monkeypatch.setattr(models, "train_on", lambda kind, *a, **kw: kinds.append(kind) or train_on(kind, *a, **kw))
     spec = get_method("random").judged_on("tabular", "forest")
     scores = RetrainScorer(fractions=(0.5,), repeats=1, random_masks="epoch").score(
-        run_method(spec, data, models), data, spec, models)
+        run_method(spec, data, models), data, spec, models
+    )
     assert kinds == ["forest"] and set(models.info) == {"forest"}  # no MLP trained; no epochs to redraw in
     clean = np.mean(models.get("forest").predict(data.X_test) == data.y_test)
     assert scores.curves["roar"].values[0, 0] == clean
@@ -75,8 +84,16 @@ def road_store(tmp_path_factory):
     from synthbench.runner.store import ResultStore
 
     path = tmp_path_factory.mktemp("controls") / "r.sqlite"
-    grid = GridSpec(("xor",), ("rf", "anova", "random", "input"), (2,), n_samples=200, n_folds=2, seed=3,
-                    scorers=("road",), scorer_options={"fractions": (0.3, 0.7)})
+    grid = GridSpec(
+        ("xor",),
+        ("rf", "anova", "random", "input"),
+        (2,),
+        n_samples=200,
+        n_folds=2,
+        seed=3,
+        scorers=("road",),
+        scorer_options={"fractions": (0.3, 0.7)},
+    )
     with ResultStore(path) as store:
         assert execute(grid.cells(), store).failed == 0
         rows = store.scores()

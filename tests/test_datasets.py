@@ -57,9 +57,7 @@ def mi_permutation_pvalues(
     classes, yc = np.unique(y, return_inverse=True)
     c = len(classes)
     B = np.stack([_ranks_to_bins(F[:, j], n_bins) for j in range(m)])  # (m, n)
-    obs = _mi_from_counts(
-        np.stack([np.bincount(b * c + yc, minlength=n_bins * c).reshape(n_bins, c) for b in B])
-    )
+    obs = _mi_from_counts(np.stack([np.bincount(b * c + yc, minlength=n_bins * c).reshape(n_bins, c) for b in B]))
     rng = np.random.default_rng(seed)
     exceed = np.zeros(m)
     done = 0
@@ -85,8 +83,17 @@ def assert_no_shared_values(X: np.ndarray) -> None:
 # --------------------------------------------------------------------------- contract
 def test_registry_lists_everything() -> None:
     expected = {
-        "ring", "xor", "ring_xor", "ring_xor_sum", "dag", "dag_confounders",
-        "l2x_xor", "orange_skin", "nonlinear_additive", "switch", "hypercube",
+        "ring",
+        "xor",
+        "ring_xor",
+        "ring_xor_sum",
+        "dag",
+        "dag_confounders",
+        "l2x_xor",
+        "orange_skin",
+        "nonlinear_additive",
+        "switch",
+        "hypercube",
     }
     assert expected <= set(ALL)
     d = describe()
@@ -336,9 +343,7 @@ def check_switch_data(X: np.ndarray, y: np.ndarray, local: np.ndarray, logit: np
     uses_add = local[:, g_add].all(axis=1)
     assert (uses_orange ^ uses_add).all() and (local[:, : sw + 1].sum(axis=1) == 5).all()
     assert np.array_equal(uses_orange, X[:, sw] < 0)
-    recomputed = np.where(
-        uses_orange, l2x.orange_skin_logit(X[:, g_or]), l2x.nonlinear_additive_logit(X[:, g_add])
-    )
+    recomputed = np.where(uses_orange, l2x.orange_skin_logit(X[:, g_or]), l2x.nonlinear_additive_logit(X[:, g_add]))
     np.testing.assert_array_equal(recomputed, logit)
     pv = mi_permutation_pvalues(X[uses_add][:, g_or], y[uses_add])
     assert pv.min() > 0.01 / len(pv), f"unused group informative: {pv}"
@@ -487,8 +492,11 @@ def test_bad_family_arguments() -> None:
 def test_a_dataset_too_large_for_memory_is_refused_before_anything_is_allocated(monkeypatch):
     import synthbench.datasets.base as base
 
-    with pytest.raises(datasets.DatasetTooLarge, match=r"'ring' with n_samples=1000000000 and n_decoys=1000000 needs "
-                                                       r"about 26077084\.2 GiB"):
+    with pytest.raises(
+        datasets.DatasetTooLarge,
+        match=r"'ring' with n_samples=1000000000 and n_decoys=1000000 needs "
+        r"about 26077084\.2 GiB",
+    ):
         datasets.make("ring", n_samples=10**9, n_decoys=10**6, seed=0)
     # The estimate counts the real feature count: dag has 2000 features and no decoys.
     assert datasets.estimate_bytes("dag", n_samples=1000, n_decoys=0) == 1000 * 2000 * base.BYTES_PER_ELEMENT

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import registrations_undone, registries
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

@@ -14,8 +14,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _build(project: Path, site: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-                          cwd=project, env=env, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_the_site_builds_strict_and_every_page_is_in_it(tmp_path):

@@ -3,13 +3,12 @@
 import numpy as np
 import pytest
 import torch
+from conftest import fold_of, tiny_dataset
 
 import synthbench.methods.embedded as E  # registers the methods
 from synthbench import datasets
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
-
-from conftest import fold_of, tiny_dataset
 
 NAMES = ["lassonet", "cancelout_sigmoid", "cancelout_softmax", "deep_lasso"]
 NEURAL = ["cancelout_sigmoid", "cancelout_softmax", "deep_lasso"]
@@ -74,7 +73,10 @@ def test_path_scores_replace_inf_and_break_ties():
     np.testing.assert_allclose(s[[1, 4]], 3.0 + 0.5 * np.array([0.1, 0.9]) / 0.9)
     assert np.all(np.abs(s - np.where(np.isinf(leave), 3.0, leave)) <= 0.5)
     # A later leave wins whatever the tie-break.
-    assert E.path_scores(np.array([1.0, 1.001]), np.array([100.0, 0.0]))[1] > E.path_scores(np.array([1.0, 1.001]), np.array([100.0, 0.0]))[0]
+    assert (
+        E.path_scores(np.array([1.0, 1.001]), np.array([100.0, 0.0]))[1]
+        > E.path_scores(np.array([1.0, 1.001]), np.array([100.0, 0.0]))[0]
+    )
 
 
 def test_path_scores_edge_cases():
@@ -129,8 +131,10 @@ def test_the_2023_cancelout_gates_and_penalty_are_the_papers():
     w = np.array([1.0, -2.0, 3.0, 0.0, -1.0]) / 5
     signed = float(E.cancelout_penalty(sig, 0.2, 0.1, signed=True).detach())
     assert signed == pytest.approx(-0.2 * np.var(w, ddof=1) + 0.1 * w.sum(), rel=1e-6)
-    for name, params in [("cancelout_sigmoid_2023", {"lambda_var": 0.2, "signed_l1": True}),
-                         ("cancelout_softmax_2023", {"lambda_var": 0.0, "lambda_l1": 0.0, "softmax_scaled": False})]:
+    for name, params in [
+        ("cancelout_sigmoid_2023", {"lambda_var": 0.2, "signed_l1": True}),
+        ("cancelout_softmax_2023", {"lambda_var": 0.0, "lambda_l1": 0.0, "softmax_scaled": False}),
+    ]:
         spec = get_method(name)
         assert {k: spec.params[k] for k in params} == params and spec.params["training"] == "passemiers2023"
         assert spec.params["gate_lr"] is None  # the gate trains in the network's Adam group, as there
@@ -150,8 +154,13 @@ def test_a_gate_without_its_own_learning_rate_trains_with_the_network(easy_fold)
 def test_cancelout_penalty_is_applied(activation, easy_fold):
     def gates(lambda_var, lambda_l1):
         return E.fit_cancelout(
-            easy_fold.X_train, easy_fold.y_train, 0, activation=activation,
-            lambda_var=lambda_var, lambda_l1=lambda_l1, gate_lr=0.01,
+            easy_fold.X_train,
+            easy_fold.y_train,
+            0,
+            activation=activation,
+            lambda_var=lambda_var,
+            lambda_l1=lambda_l1,
+            gate_lr=0.01,
         )[0]
 
     plain = gates(0.0, 0.0)
@@ -220,10 +229,19 @@ def test_ensemble_of_three_is_the_mean_of_three_runs_by_hand(name):
         X, y = orange_fold.X_train[rows], orange_fold.y_train[rows]
         if name == "deep_lasso":
             module = E.fit_deep_lasso(X, y, s, lam=spec.params["lam"])
-            members.append(E.input_gradient_norms(module, orange_fold.X_explain, orange_fold.y_explain, torch.device("cpu")))
+            members.append(
+                E.input_gradient_norms(module, orange_fold.X_explain, orange_fold.y_explain, torch.device("cpu"))
+            )
         else:
-            members.append(E.fit_cancelout(
-                X, y, s, activation="sigmoid", lambda_var=spec.params["lambda_var"],
-                lambda_l1=spec.params["lambda_l1"], gate_lr=spec.params["gate_lr"],
-            )[0])
+            members.append(
+                E.fit_cancelout(
+                    X,
+                    y,
+                    s,
+                    activation="sigmoid",
+                    lambda_var=spec.params["lambda_var"],
+                    lambda_l1=spec.params["lambda_l1"],
+                    gate_lr=spec.params["gate_lr"],
+                )[0]
+            )
     np.testing.assert_allclose(three, np.mean(members, axis=0), rtol=1e-12)

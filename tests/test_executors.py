@@ -76,8 +76,9 @@ def serial_rows(tmp_path_factory):
 
 
 def test_process_executor_retries_a_killed_worker_and_matches_serial(tmp_path, crash_dir, serial_rows):
-    cells = GridSpec(GRID.datasets, GRID.methods + ("crash_once",), GRID.decoys, GRID.n_samples, GRID.n_folds,
-                     GRID.seed).cells()
+    cells = GridSpec(
+        GRID.datasets, GRID.methods + ("crash_once",), GRID.decoys, GRID.n_samples, GRID.n_folds, GRID.seed
+    ).cells()
     summary, rows = _run(cells, ProcessExecutor(2, max_retries=1, plugins=PLUGINS), tmp_path / "p.sqlite")
     assert (crash_dir / "crashed").exists()  # a worker really died
     assert summary.failed == 0 and summary.ok == len(cells)
@@ -114,8 +115,9 @@ def ray_cluster(crash_root):
 
 
 def test_ray_local_cluster_matches_serial_and_retries_a_killed_worker(tmp_path, crash_dir, serial_rows, ray_cluster):
-    cells = GridSpec(GRID.datasets, GRID.methods + ("crash_once",), GRID.decoys, GRID.n_samples, GRID.n_folds,
-                     GRID.seed).cells()
+    cells = GridSpec(
+        GRID.datasets, GRID.methods + ("crash_once",), GRID.decoys, GRID.n_samples, GRID.n_folds, GRID.seed
+    ).cells()
     summary, rows = _run(cells, RayExecutor(max_retries=2, plugins=PLUGINS), tmp_path / "r.sqlite")
     assert (crash_dir / "crashed").exists()
     assert summary.failed == 0 and summary.ok == len(cells)
@@ -133,28 +135,55 @@ def test_ray_records_cells_of_a_task_that_always_dies_as_failed(tmp_path, crash_
 def test_ray_address_pointing_at_nothing_fails_fast_and_writes_nothing(tmp_path):
     store = tmp_path / "never.sqlite"
     proc = subprocess.run(  # the timeout guards against a run that waits on the address instead of failing
-        [sys.executable, "-m", "synthbench.run", "--datasets", "xor", "--decoys", "0", "--n-samples", "60",
-         "--folds", "2", "--methods", "random", "--executor", "ray", "--address", "127.0.0.1:1", "--store", str(store)],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "synthbench.run",
+            "--datasets",
+            "xor",
+            "--decoys",
+            "0",
+            "--n-samples",
+            "60",
+            "--folds",
+            "2",
+            "--methods",
+            "random",
+            "--executor",
+            "ray",
+            "--address",
+            "127.0.0.1:1",
+            "--store",
+            str(store),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no Ray cluster answers at 127.0.0.1:1" in proc.stderr
     assert not store.exists()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(address="nonsense"), "not host:port"),
-    (dict(gpus_per_cell=2.0), "within [0, 1]"),
-    (dict(max_retries=-1), "non-negative"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(address="nonsense"), "not host:port"),
+        (dict(gpus_per_cell=2.0), "within [0, 1]"),
+        (dict(max_retries=-1), "non-negative"),
+    ],
+)
 def test_ray_executor_rejects_bad_settings(kwargs, message):
     with pytest.raises(ExecutorError, match=message.replace("[", r"\[").replace("]", r"\]")):
         RayExecutor(**kwargs).check()
 
 
 def test_ray_gives_neural_tasks_a_share_of_a_gpu_only_where_there_is_one():
-    tasks = {t.cells[0].method: t for t in GridSpec.tasks(GRID.cells()) if t.head.fold == 0 and t.head.dataset == "xor"
-             and t.head.n_decoys == 0}
+    tasks = {
+        t.cells[0].method: t
+        for t in GridSpec.tasks(GRID.cells())
+        if t.head.fold == 0 and t.head.dataset == "xor" and t.head.n_decoys == 0
+    }
     assert set(tasks) == {"random", "saliency"}
     ex = RayExecutor()
     assert ex.task_options(tasks["saliency"], cluster_gpus=1, device="auto")["num_gpus"] == 0.25
@@ -168,9 +197,9 @@ def test_ray_gives_neural_tasks_a_share_of_a_gpu_only_where_there_is_one():
 def test_the_serial_executor_and_the_jobs_default_size_to_the_cores_this_process_may_use(monkeypatch):
     """A process restricted to 3 cores (a container's cpuset, a scheduler's share) runs 3 workers by default and
     trains in-process on 3 threads, whatever the machine's core count says."""
+    from synthbench import machine
     from synthbench.models import TrainSettings
     from synthbench.run import build_parser
-    from synthbench import machine
     from synthbench.runner import executors
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 5, 7}, raising=False)

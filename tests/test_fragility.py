@@ -53,7 +53,9 @@ def test_the_surrogate_smooths_every_kink_keeps_the_weights_and_tends_to_the_net
         x = torch.as_tensor(data.X_explain[:50])
         with torch.no_grad():
             exact = model.module(x)
-            gaps = [float((smooth_surrogate(model, beta).module(x) - exact).abs().max()) for beta in (2.0, 20.0, 2000.0)]
+            gaps = [
+                float((smooth_surrogate(model, beta).module(x) - exact).abs().max()) for beta in (2.0, 20.0, 2000.0)
+            ]
         assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-2 * float(exact.abs().max())
 
 
@@ -98,8 +100,9 @@ def test_the_budget_bounds_each_feature_by_its_spread_and_images_by_their_range(
     for moved in (l2.project(x0, far), l2.corner(x0, rng), l2.uniform(x0, rng)):
         z = (moved - x0) / torch.as_tensor(l2.scale)
         assert (z.norm(dim=1) <= 0.5 + 1e-5).all()
-    torch.testing.assert_close((l2.corner(x0, rng) - x0).div(torch.as_tensor(l2.scale)).norm(dim=1),
-                               torch.full((40,), 0.5))
+    torch.testing.assert_close(
+        (l2.corner(x0, rng) - x0).div(torch.as_tensor(l2.scale)).norm(dim=1), torch.full((40,), 0.5)
+    )
     images, _ = image_fold
     budget = Budget.for_fold(images, 8 / 255, "linf")
     assert (budget.low, budget.high) == (float(images.X_train.min()), float(images.X_train.max()))
@@ -123,7 +126,7 @@ def test_every_kept_perturbation_keeps_the_label_and_stays_in_the_budget(xor_fol
             result = cell.attack(attack, budget)
             model = models.get("mlp")
             np.testing.assert_array_equal(model.predict(result.inputs), cell.labels)  # kept or original: same label
-            assert ((np.abs(result.inputs - cell.x0) <= 0.3 * budget.scale + 1e-5).all())
+            assert (np.abs(result.inputs - cell.x0) <= 0.3 * budget.scale + 1e-5).all()
             np.testing.assert_array_equal(result.inputs[~result.kept], cell.x0[~result.kept])
             np.testing.assert_allclose(result.maps, cell.explain(result.inputs), rtol=1e-5, atol=1e-7)
             assert result.kept.mean() > 0.3, (name, attack)
@@ -136,7 +139,9 @@ def test_gradient_attacks_move_maps_further_than_the_random_baseline_and_off_the
     assert values["fragility_truth_truth_drop"] >= values["fragility_random_truth_drop"]
     assert values["fragility_truth_truth_auroc"] <= values["fragility_random_truth_auroc"]
     assert values["fragility_truth_before"] > 0.6  # per example, the sparse MLP's saliency mostly finds xor's features
-    assert values["fragility_truth_truth"] < values["fragility_truth_before"] - 0.05  # and the truth attack moves it off
+    assert (
+        values["fragility_truth_truth"] < values["fragility_truth_before"] - 0.05
+    )  # and the truth attack moves it off
     for measure in ("max_sensitivity", "avg_sensitivity", "local_lipschitz"):
         assert values[f"fragility_{measure}"] > 0
     assert values["fragility_max_sensitivity"] >= values["fragility_avg_sensitivity"]
@@ -169,8 +174,12 @@ def test_methods_without_gradient_maps_are_searched_black_box(xor_fold, monkeypa
         raise AssertionError("a gradient attack on a method without differentiable maps")
 
     monkeypatch.setattr(fragility_module, "gradient_attack", refuse)
-    values = _score(_scorer(eps=(0.3,), attacks=("random", "topk"), search_steps=2, max_examples=20, samples=1),
-                    "treeshap", data, models)
+    values = _score(
+        _scorer(eps=(0.3,), attacks=("random", "topk"), search_steps=2, max_examples=20, samples=1),
+        "treeshap",
+        data,
+        models,
+    )
     assert 0 <= values["fragility_topk_intersection"] <= 1
 
 
@@ -192,8 +201,14 @@ def test_the_random_control_is_redrawn_for_each_perturbed_input(xor_fold):
 
 def test_images_get_the_centre_of_mass_attack_within_their_range(image_fold):
     data, models = image_fold
-    values = _score(_scorer(eps=("8/255",), attacks=("random", "center", "targeted", "truth"), iterations=3,
-                            max_examples=12, samples=2), "saliency", data, models)
+    values = _score(
+        _scorer(
+            eps=("8/255",), attacks=("random", "center", "targeted", "truth"), iterations=3, max_examples=12, samples=2
+        ),
+        "saliency",
+        data,
+        models,
+    )
     assert values["fragility_center_center_shift"] >= 0
     assert "fragility_truth_truth" in values and "fragility_truth_truth_auroc" not in values
     assert 0 <= values["fragility_center_success"] <= 1
@@ -211,12 +226,34 @@ def test_the_command_line_refuses_bad_fragility_input_in_one_line(tmp_path, caps
     from synthbench.run import main
 
     store = tmp_path / "f.sqlite"
-    grid = ["--datasets", "xor", "--decoys", "2", "--n-samples", "120", "--folds", "2", "--jobs", "1",
-            "--store", str(store), "--quiet", "--scorer", "fragility", "--methods", "saliency"]
-    for option, message in (("eps=0", "eps must be positive"), ("eps=-0.1,0.2", "eps must be positive"),
-                            ("attacks=center", "applies to image inputs only"), ("top_k=5", "top_k must be a share"),
-                            ("attacks=sideways", "attacks must be distinct names"), ("norm=l1", "norm must be one of"),
-                            ("iterations=-1", "iterations must be a whole number")):
+    grid = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "2",
+        "--n-samples",
+        "120",
+        "--folds",
+        "2",
+        "--jobs",
+        "1",
+        "--store",
+        str(store),
+        "--quiet",
+        "--scorer",
+        "fragility",
+        "--methods",
+        "saliency",
+    ]
+    for option, message in (
+        ("eps=0", "eps must be positive"),
+        ("eps=-0.1,0.2", "eps must be positive"),
+        ("attacks=center", "applies to image inputs only"),
+        ("top_k=5", "top_k must be a share"),
+        ("attacks=sideways", "attacks must be distinct names"),
+        ("norm=l1", "norm must be one of"),
+        ("iterations=-1", "iterations must be a whole number"),
+    ):
         assert main([*grid, "--scorer-option", option]) == 2, option
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err
@@ -228,10 +265,38 @@ def test_a_fragility_run_records_values_curves_and_skips(tmp_path):
     from synthbench.runner.store import ResultStore
 
     store = tmp_path / "f.sqlite"
-    assert main(["--datasets", "xor", "--decoys", "4", "--n-samples", "200", "--folds", "2", "--jobs", "1",
-                 "--store", str(store), "--quiet", "--scorer", "fragility", "--methods", "saliency,mrmr,random", "--model", "sparse_mlp",
-                 "--scorer-option", "eps=0.1,0.2", "--scorer-option", "iterations=3",
-                 "--scorer-option", "samples=2"]) == 0
+    assert (
+        main(
+            [
+                "--datasets",
+                "xor",
+                "--decoys",
+                "4",
+                "--n-samples",
+                "200",
+                "--folds",
+                "2",
+                "--jobs",
+                "1",
+                "--store",
+                str(store),
+                "--quiet",
+                "--scorer",
+                "fragility",
+                "--methods",
+                "saliency,mrmr,random",
+                "--model",
+                "sparse_mlp",
+                "--scorer-option",
+                "eps=0.1,0.2",
+                "--scorer-option",
+                "iterations=3",
+                "--scorer-option",
+                "samples=2",
+            ]
+        )
+        == 0
+    )
     results = ResultStore(str(store))
     cells = results.cells().set_index("method")
     assert (cells.loc["mrmr", "status"] == "skipped").all()
@@ -247,12 +312,43 @@ def test_an_image_fragility_run_reports_curves_per_eps_attacked_maps_and_trust(t
     from synthbench.run import main
 
     store, out = tmp_path / "f.sqlite", tmp_path / "report"
-    assert main(["--datasets", "shapes", "--decoys", "2", "--n-samples", "80", "--folds", "2", "--jobs", "1",
-                 "--store", str(store), "--quiet", "--scorer", "ground_truth,fragility",
-                 "--methods", "saliency,guided_backprop,random", "--scorer-option", "iterations=2",
-                 "--scorer-option", "samples=1", "--scorer-option", "search_steps=1",
-                 "--scorer-option", "attacks=random,topk,truth", "--scorer-option", "max_examples=8"]) == 0
-    assert report(["--store", str(store), "--out", str(out), "--all-models"]) == 0  # a CNN of 80 images: below competence
+    assert (
+        main(
+            [
+                "--datasets",
+                "shapes",
+                "--decoys",
+                "2",
+                "--n-samples",
+                "80",
+                "--folds",
+                "2",
+                "--jobs",
+                "1",
+                "--store",
+                str(store),
+                "--quiet",
+                "--scorer",
+                "ground_truth,fragility",
+                "--methods",
+                "saliency,guided_backprop,random",
+                "--scorer-option",
+                "iterations=2",
+                "--scorer-option",
+                "samples=1",
+                "--scorer-option",
+                "search_steps=1",
+                "--scorer-option",
+                "attacks=random,topk,truth",
+                "--scorer-option",
+                "max_examples=8",
+            ]
+        )
+        == 0
+    )
+    assert (
+        report(["--store", str(store), "--out", str(out), "--all-models"]) == 0
+    )  # a CNN of 80 images: below competence
     md = (out / "report.md").read_text()
     assert "Each curve's mean per method and eps:" in md
     assert "saliency@cnn @ 0.007843" in md and "saliency@cnn @ 0.03137" in md  # a row per method and eps
@@ -266,8 +362,13 @@ def test_sign_flips_count_the_original_top_k_elements_whose_sign_changed(xor_fol
     """Every top-k element flipped: 1; the map unchanged, or only elements outside the top k flipped: 0; the top k
     flipped on half the examples: 0.5."""
     data, models = xor_fold
-    cell = _Cell(_scorer(eps=(0.3,), iterations=2, max_examples=40), get_method("saliency"), data.first(40), models,
-                 models.get("mlp"))
+    cell = _Cell(
+        _scorer(eps=(0.3,), iterations=2, max_examples=40),
+        get_method("saliency"),
+        data.first(40),
+        models,
+        models.get("mlp"),
+    )
     maps = cell.maps0.astype(np.float64)
     top, size = cell.signed_top, np.abs(maps)
     assert (top.sum(axis=1) == cell.k).all()  # the top k by |a| of each example

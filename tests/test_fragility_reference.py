@@ -41,8 +41,8 @@ import quantus
 import torch
 from captum.attr import IntegratedGradients, Saliency
 from captum.metrics import sensitivity_max
-
 from conftest import FLOAT64_RTOL
+
 from synthbench.attribution import attribute
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
@@ -95,8 +95,9 @@ class Fold:
 
     def ours(self, name: str) -> dict[str, np.ndarray]:
         """:func:`sensitivities` of the ``name`` maps on the drawn copies."""
-        return S.sensitivities(self.x, self.maps(name, self.x), self.perturbed,
-                               [self.maps(name, xp) for xp in self.perturbed])
+        return S.sensitivities(
+            self.x, self.maps(name, self.x), self.perturbed, [self.maps(name, xp) for xp in self.perturbed]
+        )
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +121,10 @@ pytestmark = pytest.mark.usefixtures("global_random_state_restored")
 # captum
 # --------------------------------------------------------------------------------------------------------------------
 
-def _captum_perturb_func(x: np.ndarray, perturbed: list[np.ndarray], radius: float,
-                         calls: list[int]) -> Callable[[torch.Tensor, float], torch.Tensor]:
+
+def _captum_perturb_func(
+    x: np.ndarray, perturbed: list[np.ndarray], radius: float, calls: list[int]
+) -> Callable[[torch.Tensor, float], torch.Tensor]:
     """captum's ``perturb_func`` returning the pre-drawn copies, chunk after chunk, in captum's row layout.
 
     captum passes ``repeat_interleave(x, c)`` (``n * c`` rows) and the radius; the answer's row
@@ -138,7 +141,7 @@ def _captum_perturb_func(x: np.ndarray, perturbed: list[np.ndarray], radius: flo
         offset = sum(calls)
         assert offset + c <= len(perturbed), "captum asked for more samples than drawn"
         calls.append(c)
-        chunk = np.stack(perturbed[offset:offset + c], axis=1)  # (n, c, *shape): example-major, as captum expands
+        chunk = np.stack(perturbed[offset : offset + c], axis=1)  # (n, c, *shape): example-major, as captum expands
         return torch.as_tensor(chunk.reshape(n * c, *x.shape[1:]), dtype=inputs.dtype)
 
     return perturb_func
@@ -170,13 +173,23 @@ def _synthbench_explainer(name: str, module: torch.nn.Module) -> Callable[..., A
     return _as_captum(lambda x, target=0: attribute(name, module, x, target, **PARAMS[name]))
 
 
-def _captum_sensitivity_max(explain: Callable[..., torch.Tensor], x: np.ndarray, perturbed: list[np.ndarray],
-                            max_examples_per_batch: int | None = None) -> tuple[np.ndarray, list[int]]:
+def _captum_sensitivity_max(
+    explain: Callable[..., torch.Tensor],
+    x: np.ndarray,
+    perturbed: list[np.ndarray],
+    max_examples_per_batch: int | None = None,
+) -> tuple[np.ndarray, list[int]]:
     """captum's per-example max-sensitivity on the pre-drawn copies, and the chunk sizes it asked for."""
     calls: list[int] = []
-    values = sensitivity_max(explain, torch.as_tensor(x), perturb_func=_captum_perturb_func(x, perturbed, EPS, calls),
-                             perturb_radius=EPS, n_perturb_samples=len(perturbed),
-                             max_examples_per_batch=max_examples_per_batch, target=0)
+    values = sensitivity_max(
+        explain,
+        torch.as_tensor(x),
+        perturb_func=_captum_perturb_func(x, perturbed, EPS, calls),
+        perturb_radius=EPS,
+        n_perturb_samples=len(perturbed),
+        max_examples_per_batch=max_examples_per_batch,
+        target=0,
+    )
     assert sum(calls) == len(perturbed)
     return values.detach().numpy().astype(np.float64), calls
 
@@ -213,7 +226,7 @@ def test_captum_rows_line_up_with_the_draws(fold: Fold):
     torch.testing.assert_close(seen[0], torch.as_tensor(fold.x), rtol=0, atol=0)
     offset = 0
     for batch, c in zip(seen[1:], calls):
-        expected = np.stack(fold.perturbed[offset:offset + c], axis=1).reshape(fold.n * c, -1)
+        expected = np.stack(fold.perturbed[offset : offset + c], axis=1).reshape(fold.n * c, -1)
         np.testing.assert_array_equal(batch.numpy(), expected)
         offset += c
 
@@ -221,6 +234,7 @@ def test_captum_rows_line_up_with_the_draws(fold: Fold):
 # --------------------------------------------------------------------------------------------------------------------
 # Quantus
 # --------------------------------------------------------------------------------------------------------------------
+
 
 def _quantus_perturb_func(x: np.ndarray, perturbed: list[np.ndarray], calls: list[tuple[int, ...]]):
     """Quantus' ``perturb_func``: copy ``j`` of the whole batch at call ``j``; ``calls`` gets each ``arr``'s shape."""
@@ -241,6 +255,7 @@ def _quantus_perturb_func(x: np.ndarray, perturbed: list[np.ndarray], calls: lis
 def _quantus_explain_func(fold: Fold, name: str) -> Callable[..., np.ndarray]:
     """The ``name`` maps on the float64 twin of the model Quantus holds (Quantus' label check casts the
     inputs it predicts on to float32, so it is handed the float32 network where it checks labels)."""
+
     def explain_func(model: torch.nn.Module, inputs: np.ndarray, targets: np.ndarray, **kwargs: Any) -> np.ndarray:
         return fold.maps(name, np.asarray(inputs, dtype=np.float64))
 
@@ -254,16 +269,29 @@ QUANTUS_METRICS = {
 }
 
 
-def _quantus(fold: Fold, measure: str, *, name: str = "saliency", return_nan: bool = False,
-             perturbed: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+def _quantus(
+    fold: Fold,
+    measure: str,
+    *,
+    name: str = "saliency",
+    return_nan: bool = False,
+    perturbed: list[np.ndarray] | None = None,
+) -> tuple[np.ndarray, list[tuple[int, ...]]]:
     perturbed = fold.perturbed if perturbed is None else perturbed
     calls: list[tuple[int, ...]] = []
-    metric = QUANTUS_METRICS[measure](nr_samples=len(perturbed), return_nan_when_prediction_changes=return_nan,
-                                      disable_warnings=True,
-                                      perturb_func=_quantus_perturb_func(fold.x, perturbed, calls))
-    values = metric(model=fold.module if return_nan else fold.module64, x_batch=fold.x,
-                    y_batch=np.asarray(fold.data.y_explain),
-                    explain_func=_quantus_explain_func(fold, name), batch_size=fold.n)
+    metric = QUANTUS_METRICS[measure](
+        nr_samples=len(perturbed),
+        return_nan_when_prediction_changes=return_nan,
+        disable_warnings=True,
+        perturb_func=_quantus_perturb_func(fold.x, perturbed, calls),
+    )
+    values = metric(
+        model=fold.module if return_nan else fold.module64,
+        x_batch=fold.x,
+        y_batch=np.asarray(fold.data.y_explain),
+        explain_func=_quantus_explain_func(fold, name),
+        batch_size=fold.n,
+    )
     return np.asarray(values, dtype=np.float64), calls
 
 
@@ -294,8 +322,9 @@ def test_quantus_prediction_check_is_blind_on_a_one_logit_model(fold: Fold):
     assert flipped.any()
     theirs, _ = _quantus(fold, "max_sensitivity", return_nan=True, perturbed=perturbed)
     assert np.isfinite(theirs).all()
-    ours = S.sensitivities(fold.x, fold.maps("saliency", fold.x), perturbed,
-                           [fold.maps("saliency", xp) for xp in perturbed])["max_sensitivity"]
+    ours = S.sensitivities(
+        fold.x, fold.maps("saliency", fold.x), perturbed, [fold.maps("saliency", xp) for xp in perturbed]
+    )["max_sensitivity"]
     np.testing.assert_allclose(ours, theirs, rtol=RTOL, atol=0)
 
 
@@ -316,12 +345,23 @@ def test_all_zero_map_nan_here_unnormalised_in_captum_inf_in_quantus(fold: Fold)
     np.testing.assert_allclose(ours[1:], theirs[1:], rtol=RTOL)
 
     calls: list[tuple[int, ...]] = []
-    metric = quantus.MaxSensitivity(nr_samples=len(perturbed), return_nan_when_prediction_changes=False,
-                                    disable_warnings=True, perturb_func=_quantus_perturb_func(x, perturbed, calls))
+    metric = quantus.MaxSensitivity(
+        nr_samples=len(perturbed),
+        return_nan_when_prediction_changes=False,
+        disable_warnings=True,
+        perturb_func=_quantus_perturb_func(x, perturbed, calls),
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
-        quantus_values = np.asarray(metric(model=fold.module64, x_batch=x, y_batch=np.asarray(fold.data.y_explain[:4]),
-                                           explain_func=lambda model, inputs, targets, **kw: np.maximum(inputs, 0.0),
-                                           batch_size=len(x)), dtype=np.float64)
+        quantus_values = np.asarray(
+            metric(
+                model=fold.module64,
+                x_batch=x,
+                y_batch=np.asarray(fold.data.y_explain[:4]),
+                explain_func=lambda model, inputs, targets, **kw: np.maximum(inputs, 0.0),
+                batch_size=len(x),
+            ),
+            dtype=np.float64,
+        )
     assert quantus_values[0] == np.inf
     np.testing.assert_allclose(ours[1:], quantus_values[1:], rtol=RTOL)
 
@@ -330,13 +370,15 @@ def test_all_zero_map_nan_here_unnormalised_in_captum_inf_in_quantus(fold: Fold)
 # The scorer end to end
 # --------------------------------------------------------------------------------------------------------------------
 
+
 def test_scorer_max_sensitivity_is_the_mean_of_captum(fold: Fold):
     """The stored ``fragility_max_sensitivity`` of a saliency cell (eps 0.1, 3 samples, the random attack
     only) is the mean over the explained rows of captum's ``sensitivity_max`` (``Saliency``, target 0)
     on the scorer's own draws: ``data.rng("fragility", "samples", f"eps={eps!r}")``, ``samples`` calls of
     :meth:`Budget.uniform` on the (un-subsetted) explained rows."""
-    scorer = configure_scorer("fragility", {"eps": (0.1,), "attacks": ("random",), "samples": 3, "iterations": 1,
-                                            "search_steps": 1})
+    scorer = configure_scorer(
+        "fragility", {"eps": (0.1,), "attacks": ("random",), "samples": 3, "iterations": 1, "search_steps": 1}
+    )
     spec = get_method("saliency")
     data, models = fold.data, fold.models
     scores = scorer.score(run_method(spec, data, models), data, spec, models)

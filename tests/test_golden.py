@@ -17,8 +17,21 @@ from synthbench.runner.store import ResultStore
 GOLDEN = Path(__file__).parent / "golden" / "small_grid.csv"
 GRID = GridSpec(
     datasets=("xor", "ring_xor_sum", "switch", "hypercube"),
-    methods=("random", "rf", "treeshap", "mi", "anova", "mrmr", "saliency", "integrated_gradients", "deeplift",
-             "guided_backprop", "lrp_epsilon", "smoothgrad", "shapley_sampling"),
+    methods=(
+        "random",
+        "rf",
+        "treeshap",
+        "mi",
+        "anova",
+        "mrmr",
+        "saliency",
+        "integrated_gradients",
+        "deeplift",
+        "guided_backprop",
+        "lrp_epsilon",
+        "smoothgrad",
+        "shapley_sampling",
+    ),
     decoys=(0, 8),
     n_samples=120,
     n_folds=2,

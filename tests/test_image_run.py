@@ -17,8 +17,21 @@ from synthbench.scoring import base as scoring_base
 from synthbench.scoring import get_scorer, scorer_names
 
 TESTS = Path(__file__).parent
-GRID = ["--datasets", "shapes,digits", "--decoys", "0,2", "--n-samples", "60", "--folds", "2",
-        "--methods", "gradient,smoothgrad_sq,random,sobel", "--quiet", "--jobs", "1"]
+GRID = [
+    "--datasets",
+    "shapes,digits",
+    "--decoys",
+    "0,2",
+    "--n-samples",
+    "60",
+    "--folds",
+    "2",
+    "--methods",
+    "gradient,smoothgrad_sq,random,sobel",
+    "--quiet",
+    "--jobs",
+    "1",
+]
 
 
 @contextlib.contextmanager
@@ -64,8 +77,9 @@ def image_store(tmp_path_factory):
     out, err = io.StringIO(), io.StringIO()
     try:
         with registrations_undone(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main([*GRID, "--store", str(store), "--plugin", "extra_scorers",
-                         "--scorer", "ground_truth,ground_truth_max"])
+            code = main(
+                [*GRID, "--store", str(store), "--plugin", "extra_scorers", "--scorer", "ground_truth,ground_truth_max"]
+            )
     finally:
         sys.modules.pop("extra_scorers", None)
     assert code == 0, err.getvalue()
@@ -146,7 +160,8 @@ def test_image_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
 
 
 def test_an_image_grid_too_large_for_memory_is_refused_with_the_estimate_before_any_worker_starts(
-        tmp_path, capsys, monkeypatch):
+    tmp_path, capsys, monkeypatch
+):
     """What ``--n-samples 100000000`` meets on any machine; here the memory is made small instead, so that
     a regression would run a small grid rather than exhaust the machine's memory."""
     from synthbench.datasets import base
@@ -154,19 +169,38 @@ def test_an_image_grid_too_large_for_memory_is_refused_with_the_estimate_before_
 
     monkeypatch.setattr(base, "_available_bytes", lambda: 2**30)
     store = tmp_path / "r.sqlite"
-    code = main(["--datasets", "shapes", "--decoys", "4", "--n-samples", "30000", "--folds", "2", "--methods", "random",
-                 "--jobs", "1", "--quiet", "--store", str(store)])
+    code = main(
+        [
+            "--datasets",
+            "shapes",
+            "--decoys",
+            "4",
+            "--n-samples",
+            "30000",
+            "--folds",
+            "2",
+            "--methods",
+            "random",
+            "--jobs",
+            "1",
+            "--quiet",
+            "--store",
+            str(store),
+        ]
+    )
     err = capsys.readouterr().err
     # 30000 images of 3x32x32 at 17 bytes per element while generated (float32, float64 noise and its copy, mask)
     assert code == 2 and err.strip() == (
         "synthbench.run: error: shapes: dataset 'shapes' with n_samples=30000 and n_decoys=4 needs about 1.5 GiB while "
-        "generated, and 1.0 GiB of memory is available; use fewer samples (distractors do not change an image's size)")
+        "generated, and 1.0 GiB of memory is available; use fewer samples (distractors do not change an image's size)"
+    )
     assert not store.exists()
 
 
 @pytest.mark.parametrize("dataset, shape", [("shapes", (8, 8)), ("xor", (3,))])
 def test_a_method_returning_maps_of_the_wrong_shape_stops_the_run_with_exit_2_and_is_not_written(
-        tmp_path, capsys, dataset, shape):
+    tmp_path, capsys, dataset, shape
+):
     """A broken output contract is a defect of the method, not a failed cell: one line, exit 2."""
     import numpy as np
 
@@ -181,11 +215,31 @@ def test_a_method_returning_maps_of_the_wrong_shape_stops_the_run_with_exit_2_an
     spec = registry.MethodSpec("wrong", wrong, "maps of the wrong shape", needs={kind: ()}, default=False)
     store = tmp_path / "r.sqlite"
     with registry.METHODS.temporarily("wrong", spec):
-        code = main(["--datasets", dataset, "--decoys", "0", "--n-samples", "40", "--folds", "2", "--jobs", "1",
-                     "--methods", "wrong,random", "--quiet", "--store", str(store)])
+        code = main(
+            [
+                "--datasets",
+                dataset,
+                "--decoys",
+                "0",
+                "--n-samples",
+                "40",
+                "--folds",
+                "2",
+                "--jobs",
+                "1",
+                "--methods",
+                "wrong,random",
+                "--quiet",
+                "--store",
+                str(store),
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert f"method 'wrong' on {dataset}: method returned local attributions of shape (20, {', '.join(map(str, shape))})" in err
+    assert (
+        f"method 'wrong' on {dataset}: method returned local attributions of shape (20, {', '.join(map(str, shape))})"
+        in err
+    )
     con = sqlite3.connect(store)
     assert con.execute("SELECT COUNT(*) FROM cells").fetchone() == (0,)  # nothing written: the first cell was wrong
     assert con.execute("SELECT status FROM runs").fetchall() == [("failed",)]
@@ -197,8 +251,13 @@ def test_without_decoys_each_kind_takes_its_own_default_counts_and_table_cells_k
 
     grid = ["--methods", "random", "--n-samples", "40", "--folds", "2"]
     _, cells = parse(["--datasets", "xor,shapes,digits", *grid])
-    assert {(c.dataset, c.n_decoys) for c in cells} == {("xor", 100), ("xor", 1000), ("shapes", 0), ("shapes", 4),
-                                                        ("digits", None)}
+    assert {(c.dataset, c.n_decoys) for c in cells} == {
+        ("xor", 100),
+        ("xor", 1000),
+        ("shapes", 0),
+        ("shapes", 4),
+        ("digits", None),
+    }
     _, tables = parse(["--datasets", "xor", "--decoys", "100,1000", *grid])
     assert [c.cell_id for c in cells if c.dataset == "xor"] == [c.cell_id for c in tables]
     _, given = parse(["--datasets", "xor,shapes", "--decoys", "2", *grid])  # --decoys applies to every kind

@@ -80,8 +80,15 @@ def _distractor_ink_pvalue(X: np.ndarray, y: np.ndarray) -> float:
     return stats.kruskal(*[ink[y == c] for c in range(int(y.max()) + 1)]).pvalue
 
 
-@pytest.mark.parametrize("name,params", [("shapes", {"n_classes": 2}), ("shapes", {"n_classes": 4}),
-                                         ("shapes_xor", {}), ("shapes", {"n_classes": 2, "channels": 1})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("shapes", {"n_classes": 2}),
+        ("shapes", {"n_classes": 4}),
+        ("shapes_xor", {}),
+        ("shapes", {"n_classes": 2, "channels": 1}),
+    ],
+)
 def test_pixels_outside_the_masks_carry_no_information_about_the_label(name, params):
     ds = datasets.make(name, n_samples=800, n_decoys=4, seed=3, size=24, **params)
     acc, chance, tolerance = _outside_accuracy(ds.X, ds.y, ds.relevant_local)
@@ -103,8 +110,7 @@ def test_the_outside_checks_detect_a_leak_planted_outside_the_masks(params):
     for c in range(k):
         rows, cols = [slice(0, 4), slice(-4, None)][c // 2], [slice(0, 4), slice(-4, None)][c % 2]
         leak[ds.y == c, -1, rows, cols] = 0.1
-    acc, chance, tolerance = _outside_accuracy(ds.X + np.where(ds.relevant_local, 0.0, leak), ds.y,
-                                               ds.relevant_local)
+    acc, chance, tolerance = _outside_accuracy(ds.X + np.where(ds.relevant_local, 0.0, leak), ds.y, ds.relevant_local)
     assert acc - chance > tolerance, (acc, chance)
     if params.get("channels", 3) >= 2:
         ink = np.zeros_like(ds.X)
@@ -188,8 +194,12 @@ def test_mnist_loader_reads_local_idx_files(tmp_path, gz):
     ds = datasets.make("mnist", n_samples=10, seed=0, data_dir=tmp_path)
     assert ds.X.shape == (10, 1, 28, 28) and ds.X.dtype == np.float32 and 0 <= ds.X.min() and ds.X.max() <= 1
     suffix = ".gz" if gz else ""
-    images = np.concatenate([read_idx(tmp_path / "mnist" / f"{s}-images-idx3-ubyte{suffix}") for s in ("train", "t10k")])
-    labels = np.concatenate([read_idx(tmp_path / "mnist" / f"{s}-labels-idx1-ubyte{suffix}") for s in ("train", "t10k")])
+    images = np.concatenate(
+        [read_idx(tmp_path / "mnist" / f"{s}-images-idx3-ubyte{suffix}") for s in ("train", "t10k")]
+    )
+    labels = np.concatenate(
+        [read_idx(tmp_path / "mnist" / f"{s}-labels-idx1-ubyte{suffix}") for s in ("train", "t10k")]
+    )
     rows = np.random.default_rng(0).permutation(10)
     np.testing.assert_array_equal(ds.y, labels[rows])
     np.testing.assert_allclose(ds.X[:, 0] * 255, images[rows], atol=1e-3)
@@ -212,7 +222,9 @@ def test_fashion_mnist_and_cifar10_loaders(tmp_path):
 
 def test_missing_or_malformed_files_say_what_is_expected(tmp_path, monkeypatch):
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))  # the library never reads it: the folder is passed
-    with pytest.raises(MissingDataFiles, match="--data-dir PATH .or set SYNTHBENCH_DATA_DIR.; in Python, data_dir=PATH"):
+    with pytest.raises(
+        MissingDataFiles, match="--data-dir PATH .or set SYNTHBENCH_DATA_DIR.; in Python, data_dir=PATH"
+    ):
         datasets.make("mnist", n_samples=5, seed=0)
     with pytest.raises(MissingDataFiles, match="train-images-idx3-ubyte.*t10k-labels-idx1-ubyte"):
         datasets.make("mnist", n_samples=5, seed=0, data_dir=tmp_path)
@@ -237,7 +249,8 @@ def test_the_files_content_hash_enters_the_cell_id_and_their_folder_does_not(tmp
 
 
 def test_a_run_on_files_reads_the_folder_it_is_given_in_every_worker_and_the_report_draws_them(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     """--data-dir travels with the cells (no environment variable set for the workers), and the report draws
     the images again only when it is given the folder too."""
     from synthbench.report.cli import main as report
@@ -246,8 +259,21 @@ def test_a_run_on_files_reads_the_folder_it_is_given_in_every_worker_and_the_rep
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     _write_mnist(tmp_path / "data" / "mnist", n_train=12, n_test=8)
     store = tmp_path / "r.sqlite"
-    args = ["--datasets", "shapes,mnist", "--decoys", "1", "--methods", "sobel", "--n-samples", "20", "--folds", "2",
-            "--quiet", "--store", str(store)]
+    args = [
+        "--datasets",
+        "shapes,mnist",
+        "--decoys",
+        "1",
+        "--methods",
+        "sobel",
+        "--n-samples",
+        "20",
+        "--folds",
+        "2",
+        "--quiet",
+        "--store",
+        str(store),
+    ]
     assert run([*args, "--jobs", "2", "--data-dir", str(tmp_path / "data")]) == 0
     assert "4 cells run, 0 already" in capsys.readouterr().out
     shutil.copytree(tmp_path / "data", tmp_path / "moved")  # the same files elsewhere: the same cells

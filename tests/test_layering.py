@@ -11,8 +11,27 @@ ROOT = Path(synthbench.__file__).parent
 #: Bottom to top. A module may import from its own layer and the layers before it: ``cli`` (what the
 #: two command lines share) below the report, and the run's command line (``run``) on top, so the
 #: report's command line cannot import from it.
-LAYERS = ["defaults", "machine", "registry", "kinds", "catalogue", "plugins", "datasets", "protocol", "models",
-          "attribution", "selection", "methods", "scoring", "testing", "runner", "suites", "cli", "report", "run"]
+LAYERS = [
+    "defaults",
+    "machine",
+    "registry",
+    "kinds",
+    "catalogue",
+    "plugins",
+    "datasets",
+    "protocol",
+    "models",
+    "attribution",
+    "selection",
+    "methods",
+    "scoring",
+    "testing",
+    "runner",
+    "suites",
+    "cli",
+    "report",
+    "run",
+]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
 
@@ -43,7 +62,14 @@ def test_every_module_imports_only_from_its_layer_and_below():
             if layer is not None and RANK[layer] > RANK[own]:
                 violations.append(f"{path.relative_to(ROOT)} imports {module} ({layer} is above {own})")
     assert not violations, "\n".join(sorted(violations))
-    assert {p.name for p in ROOT.iterdir() if p.suffix == ".py" or p.is_dir()} >= {"protocol.py", "attribution", "scoring"}
-    placed = {p.name.removesuffix(".py") for p in ROOT.iterdir() if (p.suffix == ".py" or p.is_dir())
-              and p.name not in ("__init__.py", "__pycache__")}
+    assert {p.name for p in ROOT.iterdir() if p.suffix == ".py" or p.is_dir()} >= {
+        "protocol.py",
+        "attribution",
+        "scoring",
+    }
+    placed = {
+        p.name.removesuffix(".py")
+        for p in ROOT.iterdir()
+        if (p.suffix == ".py" or p.is_dir()) and p.name not in ("__init__.py", "__pycache__")
+    }
     assert placed <= set(LAYERS), f"modules without a layer: {sorted(placed - set(LAYERS))}"

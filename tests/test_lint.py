@@ -1,5 +1,5 @@
-"""The code passes the linter and the type checker its configuration in pyproject.toml asks for: ruff (pycodestyle and
-pyflakes) and mypy (every module, the public ones with --strict's flags)."""
+"""The code passes the linter, the formatter and the type checker its configuration in pyproject.toml asks for: ruff
+(pycodestyle, pyflakes, import order; ruff format) and mypy (every module, the public ones with --strict's flags)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _ruff(*paths: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *map(str, paths)], cwd=cwd,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", *map(str, paths)], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def test_the_package_its_tests_and_benchmarks_pass_the_linter():
@@ -20,11 +21,23 @@ def test_the_package_its_tests_and_benchmarks_pass_the_linter():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_linter_catches_an_undefined_name(tmp_path):
+def test_the_package_its_tests_and_benchmarks_are_formatted():
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "--no-cache", "synthbench", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_linter_catches_an_undefined_name_a_long_line_and_unsorted_imports(tmp_path):
     (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
-    (tmp_path / "broken.py").write_text("def f():\n    return undefined_name\n")
+    (tmp_path / "broken.py").write_text(
+        f"import sys\nimport os\n\n\ndef f():\n    return undefined_name  # {'x' * 120}\n"
+    )
     result = _ruff("broken.py", cwd=tmp_path)
-    assert result.returncode != 0 and "F821" in result.stdout
+    assert result.returncode != 0 and all(code in result.stdout for code in ("F821", "E501", "I001"))
 
 
 def _mypy(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

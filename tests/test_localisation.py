@@ -30,8 +30,16 @@ def _maps_and_masks(n=12, h=10, w=10, seed=0):
 
 def _quantus(metric, maps, masks):
     x = np.zeros((len(maps), 1, *maps.shape[1:]))
-    return np.array(metric(model=None, x_batch=x, y_batch=np.zeros(len(maps), dtype=int), a_batch=maps[:, None],
-                           s_batch=masks[:, None].astype(float)), dtype=float)
+    return np.array(
+        metric(
+            model=None,
+            x_batch=x,
+            y_batch=np.zeros(len(maps), dtype=int),
+            a_batch=maps[:, None],
+            s_batch=masks[:, None].astype(float),
+        ),
+        dtype=float,
+    )
 
 
 @pytest.mark.parametrize("shape", [(10, 10), (6, 9)])

@@ -2,14 +2,12 @@
 
 import numpy as np
 import pytest
+from conftest import fold_of, tiny_dataset
 
 from synthbench import datasets
-from synthbench.protocol import MethodOutput
-from synthbench.methods import default_methods, get_method, method_names, register_method, run_method
-from synthbench.methods import registry
+from synthbench.methods import default_methods, get_method, method_names, register_method, registry, run_method
 from synthbench.models import SharedModels
-
-from conftest import fold_of, tiny_dataset
+from synthbench.protocol import MethodOutput
 
 ALL = [n for n in method_names() if "tabular" in get_method(n).inputs]
 IMAGES = [n for n in method_names() if "image" in get_method(n).inputs]
@@ -99,10 +97,15 @@ def test_default_methods_are_registered():
 
 
 def test_malformed_outputs_are_rejected(tiny_fold):
-    for bad, match in [(np.ones(2), "shape"), (np.array([np.nan, 1, 1, 1]), "NaN"),
-                       (MethodOutput(np.ones(4), np.ones((1, 4))), "local attributions")]:
-        with registry.METHODS.temporarily("bad", registry.MethodSpec("bad", lambda d, m, r, v=bad: v, "bad")), \
-                pytest.raises(ValueError, match=match):
+    for bad, match in [
+        (np.ones(2), "shape"),
+        (np.array([np.nan, 1, 1, 1]), "NaN"),
+        (MethodOutput(np.ones(4), np.ones((1, 4))), "local attributions"),
+    ]:
+        with (
+            registry.METHODS.temporarily("bad", registry.MethodSpec("bad", lambda d, m, r, v=bad: v, "bad")),
+            pytest.raises(ValueError, match=match),
+        ):
             run("bad", tiny_fold)
 
 

@@ -85,7 +85,10 @@ def test_local_metrics_by_hand():
     # row 0: top3 = {0, 2, 3}: 2 of its 2 found, 1 of 3 false; row 1: top3 = {3, 1, 0 or 2}
     tprs = [M.local_tpr_at_k(att, truth, rng(s)) for s in range(200)]
     assert set(np.round(tprs, 6)) == {0.75, 1.0}  # row 1 finds feature 2 only when the tie goes its way
-    assert M.local_fdr_at_k(att, truth, rng(0)) in (pytest.approx((1 / 3 + 2 / 3) / 2), pytest.approx((1 / 3 + 1 / 3) / 2))
+    assert M.local_fdr_at_k(att, truth, rng(0)) in (
+        pytest.approx((1 / 3 + 2 / 3) / 2),
+        pytest.approx((1 / 3 + 1 / 3) / 2),
+    )
 
 
 def test_metrics_declare_their_metadata():

@@ -226,7 +226,9 @@ def test_pymrmr_wrapper_is_silent(capfd: pytest.CaptureFixture[str]) -> None:
     assert err == ""
 
 
-def test_pymrmr_wrapper_restores_stdout_on_error(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pymrmr_wrapper_restores_stdout_on_error(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 

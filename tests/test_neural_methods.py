@@ -14,17 +14,27 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from captum.attr import (LRP, Deconvolution, DeepLift, FeatureAblation, FeaturePermutation, GradientShap,
-                         GuidedBackprop, InputXGradient, IntegratedGradients, NoiseTunnel, Saliency,
-                         ShapleyValueSampling)
+from captum.attr import (
+    LRP,
+    Deconvolution,
+    DeepLift,
+    FeatureAblation,
+    FeaturePermutation,
+    GradientShap,
+    GuidedBackprop,
+    InputXGradient,
+    IntegratedGradients,
+    NoiseTunnel,
+    Saliency,
+    ShapleyValueSampling,
+)
 from captum.attr._utils.lrp_rules import Alpha1_Beta0_Rule, EpsilonRule
+from conftest import captum_perm_func, fold_of
 from torch import nn
 
 from synthbench import datasets
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
-
-from conftest import captum_perm_func, fold_of
 
 RTOL, ATOL = 1e-4, 1e-5  # float32 networks and inputs, as the benchmark runs them
 
@@ -53,8 +63,9 @@ def _close(ours: np.ndarray, ref: torch.Tensor, name: str, atol: float | np.ndar
     assert ours.shape == ref.shape, name
     bound = RTOL * np.abs(ref) + atol
     bad = np.abs(ours - ref) > bound
-    assert not bad.any(), (f"{name}: {bad.sum()} of {bad.size} elements differ, worst excess "
-                           f"{(np.abs(ours - ref) - bound).max():.3g}")
+    assert not bad.any(), (
+        f"{name}: {bad.sum()} of {bad.size} elements differ, worst excess {(np.abs(ours - ref) - bound).max():.3g}"
+    )
 
 
 def _lrp(mlp: nn.Sequential, x: torch.Tensor, linear_rule) -> torch.Tensor:
@@ -94,7 +105,8 @@ def test_tabular_methods_on_the_folds_mlp_equal_captum(mlp_fold):
         "feature_ablation": FeatureAblation(mlp).attribute(x, target=0),
         # the 2023 benchmark's captum calls, registered as variants
         "integrated_gradients_nomul": IntegratedGradients(mlp, multiply_by_inputs=False).attribute(
-            x, target=0, n_steps=50),
+            x, target=0, n_steps=50
+        ),
         "deeplift_nomul": DeepLift(mlp, multiply_by_inputs=False).attribute(x, target=0, baselines=0.0),
         "guided_backprop_captum": GuidedBackprop(mlp).attribute(x, target=0),
         "deconvolution_captum": Deconvolution(mlp).attribute(x, target=0),
@@ -147,14 +159,17 @@ def test_sampled_methods_on_the_folds_mlp_equal_captum_given_the_same_draws(mlp_
     s, seed, stdev = 20, 3, 0.2
     noise = _captum_noise(n, s, p, stdev, seed).double()
     refs = {}
-    for name, nt_type, kwargs in [("smoothgrad", "smoothgrad", {"abs": False}),
-                                  ("smoothgrad_sq", "smoothgrad_sq", {"abs": False}),
-                                  ("vargrad", "vargrad", {"abs": False}),
-                                  ("smoothgrad_saliency", "smoothgrad", {})]:
+    for name, nt_type, kwargs in [
+        ("smoothgrad", "smoothgrad", {"abs": False}),
+        ("smoothgrad_sq", "smoothgrad_sq", {"abs": False}),
+        ("vargrad", "vargrad", {"abs": False}),
+        ("smoothgrad_saliency", "smoothgrad", {}),
+    ]:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            refs[name] = NoiseTunnel(Saliency(mlp)).attribute(x, nt_type=nt_type, nt_samples=s, stdevs=stdev,
-                                                              target=0, **kwargs)
+            refs[name] = NoiseTunnel(Saliency(mlp)).attribute(
+                x, nt_type=nt_type, nt_samples=s, stdevs=stdev, target=0, **kwargs
+            )
         assert_float64_close(_run(name, data, models, noise=noise), refs[name], name)
 
     g = torch.Generator().manual_seed(0)
@@ -226,8 +241,7 @@ def test_smoothgrad_saliency_estimates_captums_noise_tunnel_with_absolute_noise_
     ours = _run("smoothgrad_saliency", data, models, n_samples=SAMPLES)[:ROWS]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        ref = NoiseTunnel(Saliency(mlp)).attribute(rows, nt_type="smoothgrad", nt_samples=SAMPLES, stdevs=0.1,
-                                                   target=0)
+        ref = NoiseTunnel(Saliency(mlp)).attribute(rows, nt_type="smoothgrad", nt_samples=SAMPLES, stdevs=0.1, target=0)
     g = torch.Generator().manual_seed(1)
     eps = torch.randn(DRAWS, ROWS, x.shape[1], generator=g)
     draws = _input_gradients(mlp, (rows + 0.1 * eps).reshape(-1, x.shape[1])).abs().view(eps.shape)

@@ -10,13 +10,26 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import registrations_undone
+
 from synthbench import datasets, methods
 
 PLUGIN = Path(__file__).resolve().parent / "my_bars_plugin.py"
-GRID = ["--datasets", "bars", "--methods", "bar_contrast,random", "--decoys", "0,2", "--n-samples", "40",
-        "--folds", "2", "--jobs", "1", "--quiet"]
+GRID = [
+    "--datasets",
+    "bars",
+    "--methods",
+    "bar_contrast,random",
+    "--decoys",
+    "0,2",
+    "--n-samples",
+    "40",
+    "--folds",
+    "2",
+    "--jobs",
+    "1",
+    "--quiet",
+]
 
 
 def report(*args: str) -> int:
@@ -29,8 +42,8 @@ def report(*args: str) -> int:
 def plugin_store(tmp_path_factory):
     """The user's folder: the plugin file, and the store of one run with it. The plugin is registered only while
     the fixture checks and runs it, as in the command that ran it; the tests below run without it."""
-    from synthbench.run import main as run
     from synthbench.plugins import import_plugin
+    from synthbench.run import main as run
     from synthbench.testing import check_dataset, check_method
 
     folder = tmp_path_factory.mktemp("user")
@@ -62,16 +75,21 @@ def test_without_the_plugin_the_report_renders_the_image_part_as_with_it(plugin_
     assert capsys.readouterr().err == ""
     md = (tmp_path / "report" / "report.md").read_text()
     assert "8 cells finished, 0 failed" in md and "best_k" not in md  # images, not an empty table leaderboard
-    rows = {m: re.search(rf"^\| \[{m}\]\(#method-[^)]+\) +\|(.*)\|$", md, re.M).group(1).split("|") for m in ("bar_contrast", "random")}
+    rows = {
+        m: re.search(rf"^\| \[{m}\]\(#method-[^)]+\) +\|(.*)\|$", md, re.M).group(1).split("|")
+        for m in ("bar_contrast", "random")
+    }
     assert {m: r[-5].strip() for m, r in rows.items()} == {"bar_contrast": "4", "random": "4"}  # cells counted
     assert float(rows["bar_contrast"][0].split()[0]) > 0.8 > 0.2 > float(rows["random"][0].split()[0])
     # Every section but the example maps is what the report with the plugin says, and so is the curves figure.
     alone, full = sections(md), sections((with_plugin / "report.md").read_text())
     assert alone.keys() == full.keys() and "Localisation leaderboard" in alone and "Example maps, bars" in alone
     assert {k: v for k, v in alone.items() if not k.startswith("Example maps")} == {
-        k: v for k, v in full.items() if not k.startswith("Example maps")}
+        k: v for k, v in full.items() if not k.startswith("Example maps")
+    }
     assert (tmp_path / "report" / "distractor_curves.png").read_bytes() == (
-        with_plugin / "distractor_curves.png").read_bytes()  # the method's family comes from the store
+        with_plugin / "distractor_curves.png"
+    ).read_bytes()  # the method's family comes from the store
     # The one figure that needs the data: the maps alone, with the plugin to pass to draw the images.
     assert "without the images and their masks" in alone["Example maps, bars"]
     assert f"pass `--plugin {folder / 'my_plugins.py'}`" in alone["Example maps, bars"]
@@ -95,6 +113,9 @@ def test_a_store_from_before_datasets_were_recorded_needs_the_plugin_in_one_line
     capsys.readouterr()
     assert report("--store", str(old), "--out", str(tmp_path / "report")) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("synthbench.report: error: store ") and (
-        "does not record what dataset(s) bars are" in err and "--plugin MODULE|PATH.py" in err)
+    assert (
+        err.count("\n") == 1
+        and err.startswith("synthbench.report: error: store ")
+        and ("does not record what dataset(s) bars are" in err and "--plugin MODULE|PATH.py" in err)
+    )
     assert not (tmp_path / "report").exists() and old.read_bytes() == before

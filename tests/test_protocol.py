@@ -65,8 +65,16 @@ def _same_fold_data(a: FoldData, b: FoldData) -> None:
 
 
 def test_a_cells_fold_is_built_from_its_configuration_in_one_place():
-    data, fold = cell_fold("switch", n_samples=60, seed=2, n_folds=3, fold=1, n_decoys=5,
-                           dataset_params=(("decoy_correlation", 0.5),), explain="train")
+    data, fold = cell_fold(
+        "switch",
+        n_samples=60,
+        seed=2,
+        n_folds=3,
+        fold=1,
+        n_decoys=5,
+        dataset_params=(("decoy_correlation", 0.5),),
+        explain="train",
+    )
     ds = datasets.make("switch", n_samples=60, n_decoys=5, seed=2, decoy_correlation=0.5)
     want = dataset_folds(ds, n_folds=3, seed=2)[1]
     assert fold.index == 1
@@ -79,15 +87,32 @@ def test_a_cells_fold_is_built_from_its_configuration_in_one_place():
     _same_fold_data(plain, FoldData.from_dataset(default, dataset_folds(default, n_folds=3, seed=2)[0]))
 
 
-@pytest.mark.parametrize("dataset,methods,params", [("switch", ("anova", "random"), {"decoy_correlation": 0.5}),
-                                                    ("shapes", ("random",), {})])
+@pytest.mark.parametrize(
+    "dataset,methods,params", [("switch", ("anova", "random"), {"decoy_correlation": 0.5}), ("shapes", ("random",), {})]
+)
 def test_the_runner_runs_a_cell_on_the_fold_cell_fold_builds(dataset, methods, params):
-    grid = GridSpec(datasets=(dataset,), methods=methods, decoys=(5,), n_samples=60, n_folds=3, seed=2,
-                    explain="train", dataset_params={dataset: params})
+    grid = GridSpec(
+        datasets=(dataset,),
+        methods=methods,
+        decoys=(5,),
+        n_samples=60,
+        n_folds=3,
+        seed=2,
+        explain="train",
+        dataset_params={dataset: params},
+    )
     cells = tuple(c for c in grid.cells() if c.fold == 1)
     head = cells[0]
-    data, fold = cell_fold(head.dataset, n_samples=head.n_samples, seed=head.seed, n_folds=head.n_folds, fold=head.fold,
-                           n_decoys=head.n_decoys, dataset_params=head.dataset_params, explain=head.explain)
+    data, fold = cell_fold(
+        head.dataset,
+        n_samples=head.n_samples,
+        seed=head.seed,
+        n_folds=head.n_folds,
+        fold=head.fold,
+        n_decoys=head.n_decoys,
+        dataset_params=head.dataset_params,
+        explain=head.explain,
+    )
     results = list(run_task(FoldTask(cells)))
     assert [r.status for r in results] == ["ok"] * len(cells)
     for result in results:

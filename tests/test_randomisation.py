@@ -17,8 +17,8 @@ from synthbench.models.randomise import randomised, sequential_layers
 from synthbench.protocol import FoldData, dataset_folds
 from synthbench.runner.grid import GridSpec
 from synthbench.scoring import configure_scorer, get_scorer
-from synthbench.scoring.randomisation import model as randomisation_module
 from synthbench.scoring.base import SkipCell
+from synthbench.scoring.randomisation import model as randomisation_module
 from synthbench.scoring.randomisation.model import RandomisationScorer, cascade, map_entropy
 
 
@@ -57,14 +57,16 @@ def test_randomised_redraws_the_named_layers_from_their_own_initialiser_and_noth
     torch.testing.assert_close(copy.module.get_submodule(last).weight, expected.weight, rtol=0, atol=0)
     torch.testing.assert_close(copy.module.get_submodule(last).bias, expected.bias, rtol=0, atol=0)
     for layer in layers[:-1]:  # the others keep their trained weights
-        torch.testing.assert_close(copy.module.get_submodule(layer.name).weight,
-                                   model.module.get_submodule(layer.name).weight, rtol=0, atol=0)
+        torch.testing.assert_close(
+            copy.module.get_submodule(layer.name).weight, model.module.get_submodule(layer.name).weight, rtol=0, atol=0
+        )
     for key, value in _weights(model.module).items():  # the trained model is untouched
         torch.testing.assert_close(value, before[key], rtol=0, atol=0)
     both = randomised(model, layers, [layers[0].name, last], seeds)  # a layer's draw does not depend on the others
     torch.testing.assert_close(both.module.get_submodule(last).weight, expected.weight, rtol=0, atol=0)
-    assert not torch.equal(both.module.get_submodule(layers[0].name).weight,
-                           model.module.get_submodule(layers[0].name).weight)
+    assert not torch.equal(
+        both.module.get_submodule(layers[0].name).weight, model.module.get_submodule(layers[0].name).weight
+    )
     with pytest.raises(ValueError, match="no layer '9'.*the model's layers"):
         randomised(model, layers, ["9"], seeds)
 
@@ -88,13 +90,15 @@ def test_the_scorer_randomises_the_declared_layers_state_by_state(xor_fold, monk
     data, models = xor_fold
     states = []
     real = randomisation_module.randomised
-    monkeypatch.setattr(randomisation_module, "randomised", lambda m, d, names, s: states.append(tuple(names)) or real(m, d, names, s))
+    monkeypatch.setattr(
+        randomisation_module, "randomised", lambda m, d, names, s: states.append(tuple(names)) or real(m, d, names, s)
+    )
     spec = get_method("gradient")
     values = RandomisationScorer(order=order).score(run_method(spec, data, models), data, spec, models)
     names = [layer.name for layer in mlp_layers(models.get("mlp"))]
     assert states[: len(names)] == cascade(names, order)
     if order == "independent":  # the fully randomised model, for *_final, comes last
-        assert states[len(names):] == [tuple(names)]
+        assert states[len(names) :] == [tuple(names)]
     curve = values.curves["spearman_abs"]
     assert curve.x.tolist() == list(range(len(names) + 1))
     assert curve.values[0, 0] == 1.0  # a deterministic method explained again: the same maps
@@ -130,16 +134,18 @@ def test_a_subset_of_measures_gives_the_same_values_computes_no_other_and_names_
         configure_scorer("emprt", {"measures": "ssim"})
     table, table_models = xor_fold
     with pytest.raises(SkipCell, match="measures ssim compare images only"):
-        configure_scorer("randomisation", {"measures": "ssim"}).score(run_method(spec, table, table_models), table,
-                                                                       spec, table_models)
+        configure_scorer("randomisation", {"measures": "ssim"}).score(
+            run_method(spec, table, table_models), table, spec, table_models
+        )
 
 
 def test_a_method_that_reads_no_model_runs_once_and_the_random_control_once_per_state(xor_fold, monkeypatch):
     data, models = xor_fold
     calls = []
     real = randomisation_module.explain_again
-    monkeypatch.setattr(randomisation_module, "explain_again", lambda spec, *a, **k: calls.append(spec.name) or real(
-        spec, *a, **k))
+    monkeypatch.setattr(
+        randomisation_module, "explain_again", lambda spec, *a, **k: calls.append(spec.name) or real(spec, *a, **k)
+    )
     scorer = get_scorer("randomisation")
     for name in ("mrmr", "random"):
         spec = get_method(name)
@@ -152,7 +158,9 @@ def test_the_random_control_is_redrawn_for_every_model_state(xor_fold):
     data, models = xor_fold
     spec = get_method("random")
     scorer = RandomisationScorer()
-    maps = [scorer._maps(spec, data, models, None, stream) for stream in ((), ("randomisation", 1), ("randomisation", 2))]
+    maps = [
+        scorer._maps(spec, data, models, None, stream) for stream in ((), ("randomisation", 1), ("randomisation", 2))
+    ]
     assert not np.array_equal(maps[0], maps[1]) and not np.array_equal(maps[1], maps[2])
     np.testing.assert_array_equal(maps[0], run_method(spec, data, models).local)  # state 0: the cell's own draw
 
@@ -188,27 +196,35 @@ def test_target_prediction_explains_each_randomised_models_own_class(monkeypatch
     data, models = image_fold
     seen = []
     real = recipe_module.explained_targets
-    monkeypatch.setattr(recipe_module, "explained_targets",
-                        lambda rule, model, d, rows: seen.append((rule, model, real(rule, model, d, rows))) or seen[-1][2])
+    monkeypatch.setattr(
+        recipe_module,
+        "explained_targets",
+        lambda rule, model, d, rows: seen.append((rule, model, real(rule, model, d, rows))) or seen[-1][2],
+    )
     spec = get_method("gradient")
     output = run_method(spec, data, models)
     seen.clear()
     values = RandomisationScorer(target="prediction").score(output, data, spec, models)
     assert {"randomisation_ssim", "randomisation_hog_final"} <= set(values)
-    assert [rule for rule, _, _ in seen] == ["prediction"] * len(seen) and len(seen) == 1 + 1 + 5  # trained, again, 5 layers
+    assert [rule for rule, _, _ in seen] == ["prediction"] * len(seen) and len(
+        seen
+    ) == 1 + 1 + 5  # trained, again, 5 layers
     for _, model, targets in seen:
         np.testing.assert_array_equal(targets, model.predict(data.X_explain))
     assert any(not np.array_equal(t, seen[0][2]) for _, _, t in seen[2:])  # randomised nets predict other classes
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"order": "sideways"}, "order must be one of top_down, bottom_up, independent"),
-    ({"target": "other"}, "target must be one of label, prediction"),
-    ({"normalise": "l2"}, "normalise must be one of none, max, second_moment"),
-    ({"top_k": 0}, r"top_k must be in \(0, 1\]"),
-    ({"layers": (0, 0)}, "distinct positions"),
-    ({"measures": ("ssim", "psnr")}, "measures must be distinct names of spearman_abs, spearman, top_k, ssim, hog"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"order": "sideways"}, "order must be one of top_down, bottom_up, independent"),
+        ({"target": "other"}, "target must be one of label, prediction"),
+        ({"normalise": "l2"}, "normalise must be one of none, max, second_moment"),
+        ({"top_k": 0}, r"top_k must be in \(0, 1\]"),
+        ({"layers": (0, 0)}, "distinct positions"),
+        ({"measures": ("ssim", "psnr")}, "measures must be distinct names of spearman_abs, spearman, top_k, ssim, hog"),
+    ],
+)
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         configure_scorer("randomisation", options)
@@ -235,11 +251,28 @@ def test_the_command_line_refuses_bad_randomisation_input_in_one_line(tmp_path, 
     from synthbench.run import main
 
     store = tmp_path / "r.sqlite"
-    grid = ["--datasets", "xor", "--decoys", "2", "--n-samples", "120", "--folds", "2", "--jobs", "1",
-            "--store", str(store), "--quiet", "--scorer", "randomisation"]
-    for extra, message in ((["--methods", "treeshap"], "which has none"),
-                           (["--methods", "saliency", "--scorer-option", "order=sideways"], "order must be one of"),
-                           (["--methods", "saliency", "--scorer-option", "layers=0,9"], "layers 9 do not exist")):
+    grid = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "2",
+        "--n-samples",
+        "120",
+        "--folds",
+        "2",
+        "--jobs",
+        "1",
+        "--store",
+        str(store),
+        "--quiet",
+        "--scorer",
+        "randomisation",
+    ]
+    for extra, message in (
+        (["--methods", "treeshap"], "which has none"),
+        (["--methods", "saliency", "--scorer-option", "order=sideways"], "order must be one of"),
+        (["--methods", "saliency", "--scorer-option", "layers=0,9"], "layers 9 do not exist"),
+    ):
         assert main([*grid, *extra]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
@@ -265,7 +298,9 @@ def test_random_logit_compares_the_maps_of_the_label_and_another_class(image_fol
     for name in ("gradient", "random"):
         spec = get_method(name)
         values[name] = scorer.score(run_method(spec, data, models), data, spec, models)
-    assert set(values["gradient"]) == {f"random_logit_{m}" for m in ("spearman_abs", "spearman", "top_k", "ssim", "hog")}
+    assert set(values["gradient"]) == {
+        f"random_logit_{m}" for m in ("spearman_abs", "spearman", "top_k", "ssim", "hog")
+    }
     assert values["gradient"]["random_logit_spearman"] < 0.99  # another class, another map
     assert abs(values["random"]["random_logit_spearman_abs"]) < 0.1  # the control redrawn: no covariance
 
@@ -275,8 +310,30 @@ def test_random_logit_skips_one_logit_models_with_the_reason(tmp_path):
     from synthbench.runner.store import ResultStore
 
     store = tmp_path / "r.sqlite"
-    assert main(["--datasets", "xor", "--decoys", "2", "--n-samples", "120", "--folds", "2", "--jobs", "1",
-                 "--store", str(store), "--quiet", "--scorer", "random_logit", "--methods", "saliency,mrmr"]) == 0
+    assert (
+        main(
+            [
+                "--datasets",
+                "xor",
+                "--decoys",
+                "2",
+                "--n-samples",
+                "120",
+                "--folds",
+                "2",
+                "--jobs",
+                "1",
+                "--store",
+                str(store),
+                "--quiet",
+                "--scorer",
+                "random_logit",
+                "--methods",
+                "saliency,mrmr",
+            ]
+        )
+        == 0
+    )
     cells = ResultStore(str(store)).cells().set_index("method")
     assert (cells.loc["saliency", "status"] == "skipped").all()
     assert cells.loc["saliency", "message"].str.contains("one logit").all()
@@ -301,8 +358,14 @@ def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_rer
     models = SharedModels(data)
     trainings = []
     real = models.train_on
-    monkeypatch.setattr(models, "train_on", lambda kind, d, **kw: trainings.append(
-        (kind, np.array_equal(d.y_train, permuted_labels(data).y_train), kw.get("training"))) or real(kind, d, **kw))
+    monkeypatch.setattr(
+        models,
+        "train_on",
+        lambda kind, d, **kw: (
+            trainings.append((kind, np.array_equal(d.y_train, permuted_labels(data).y_train), kw.get("training")))
+            or real(kind, d, **kw)
+        ),
+    )
     scorer = DataRandomisationScorer(epochs=50, fit=0.9, max_epochs=400)
     values = {}
     for name in ("saliency", "rf", "mrmr", "random", "gradient"):
@@ -311,7 +374,7 @@ def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_rer
     tries = [t for t in trainings if t[0] == "mlp"]
     assert [t[2]["max_epochs"] for t in tries] == [50, 100, 200, 400][: len(tries)] and len(tries) > 1  # doubled
     assert all(t[1] and t[2]["validation"] == "none" for t in tries)
-    assert trainings[len(tries):] == [("forest", True, None)]  # once per fold each, the forest as it trains
+    assert trainings[len(tries) :] == [("forest", True, None)]  # once per fold each, the forest as it trains
     assert "data_randomisation_fit" not in values["mrmr"]  # needs no model: nothing retrained, no fit to report
     mlp = models.shared(("data_randomisation", "mlp", 50, 0.9, 400), lambda: None)
     fit = np.mean(mlp.predict(data.X_train) == permuted_labels(data).y_train)
@@ -349,16 +412,22 @@ def test_top_down_cells_store_the_activation_scale_curve_once_per_fold(xor_fold)
 
     data, models = xor_fold
     scorer = get_scorer("randomisation")
-    curves = [scorer.score(run_method(get_method(m), data, models), data, get_method(m), models).curves["activation_scale"]
-              for m in ("saliency", "random")]
+    curves = [
+        scorer.score(run_method(get_method(m), data, models), data, get_method(m), models).curves["activation_scale"]
+        for m in ("saliency", "random")
+    ]
     assert curves[0] is curves[1]  # measured once per fold and model, the same for every method
     layers = mlp_layers(models.get("mlp"))
     seeds = {layer.name: data.random_state("randomisation", "layer", layer.name) for layer in layers}
     expected = activation_scale_curve(models.get("mlp"), layers, seeds, data)
     np.testing.assert_array_equal(curves[0].values, expected.values)
     assert curves[0].x.tolist() == list(range(1, len(layers) + 1))
-    assert "activation_scale" not in RandomisationScorer(order="bottom_up").score(
-        run_method(get_method("saliency"), data, models), data, get_method("saliency"), models).curves
+    assert (
+        "activation_scale"
+        not in RandomisationScorer(order="bottom_up")
+        .score(run_method(get_method("saliency"), data, models), data, get_method("saliency"), models)
+        .curves
+    )
 
 
 def test_randomisation_from_the_command_line_to_the_report(tmp_path, capsys):
@@ -367,9 +436,27 @@ def test_randomisation_from_the_command_line_to_the_report(tmp_path, capsys):
     from synthbench.runner.store import ResultStore
 
     store = tmp_path / "r.sqlite"
-    args = ["--datasets", "xor", "--decoys", "6", "--n-samples", "400", "--folds", "2", "--jobs", "1", "--methods",
-            "saliency,integrated_gradients,guided_backprop,anova,mrmr,random,input", "--model", "sparse_mlp",
-            "--scorer", "ground_truth,randomisation", "--quiet", "--store", str(store)]
+    args = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "6",
+        "--n-samples",
+        "400",
+        "--folds",
+        "2",
+        "--jobs",
+        "1",
+        "--methods",
+        "saliency,integrated_gradients,guided_backprop,anova,mrmr,random,input",
+        "--model",
+        "sparse_mlp",
+        "--scorer",
+        "ground_truth,randomisation",
+        "--quiet",
+        "--store",
+        str(store),
+    ]
     assert main(args) == 0
     assert "28 cells run" in capsys.readouterr().out
     with ResultStore(store, readonly=True) as db:
@@ -396,6 +483,8 @@ def test_a_method_needing_several_models_is_skipped_with_the_reason(xor_fold):
     from synthbench.scoring import SkipCell
 
     data, models = xor_fold
-    both = MethodSpec("both", lambda data, models, rng: np.ones(data.n_features), "test", {"tabular": ("mlp", "forest")})
+    both = MethodSpec(
+        "both", lambda data, models, rng: np.ones(data.n_features), "test", {"tabular": ("mlp", "forest")}
+    )
     with pytest.raises(SkipCell, match="needs several models \\(mlp, forest\\)"):
         get_scorer("randomisation").score(run_method(both, data, models), data, both, models)

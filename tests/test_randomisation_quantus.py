@@ -51,7 +51,8 @@ from synthbench.scoring.randomisation import similarity as S
 from synthbench.scoring.randomisation.similarity import preprocess
 from synthbench.testing import small_fold
 
-#: Quantus' default ``seed`` of every randomisation metric (its modules are reset after ``torch.manual_seed(seed + 1)``).
+#: Quantus' default ``seed`` of every randomisation metric (its modules are reset after
+#: ``torch.manual_seed(seed + 1)``).
 QUANTUS_SEED = 42
 #: SmoothMPRT's maps per state in the cross-check (Quantus: ``nr_samples - 1`` noisy copies and the clean input).
 NR_SAMPLES = 4
@@ -60,6 +61,7 @@ NR_SAMPLES = 4
 # --------------------------------------------------------------------------------------------------------------------
 # Shared set-up
 # --------------------------------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Fold:
@@ -91,8 +93,14 @@ def fold() -> Fold:
     data = small_fold("tabular")
     models = SharedModels(data)
     trained = models.get("mlp")
-    assert [type(m).__name__ for m in trained.module] == ["GaussianNoise", "Linear", "LeakyReLU", "Linear", "LeakyReLU",
-                                                         "Linear"]
+    assert [type(m).__name__ for m in trained.module] == [
+        "GaussianNoise",
+        "Linear",
+        "LeakyReLU",
+        "Linear",
+        "LeakyReLU",
+        "Linear",
+    ]
     assert trained.module[-1].out_features == 1  # the binary MLP's one logit
     return Fold(data, models, trained, get_method("gradient"))
 
@@ -113,8 +121,9 @@ def _synthbench_explain_func(fold: Fold) -> Callable[..., np.ndarray]:
     def explain_func(model: torch.nn.Module, inputs: np.ndarray, targets: np.ndarray, **kwargs: Any) -> np.ndarray:
         network = copy.copy(fold.trained)
         network.module = model
-        maps = fold.spec.recipe.explain(network, fold.data, np.random.default_rng(0), params,
-                                        inputs=np.asarray(inputs, dtype=np.float32))
+        maps = fold.spec.recipe.explain(
+            network, fold.data, np.random.default_rng(0), params, inputs=np.asarray(inputs, dtype=np.float32)
+        )
         return maps.detach().cpu().numpy().astype(np.float64)
 
     return explain_func
@@ -180,13 +189,16 @@ def _layer_names(fold: Fold) -> list[str]:
 def _quantus_states(module: torch.nn.Module, order: str) -> list[tuple[str, dict[str, torch.Tensor]]]:
     """Quantus' model states: (the module it just reset, a copy of the model's weights), in its order."""
     wrapped = PyTorchModel(model=module, channel_first=True, softmax=False)
-    return [(name, {k: v.clone() for k, v in model.state_dict().items()})
-            for name, model in wrapped.get_random_layer_generator(order=order, seed=QUANTUS_SEED)]
+    return [
+        (name, {k: v.clone() for k, v in model.state_dict().items()})
+        for name, model in wrapped.get_random_layer_generator(order=order, seed=QUANTUS_SEED)
+    ]
 
 
 # --------------------------------------------------------------------------------------------------------------------
 # MPRT (top-down cascading)
 # --------------------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("order", ["top_down", "bottom_up"])
 def test_aligned_initialiser_reproduces_quantus_model_states(fold: Fold, order: str):
@@ -217,10 +229,21 @@ def test_mprt_per_state_similarities_equal_quantus_per_layer_scores(fold: Fold, 
     measure = "spearman_abs" if absolute else "spearman"
     per_state = recorded[measure]
 
-    metric = quantus.MPRT(layer_order="top_down", seed=QUANTUS_SEED, similarity_func=correlation_spearman,
-                          abs=absolute, normalise=True, disable_warnings=True)
-    theirs = metric(model=fold.trained.module, x_batch=fold.X, y_batch=fold.y,
-                    explain_func=_synthbench_explain_func(fold), batch_size=fold.n)
+    metric = quantus.MPRT(
+        layer_order="top_down",
+        seed=QUANTUS_SEED,
+        similarity_func=correlation_spearman,
+        abs=absolute,
+        normalise=True,
+        disable_warnings=True,
+    )
+    theirs = metric(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=fold.y,
+        explain_func=_synthbench_explain_func(fold),
+        batch_size=fold.n,
+    )
     names = _layer_names(fold)
     assert list(theirs) == ["original"] + names[::-1]  # top-down: the output layer first
     assert len(per_state) == len(theirs) == 4
@@ -243,10 +266,22 @@ def test_mprt_mean_quantus_includes_original_synthbench_leaves_it_out(fold: Fold
     n_layers = len(curve) - 1
     assert ours == pytest.approx(curve[1:].mean(), abs=1e-12)
 
-    metric = quantus.MPRT(layer_order="top_down", seed=QUANTUS_SEED, similarity_func=correlation_spearman, abs=True,
-                          normalise=True, return_average_correlation=True, disable_warnings=True)
-    per_example = metric(model=fold.trained.module, x_batch=fold.X, y_batch=fold.y,
-                         explain_func=_synthbench_explain_func(fold), batch_size=fold.n)
+    metric = quantus.MPRT(
+        layer_order="top_down",
+        seed=QUANTUS_SEED,
+        similarity_func=correlation_spearman,
+        abs=True,
+        normalise=True,
+        return_average_correlation=True,
+        disable_warnings=True,
+    )
+    per_example = metric(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=fold.y,
+        explain_func=_synthbench_explain_func(fold),
+        batch_size=fold.n,
+    )
     theirs = float(np.mean(per_example))
     assert theirs == pytest.approx((1.0 + n_layers * ours) / (n_layers + 1), abs=1e-9)
     assert theirs == pytest.approx(curve.mean(), abs=1e-9)
@@ -261,8 +296,16 @@ def test_quantus_gives_layers_of_one_shape_identical_weights_synthbench_does_not
     re-seeded); synthbench draws each from a seed of its own and leaves the global generator alone."""
     config = MLPConfig(depth=3)
     module = build_seeded_mlp(6, config, torch.Generator().manual_seed(3)).eval()
-    model = TrainedMLP(module=module, config=config, n_features_in_=6, epochs_run=0, best_epoch=0, history={},
-                       validation_indices=np.arange(0), device=torch.device("cpu"))
+    model = TrainedMLP(
+        module=module,
+        config=config,
+        n_features_in_=6,
+        epochs_run=0,
+        best_epoch=0,
+        history={},
+        validation_indices=np.arange(0),
+        device=torch.device("cpu"),
+    )
     layers = mlp_layers(model)
     names = [layer.name for layer in layers]
     assert names == ["1", "3", "5", "7"]
@@ -297,14 +340,14 @@ def test_quantus_draws_every_layer_from_one_stream_synthbench_from_one_seed_each
     names = _layer_names(fold)
     _, last = _quantus_states(fold.trained.module, "bottom_up")[-1]
     first, middle, output = (last[f"{name}.weight"].flatten().numpy() for name in names)
-    np.testing.assert_allclose(first, np.sqrt(2.0) * middle[:first.size], rtol=1e-5)
-    np.testing.assert_allclose(np.corrcoef(output, middle[:output.size])[0, 1], 1.0, rtol=1e-6)
+    np.testing.assert_allclose(first, np.sqrt(2.0) * middle[: first.size], rtol=1e-5)
+    np.testing.assert_allclose(np.corrcoef(output, middle[: output.size])[0, 1], 1.0, rtol=1e-6)
 
     seeds = {name: fold.data.random_state("randomisation", "layer", name) for name in names}
     ours = randomised(fold.trained, mlp_layers(fold.trained), names, seeds).module
     first, middle, output = (ours.get_submodule(name).weight.detach().flatten().numpy() for name in names)
-    assert abs(np.corrcoef(first, middle[:first.size])[0, 1]) < 0.3
-    assert abs(np.corrcoef(output, middle[:output.size])[0, 1]) < 0.7
+    assert abs(np.corrcoef(first, middle[: first.size])[0, 1]) < 0.3
+    assert abs(np.corrcoef(output, middle[: output.size])[0, 1]) < 0.7
 
 
 def test_quantus_normalises_a_batch_by_one_maximum_synthbench_each_example(fold: Fold):
@@ -330,6 +373,7 @@ def test_quantus_normalises_a_batch_by_one_maximum_synthbench_each_example(fold:
 # --------------------------------------------------------------------------------------------------------------------
 # SmoothMPRT (bottom-up, maps averaged over noisy copies)
 # --------------------------------------------------------------------------------------------------------------------
+
 
 class _Replay:
     """``np.random.randn`` replaced by a fixed cycle of standard normal draws, so every SmoothMPRT state
@@ -369,20 +413,39 @@ def test_smooth_mprt_ignores_the_explain_func_passed_to_it(fold: Fold, monkeypat
     explainer reads ``y_batch`` as the output column, so on the one-logit MLP the labels (column 1)
     fail and only ``y = 0`` runs; synthbench explains through the method's own recipe and rule."""
     calls = _recording_quantus_explain(monkeypatch)
-    metric = quantus.SmoothMPRT(nr_samples=2, layer_order="bottom_up", seed=QUANTUS_SEED, abs=True,
-                                similarity_func=correlation_spearman, disable_warnings=True)
-    scores = metric(model=fold.trained.module, x_batch=fold.X, y_batch=np.zeros(fold.n, dtype=int), explain_func=_refuse,
-                    explain_func_kwargs={"method": "Gradient"}, batch_size=fold.n)
+    metric = quantus.SmoothMPRT(
+        nr_samples=2,
+        layer_order="bottom_up",
+        seed=QUANTUS_SEED,
+        abs=True,
+        similarity_func=correlation_spearman,
+        disable_warnings=True,
+    )
+    scores = metric(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=np.zeros(fold.n, dtype=int),
+        explain_func=_refuse,
+        explain_func_kwargs={"method": "Gradient"},
+        batch_size=fold.n,
+    )
     assert list(scores) == ["original"] + _layer_names(fold)
     assert len(calls) == 2 * (2 + 3)  # nr_samples maps for the reference, "original" and each of 3 layers
     assert all(kwargs["method"] == "Gradient" for _, kwargs in calls)
     with pytest.raises(RuntimeError, match="out of bounds"):
-        metric(model=fold.trained.module, x_batch=fold.X, y_batch=np.ones(fold.n, dtype=int), explain_func=_refuse,
-               explain_func_kwargs={"method": "Gradient"}, batch_size=fold.n)
+        metric(
+            model=fold.trained.module,
+            x_batch=fold.X,
+            y_batch=np.ones(fold.n, dtype=int),
+            explain_func=_refuse,
+            explain_func_kwargs={"method": "Gradient"},
+            batch_size=fold.n,
+        )
 
 
-def test_smooth_mprt_per_state_similarities_equal_on_the_same_noisy_inputs(fold: Fold, quantus_aligned, recorded,
-                                                                           monkeypatch: pytest.MonkeyPatch):
+def test_smooth_mprt_per_state_similarities_equal_on_the_same_noisy_inputs(
+    fold: Fold, quantus_aligned, recorded, monkeypatch: pytest.MonkeyPatch
+):
     """Bottom-up sMPRT, Spearman of ``|a|``, with the noise matched: Quantus' draws are replayed so every
     state uses the same ``nr_samples - 1`` noisy copies and the clean input, and synthbench explains
     exactly those inputs (its noisy fold is replaced by the ones Quantus explained, see
@@ -393,11 +456,23 @@ def test_smooth_mprt_per_state_similarities_equal_on_the_same_noisy_inputs(fold:
     replay = _Replay(draws)
     monkeypatch.setattr(np.random, "randn", replay)
     calls = _recording_quantus_explain(monkeypatch)
-    metric = quantus.SmoothMPRT(nr_samples=NR_SAMPLES, noise_magnitude=0.1, layer_order="bottom_up",
-                                seed=QUANTUS_SEED, abs=True, similarity_func=correlation_spearman,
-                                disable_warnings=True)
-    theirs = metric(model=fold.trained.module, x_batch=fold.X, y_batch=np.zeros(fold.n, dtype=int),
-                    explain_func=_refuse, explain_func_kwargs={"method": "Gradient"}, batch_size=fold.n)
+    metric = quantus.SmoothMPRT(
+        nr_samples=NR_SAMPLES,
+        noise_magnitude=0.1,
+        layer_order="bottom_up",
+        seed=QUANTUS_SEED,
+        abs=True,
+        similarity_func=correlation_spearman,
+        disable_warnings=True,
+    )
+    theirs = metric(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=np.zeros(fold.n, dtype=int),
+        explain_func=_refuse,
+        explain_func_kwargs={"method": "Gradient"},
+        batch_size=fold.n,
+    )
     inputs = [x for x, _ in calls]
     assert len(inputs) == NR_SAMPLES * 5 and replay.calls == (NR_SAMPLES - 1) * 5
     for k, x in enumerate(inputs):  # the same copies at every state, the clean input last
@@ -407,8 +482,9 @@ def test_smooth_mprt_per_state_similarities_equal_on_the_same_noisy_inputs(fold:
     noisy = np.concatenate(inputs[:NR_SAMPLES])
 
     def quantus_noise(self, data: FoldData) -> FoldData:
-        return dataclasses.replace(data, X_explain=noisy, y_explain=np.tile(data.y_explain, NR_SAMPLES),
-                                   relevant_local=None)
+        return dataclasses.replace(
+            data, X_explain=noisy, y_explain=np.tile(data.y_explain, NR_SAMPLES), relevant_local=None
+        )
 
     monkeypatch.setattr(R.RandomisationScorer, "_noisy", quantus_noise)
     scorer = R.RandomisationScorer(name="smprt", order="bottom_up", noise_samples=NR_SAMPLES, normalise="second_moment")
@@ -418,8 +494,12 @@ def test_smooth_mprt_per_state_similarities_equal_on_the_same_noisy_inputs(fold:
     assert len(per_state) == 4
     for s, (step, values) in enumerate(theirs.items()):
         np.testing.assert_allclose(per_state[s], values, rtol=0, atol=1e-9, err_msg=f"state {s} ({step})")
-    np.testing.assert_allclose(scores.curves["spearman_abs"].values[1:, 0],
-                               [np.mean(theirs[name]) for name in _layer_names(fold)], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        scores.curves["spearman_abs"].values[1:, 0],
+        [np.mean(theirs[name]) for name in _layer_names(fold)],
+        rtol=0,
+        atol=1e-12,
+    )
 
 
 def test_smprt_noise_is_not_quantus_noise(fold: Fold, monkeypatch: pytest.MonkeyPatch):
@@ -433,19 +513,27 @@ def test_smprt_noise_is_not_quantus_noise(fold: Fold, monkeypatch: pytest.Monkey
     """
     calls = _recording_quantus_explain(monkeypatch)
     np.random.seed(0)
-    metric = quantus.SmoothMPRT(nr_samples=NR_SAMPLES, noise_magnitude=0.1, layer_order="bottom_up", abs=True,
-                                disable_warnings=True)
-    metric(model=fold.trained.module, x_batch=fold.X, y_batch=np.zeros(fold.n, dtype=int), explain_func=_refuse,
-           explain_func_kwargs={"method": "Gradient"}, batch_size=fold.n)
+    metric = quantus.SmoothMPRT(
+        nr_samples=NR_SAMPLES, noise_magnitude=0.1, layer_order="bottom_up", abs=True, disable_warnings=True
+    )
+    metric(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=np.zeros(fold.n, dtype=int),
+        explain_func=_refuse,
+        explain_func_kwargs={"method": "Gradient"},
+        batch_size=fold.n,
+    )
     inputs = [x for x, _ in calls]
-    reference, original = inputs[:NR_SAMPLES], inputs[NR_SAMPLES:2 * NR_SAMPLES]
+    reference, original = inputs[:NR_SAMPLES], inputs[NR_SAMPLES : 2 * NR_SAMPLES]
     np.testing.assert_array_equal(reference[-1], fold.X)
     assert not np.array_equal(reference[0], original[0])  # new draws for the same (trained) model
     per_example_range = fold.X.max(axis=1, keepdims=True) - fold.X.min(axis=1, keepdims=True)
     np.random.seed(0)
     for x in reference[:-1]:  # numpy's global stream, scaled by each example's range
-        np.testing.assert_allclose(x, fold.X + np.random.randn(*fold.X.shape) * (0.1 * per_example_range),
-                                   rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            x, fold.X + np.random.randn(*fold.X.shape) * (0.1 * per_example_range), rtol=0, atol=1e-6
+        )
 
     scorer = R.RandomisationScorer(name="smprt", order="bottom_up", noise_samples=NR_SAMPLES, noise_level=0.1)
     first, second = scorer._noisy(fold.data).X_explain, scorer._noisy(fold.data).X_explain
@@ -461,6 +549,7 @@ def test_smprt_noise_is_not_quantus_noise(fold: Fold, monkeypatch: pytest.Monkey
 # EfficientMPRT (relative rise of the maps' histogram entropy)
 # --------------------------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("absolute", [False, True])
 def test_emprt_rise_equals_quantus_with_fixed_bins(fold: Fold, quantus_aligned, recorded, absolute):
     """eMPRT with 100 equal bins (``complexity_func_kwargs={"n_bins": 100}``, so no rule chooses them):
@@ -471,18 +560,30 @@ def test_emprt_rise_equals_quantus_with_fixed_bins(fold: Fold, quantus_aligned, 
     before, after = recorded["entropy"]
     assert (before > 0).all()
 
-    metric = quantus.EfficientMPRT(complexity_func_kwargs={"n_bins": 100}, layer_order="bottom_up", seed=QUANTUS_SEED,
-                                   abs=absolute, normalise=False, disable_warnings=True)
-    theirs = metric(model=fold.trained.module, x_batch=fold.X, y_batch=fold.y,
-                    explain_func=_synthbench_explain_func(fold), batch_size=fold.n)
+    metric = quantus.EfficientMPRT(
+        complexity_func_kwargs={"n_bins": 100},
+        layer_order="bottom_up",
+        seed=QUANTUS_SEED,
+        abs=absolute,
+        normalise=False,
+        disable_warnings=True,
+    )
+    theirs = metric(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=fold.y,
+        explain_func=_synthbench_explain_func(fold),
+        batch_size=fold.n,
+    )
     entropies = metric.explanation_scores_by_layer
     assert list(entropies) == ["orig", _layer_names(fold)[-1]]  # skip_layers: the fully randomised model only
     np.testing.assert_allclose(before, entropies["orig"], rtol=1e-12)
     np.testing.assert_allclose(after, entropies[_layer_names(fold)[-1]], rtol=1e-12)
     np.testing.assert_allclose((after - before) / before, theirs, rtol=1e-12, atol=1e-12)
     assert scores["emprt_rise"] == pytest.approx(np.mean(theirs), rel=1e-12)
-    np.testing.assert_allclose(scores.curves["entropy"].values[:, 0], [np.mean(entropies["orig"]), np.mean(after)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        scores.curves["entropy"].values[:, 0], [np.mean(entropies["orig"]), np.mean(after)], rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("shape", [(6, 8), (5, 1, 12, 12), (3, 3, 8, 8)])
@@ -518,13 +619,16 @@ def test_quantus_freedman_diaconis_rule_counts_dimensions_not_samples():
 # RandomLogit (Quantus only: synthbench's scorer is not written yet)
 # --------------------------------------------------------------------------------------------------------------------
 
+
 def _random_logit(**kwargs: Any) -> quantus.RandomLogit:
-    return quantus.RandomLogit(num_classes=2, similarity_func=correlation_spearman, abs=False, normalise=False,
-                               disable_warnings=True, **kwargs)
+    return quantus.RandomLogit(
+        num_classes=2, similarity_func=correlation_spearman, abs=False, normalise=False, disable_warnings=True, **kwargs
+    )
 
 
-def _recording_explain_func(fold: Fold, targets_seen: list[np.ndarray],
-                            other_class_sign: bool = False) -> Callable[..., np.ndarray]:
+def _recording_explain_func(
+    fold: Fold, targets_seen: list[np.ndarray], other_class_sign: bool = False
+) -> Callable[..., np.ndarray]:
     """:func:`_synthbench_explain_func` that records the targets; with ``other_class_sign`` the map of class
     0 on the one-logit MLP is that of its log-odds ``-z``, minus the map of ``z``."""
     explain = _synthbench_explain_func(fold)
@@ -544,8 +648,13 @@ def test_random_logit_reseeds_numpy_global_generator(fold: Fold):
     after = []
     for before in (0, 12345):
         np.random.seed(before)
-        _random_logit(seed=QUANTUS_SEED)(model=fold.trained.module, x_batch=fold.X, y_batch=fold.y,
-                                          explain_func=_synthbench_explain_func(fold), batch_size=fold.n)
+        _random_logit(seed=QUANTUS_SEED)(
+            model=fold.trained.module,
+            x_batch=fold.X,
+            y_batch=fold.y,
+            explain_func=_synthbench_explain_func(fold),
+            batch_size=fold.n,
+        )
         after.append(np.random.random(4))
     np.testing.assert_array_equal(after[0], after[1])
     np.random.seed(QUANTUS_SEED)
@@ -558,8 +667,13 @@ def test_random_logit_with_two_classes_always_explains_the_other_class(fold: Fol
     ``1 - y`` for every example and every seed, nothing random is left."""
     for seed in (0, 1, QUANTUS_SEED, 2024):
         seen: list[np.ndarray] = []
-        _random_logit(seed=seed)(model=fold.trained.module, x_batch=fold.X, y_batch=fold.y,
-                                 explain_func=_recording_explain_func(fold, seen), batch_size=fold.n)
+        _random_logit(seed=seed)(
+            model=fold.trained.module,
+            x_batch=fold.X,
+            y_batch=fold.y,
+            explain_func=_recording_explain_func(fold, seen),
+            batch_size=fold.n,
+        )
         assert len(seen) == 2
         np.testing.assert_array_equal(seen[0], fold.y)
         np.testing.assert_array_equal(seen[1], 1 - fold.y)
@@ -572,18 +686,34 @@ def test_random_logit_on_a_one_logit_model_is_degenerate(fold: Fold):
     Either way the value is fixed by the model's shape, not by the method. Quantus' own explainer
     (captum) fails on column 1, and synthbench's attribution refuses a target the model does not have."""
     seen: list[np.ndarray] = []
-    same = _random_logit()(model=fold.trained.module, x_batch=fold.X, y_batch=fold.y,
-                           explain_func=_recording_explain_func(fold, seen), batch_size=fold.n)
+    same = _random_logit()(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=fold.y,
+        explain_func=_recording_explain_func(fold, seen),
+        batch_size=fold.n,
+    )
     np.testing.assert_allclose(same, 1.0, rtol=0, atol=1e-12)
-    opposite = _random_logit()(model=fold.trained.module, x_batch=fold.X, y_batch=fold.y,
-                               explain_func=_recording_explain_func(fold, seen, other_class_sign=True),
-                               batch_size=fold.n)
+    opposite = _random_logit()(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=fold.y,
+        explain_func=_recording_explain_func(fold, seen, other_class_sign=True),
+        batch_size=fold.n,
+    )
     np.testing.assert_allclose(opposite, -1.0, rtol=0, atol=1e-12)
 
     with pytest.raises(RuntimeError, match="out of bounds"):
-        _random_logit()(model=fold.trained.module, x_batch=fold.X, y_batch=fold.y, explain_func=quantus.explain,
-                        explain_func_kwargs={"method": "Gradient"}, batch_size=fold.n)
+        _random_logit()(
+            model=fold.trained.module,
+            x_batch=fold.X,
+            y_batch=fold.y,
+            explain_func=quantus.explain,
+            explain_func_kwargs={"method": "Gradient"},
+            batch_size=fold.n,
+        )
     # synthbench refuses a column the model does not have, per-example targets too
     with pytest.raises(ValueError, match="target 1 out of range for 1 output columns"):
-        fold.spec.recipe.explain(fold.trained, fold.data, np.random.default_rng(0), fold.spec.params_for("tabular"),
-                                 targets=1 - fold.y)
+        fold.spec.recipe.explain(
+            fold.trained, fold.data, np.random.default_rng(0), fold.spec.params_for("tabular"), targets=1 - fold.y
+        )

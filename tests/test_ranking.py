@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from synthbench.scoring.ranking import rank, top_k_mask
 from synthbench.scoring.truth import localisation as L
 from synthbench.scoring.truth import metrics as M
-from synthbench.scoring.ranking import rank, top_k_mask
 
 
 def rng(seed=0):

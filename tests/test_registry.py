@@ -30,14 +30,17 @@ def test_a_registry_keeps_order_lists_valid_names_and_refuses_duplicates():
         reg.add("", 0)
 
 
-@pytest.mark.parametrize("registry, lookup, what", [
-    (datasets.DATASETS, datasets.spec, "dataset"),
-    (methods.METHODS, methods.get_method, "method"),
-    (models.MODEL_KINDS, models.model_kind, "model kind"),
-    (presets.PRESETS, presets.get_preset, "model preset"),
-    (attribution.ATTRIBUTION_METHODS, lambda n: attribution.attribute(n, None, None), "attribution method"),
-    (scoring.SCORERS, scoring.get_scorer, "scorer"),
-])
+@pytest.mark.parametrize(
+    "registry, lookup, what",
+    [
+        (datasets.DATASETS, datasets.spec, "dataset"),
+        (methods.METHODS, methods.get_method, "method"),
+        (models.MODEL_KINDS, models.model_kind, "model kind"),
+        (presets.PRESETS, presets.get_preset, "model preset"),
+        (attribution.ATTRIBUTION_METHODS, lambda n: attribution.attribute(n, None, None), "attribution method"),
+        (scoring.SCORERS, scoring.get_scorer, "scorer"),
+    ],
+)
 def test_every_named_part_is_one_registry_with_its_public_lookup(registry, lookup, what):
     assert isinstance(registry, Registry) and registry.what == what and len(registry) > 0
     first = registry.names()[0]

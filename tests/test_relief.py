@@ -48,7 +48,13 @@ def small_blocks(monkeypatch):
 # ---- exact agreement with skrebate --------------------------------------------------------
 @pytest.mark.parametrize(
     ("n", "p", "k", "seed", "normal"),
-    [(40, 3, 5, 0, False), (120, 20, 10, 1, False), (200, 60, 100, 2, False), (150, 30, 25, 3, True), (90, 1, 10, 4, False)],
+    [
+        (40, 3, 5, 0, False),
+        (120, 20, 10, 1, False),
+        (200, 60, 100, 2, False),
+        (150, 30, 25, 3, True),
+        (90, 1, 10, 4, False),
+    ],
 )
 def test_matches_skrebate_on_continuous_data(n, p, k, seed, normal):
     X, y = _xor(n, p, seed, normal)
@@ -179,11 +185,11 @@ def test_bad_input_is_rejected(X, y, kwargs, match):
 
 # ---- the registered methods ---------------------------------------------------------------
 def test_registered_relief_equals_relief_skrebate():
+    from conftest import fold_of
+
     from synthbench import datasets
     from synthbench.methods import get_method, run_method
     from synthbench.models import SharedModels
-
-    from conftest import fold_of
 
     data = fold_of(datasets.make("xor", n_samples=240, n_decoys=6, seed=1))
     models = SharedModels(data)

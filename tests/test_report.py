@@ -14,14 +14,25 @@ import scikit_posthocs as sp
 from PIL import Image
 from scipy import stats
 
-from synthbench.report import (Results, breakpoints, build_report, decoy_table, load_results, mean_ci, model_table,
-                               pareto_front, rank_test, summary_table, write_report)
+from synthbench.catalogue import Catalogue, ScorerInfo
+from synthbench.report import (
+    Results,
+    breakpoints,
+    build_report,
+    decoy_table,
+    load_results,
+    mean_ci,
+    model_table,
+    pareto_front,
+    rank_test,
+    summary_table,
+    write_report,
+)
 from synthbench.report.cli import main as report_main
 from synthbench.runner import GridSpec, ResultStore
 from synthbench.runner.execute import execute
 from synthbench.runner.grid import Cell
 from synthbench.runner.store import CellResult
-from synthbench.catalogue import Catalogue, ScorerInfo
 from synthbench.scoring import get_metric, get_scorer
 
 METHODS = ("random", "anova", "mrmr")
@@ -82,20 +93,44 @@ def test_summary_means_match_the_stored_cells_and_counts_failed_skipped_missing(
     ring = summary_table(results, setting="ring")
     assert ring.at["mrmr", "cells"] == 6
     curves = decoy_table(results)
-    assert curves[(curves.method == "mrmr") & (curves.setting == "ring")]["n_decoys"].tolist() == [0, 4]  # absent, not 0
+    assert curves[(curves.method == "mrmr") & (curves.setting == "ring")]["n_decoys"].tolist() == [
+        0,
+        4,
+    ]  # absent, not 0
 
 
 def test_model_table_counts_each_folds_shared_model_once_and_flags_the_incompetent_ones(tmp_path):
     aurocs = {0: 0.55, 1: 0.70, 2: 0.45}  # the MLP of each fold; two methods explain each
     with ResultStore(tmp_path / "m.sqlite") as db:
         for fold, auroc in aurocs.items():
-            mlp = {"mlp": {"test_auroc": auroc, "test_accuracy": 0.5, "train_seconds": 1.0,
-                           "competence": {0: 0.3, 1: 0.6, 2: 0.1}[fold]}}
+            mlp = {
+                "mlp": {
+                    "test_auroc": auroc,
+                    "test_accuracy": 0.5,
+                    "train_seconds": 1.0,
+                    "competence": {0: 0.3, 1: 0.6, 2: 0.1}[fold],
+                }
+            }
             for method in ("saliency", "deeplift"):
-                db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, method), "ok", scores={"best_k": 0.5},
-                                    chance={"best_k": 0.1}, seconds=1.0, model=mlp))
-            db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, "anova"), "ok", scores={"best_k": 1.0},
-                                chance={"best_k": 0.1}, seconds=0.1))
+                db.write(
+                    CellResult(
+                        Cell("xor", 150, 4, 0, 3, fold, method),
+                        "ok",
+                        scores={"best_k": 0.5},
+                        chance={"best_k": 0.1},
+                        seconds=1.0,
+                        model=mlp,
+                    )
+                )
+            db.write(
+                CellResult(
+                    Cell("xor", 150, 4, 0, 3, fold, "anova"),
+                    "ok",
+                    scores={"best_k": 1.0},
+                    chance={"best_k": 0.1},
+                    seconds=0.1,
+                )
+            )
         db.write(CellResult(Cell("xor", 150, 4, 0, 3, 0, "rf"), "failed", "boom"))
     results = load_results(tmp_path / "m.sqlite")
     table = model_table(results)
@@ -116,13 +151,21 @@ def test_breakpoint_is_the_last_decoy_count_before_the_first_fall_below_the_leve
     curves = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean"])
     points = breakpoints(curves, level=0.9).set_index("method")
     assert points.at["holds", "breakpoint"] == 100 and points.at["holds", "held_throughout"]
-    assert points.at["falls", "breakpoint"] == 0 and not points.at["falls", "held_throughout"]  # no credit for recovering
+    assert (
+        points.at["falls", "breakpoint"] == 0 and not points.at["falls", "held_throughout"]
+    )  # no credit for recovering
     assert np.isnan(points.at["never", "breakpoint"]) and points.at["never", "smallest"] == 0
 
 
 def test_pareto_front_keeps_methods_no_other_beats_on_both_time_and_quality():
-    summary = pd.DataFrame({"best_k": [0.2, 0.5, 0.4, 0.9, 0.9], "mean_rank": [9.0, 4.0, 5.0, 1.5, 1.0],
-                            "seconds": [0.01, 0.1, 1.0, 5.0, np.nan]}, index=["a", "b", "c", "d", "e"])
+    summary = pd.DataFrame(
+        {
+            "best_k": [0.2, 0.5, 0.4, 0.9, 0.9],
+            "mean_rank": [9.0, 4.0, 5.0, 1.5, 1.0],
+            "seconds": [0.01, 0.1, 1.0, 5.0, np.nan],
+        },
+        index=["a", "b", "c", "d", "e"],
+    )
     assert pareto_front(summary, get_metric("best_k")).index.tolist() == ["a", "b", "d"]
     assert pareto_front(summary, get_metric("mean_rank")).index.tolist() == ["a", "b", "d"]  # lower is better here
     summary.loc["c", "mean_rank"] = 3.0
@@ -130,19 +173,43 @@ def test_pareto_front_keeps_methods_no_other_beats_on_both_time_and_quality():
 
 
 def _results_from_blocks(values: dict[str, list[float]]) -> Results:
-    rows = [dict(cell_id=f"{m}{b}", method=m, setting="s", n_decoys=b, seed=0, fold=0, metric="best_k", value=v,
-                 chance=0.1, status="ok") for m, vs in values.items() for b, v in enumerate(vs) if not np.isnan(v)]
+    rows = [
+        dict(
+            cell_id=f"{m}{b}",
+            method=m,
+            setting="s",
+            n_decoys=b,
+            seed=0,
+            fold=0,
+            metric="best_k",
+            value=v,
+            chance=0.1,
+            status="ok",
+        )
+        for m, vs in values.items()
+        for b, v in enumerate(vs)
+        if not np.isnan(v)
+    ]
     scores = pd.DataFrame(rows)
     truth = get_scorer("ground_truth")
-    return Results(scores=scores, cells=scores.drop(columns=["metric", "value", "chance"]), runs=pd.DataFrame(),
-                   path=None, catalogue=Catalogue({"ground_truth": ScorerInfo("ground_truth", truth.metrics)}))
+    return Results(
+        scores=scores,
+        cells=scores.drop(columns=["metric", "value", "chance"]),
+        runs=pd.DataFrame(),
+        path=None,
+        catalogue=Catalogue({"ground_truth": ScorerInfo("ground_truth", truth.metrics)}),
+    )
 
 
 def test_rank_test_matches_scipy_and_scikit_posthocs_and_names_the_significant_pairs():
     rng = np.random.default_rng(0)
     base = rng.uniform(0, 0.3, 12)
-    values = {"best": list(base + 0.6), "middle": list(base + 0.3 + rng.normal(0, 0.2, 12)), "worst": list(base),
-              "partial": [0.5] * 4 + [np.nan] * 8}
+    values = {
+        "best": list(base + 0.6),
+        "middle": list(base + 0.3 + rng.normal(0, 0.2, 12)),
+        "worst": list(base),
+        "partial": [0.5] * 4 + [np.nan] * 8,
+    }
     results = _results_from_blocks(values)
     test = rank_test(results)
     assert test.left_out == ["partial"] and test.blocks == 12
@@ -162,8 +229,13 @@ def test_report_files_are_self_contained_deterministic_and_leave_the_store_untou
     before = digest(store)
     assert report_main(["--store", str(store), "--out", str(tmp_path / "a")]) == 0
     # A second process with other string hashing: nothing may depend on the iteration order of a set of names.
-    other = subprocess.run([sys.executable, "-m", "synthbench.report", "--store", str(store), "--out", str(tmp_path / "b")],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": "12345"})
+    other = subprocess.run(
+        [sys.executable, "-m", "synthbench.report", "--store", str(store), "--out", str(tmp_path / "b")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+    )
     assert other.returncode == 0, other.stderr
     assert digest(store) == before
     names = {"report.md", "report.html", "overview.png", "curves.png", "breakpoints.png", "cost.png", "cd.png"}
@@ -177,8 +249,18 @@ def test_report_files_are_self_contained_deterministic_and_leave_the_store_untou
     assert re.findall(r'src="(?!data:image/png;base64,)', html) == [] and "http" not in html.replace("http-equiv", "")
     assert html.count("data:image/png;base64,") == 5
     md = (tmp_path / "a" / "report.md").read_text()
-    for text in ["## What the store says", "## Overview", "## Leaderboard", 'data-setting="xor"', 'data-setting="ring"',
-                 "## Breakpoints", "Friedman test", "## Methods", "## Provenance", *METHODS]:
+    for text in [
+        "## What the store says",
+        "## Overview",
+        "## Leaderboard",
+        'data-setting="xor"',
+        'data-setting="ring"',
+        "## Breakpoints",
+        "Friedman test",
+        "## Methods",
+        "## Provenance",
+        *METHODS,
+    ]:
         assert text in md
     assert "No cell of this store explains a trained model" in md and "Near chance" not in md
     assert "test grid" in md and "cores" in md and "total wall time" in md
@@ -196,12 +278,33 @@ def test_a_partial_store_shows_missing_cells_as_missing(store, tmp_path):
 def test_a_method_of_one_input_kind_is_never_missing_from_the_other(tmp_path):
     with ResultStore(tmp_path / "k.sqlite") as db:
         for fold in range(2):
-            db.write(CellResult(Cell("xor", 100, 3, 0, 2, fold, "anova"), "ok", scores={"best_k": 1.0},
-                                chance={"best_k": 0.1}, seconds=0.1))
-            db.write(CellResult(Cell("shapes", 100, 2, 0, 2, fold, "sobel"), "ok", scores={"rank_accuracy": 0.2},
-                                chance={"rank_accuracy": 0.1}, seconds=0.1))
-        db.write(CellResult(Cell("shapes", 100, 2, 0, 2, 0, "random"), "ok", scores={"rank_accuracy": 0.1},
-                            chance={"rank_accuracy": 0.1}, seconds=0.1))
+            db.write(
+                CellResult(
+                    Cell("xor", 100, 3, 0, 2, fold, "anova"),
+                    "ok",
+                    scores={"best_k": 1.0},
+                    chance={"best_k": 0.1},
+                    seconds=0.1,
+                )
+            )
+            db.write(
+                CellResult(
+                    Cell("shapes", 100, 2, 0, 2, fold, "sobel"),
+                    "ok",
+                    scores={"rank_accuracy": 0.2},
+                    chance={"rank_accuracy": 0.1},
+                    seconds=0.1,
+                )
+            )
+        db.write(
+            CellResult(
+                Cell("shapes", 100, 2, 0, 2, 0, "random"),
+                "ok",
+                scores={"rank_accuracy": 0.1},
+                chance={"rank_accuracy": 0.1},
+                seconds=0.1,
+            )
+        )
     missing = load_results(tmp_path / "k.sqlite").missing()
     assert missing[["method", "setting", "fold"]].values.tolist() == [["random", "shapes", 1]]  # not sobel on xor
 
@@ -213,8 +316,11 @@ def test_a_store_without_a_finished_cell_still_reports_its_failures(tmp_path):
     written = write_report(build_report(load_results(tmp_path / "f.sqlite")), tmp_path / "out")
     md = (tmp_path / "out" / "report.md").read_text()
     assert "report.md" in [p.name for p in written] and "Too little data" in md and "none (no finished cell)" in md
-    rows = {line.split("|")[1].strip().split("]")[0][1:]: line for line in md.split("## Leaderboard")[1].split("<details")[0].splitlines()
-            if line.startswith("| [random]") or line.startswith("| [anova]")}
+    rows = {
+        line.split("|")[1].strip().split("]")[0][1:]: line
+        for line in md.split("## Leaderboard")[1].split("<details")[0].splitlines()
+        if line.startswith("| [random]") or line.startswith("| [anova]")
+    }
     assert rows["random"].count("–") >= 3 and rows["random"].rstrip(" |").split("|")[-3].strip() == "1"  # failed
     assert rows["anova"].rstrip(" |").split("|")[-2].strip() == "1"  # over limit
 
@@ -222,8 +328,12 @@ def test_a_store_without_a_finished_cell_still_reports_its_failures(tmp_path):
 @pytest.mark.parametrize("case", ["missing", "foreign", "empty", "unwritable"])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(case, store, tmp_path, capsys):
     out = tmp_path / "out"
-    path = {"missing": tmp_path / "nope.sqlite", "foreign": tmp_path / "notes.txt", "empty": tmp_path / "empty.sqlite",
-            "unwritable": store}[case]
+    path = {
+        "missing": tmp_path / "nope.sqlite",
+        "foreign": tmp_path / "notes.txt",
+        "empty": tmp_path / "empty.sqlite",
+        "unwritable": store,
+    }[case]
     if case == "foreign":
         path.write_text("hello\n")
     if case == "empty":
@@ -253,12 +363,30 @@ def test_a_failure_while_writing_leaves_the_folder_as_it_was(store, tmp_path, mo
 
 
 def test_the_module_runs_as_a_command(store, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "synthbench.report", "--store", str(store), "--out",
-                           str(tmp_path / "r"), "--metrics", "auroc,best_k"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "synthbench.report",
+            "--store",
+            str(store),
+            "--out",
+            str(tmp_path / "r"),
+            "--metrics",
+            "auroc,best_k",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "auroc [95 % CI]" in (tmp_path / "r" / "report.md").read_text()
-    bad = subprocess.run([sys.executable, "-m", "synthbench.report", "--store", str(store), "--metrics", "nope"],
-                         capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        [sys.executable, "-m", "synthbench.report", "--store", str(store), "--metrics", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "unknown" in bad.stderr
 
 
@@ -268,10 +396,25 @@ def test_rows_and_models_of_two_presets_are_never_pooled(tmp_path):
         for fold in range(3):
             for preset, auroc in aurocs.items():
                 mlp = {"mlp": {"test_auroc": auroc + 0.01 * fold, "test_accuracy": 0.5, "train_seconds": 1.0}}
-                db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, "saliency", model=preset), "ok",
-                                    scores={"best_k": auroc}, chance={"best_k": 0.1}, seconds=1.0, model=mlp))
-            db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, "anova"), "ok", scores={"best_k": 1.0},
-                                chance={"best_k": 0.1}, seconds=0.1))
+                db.write(
+                    CellResult(
+                        Cell("xor", 150, 4, 0, 3, fold, "saliency", model=preset),
+                        "ok",
+                        scores={"best_k": auroc},
+                        chance={"best_k": 0.1},
+                        seconds=1.0,
+                        model=mlp,
+                    )
+                )
+            db.write(
+                CellResult(
+                    Cell("xor", 150, 4, 0, 3, fold, "anova"),
+                    "ok",
+                    scores={"best_k": 1.0},
+                    chance={"best_k": 0.1},
+                    seconds=0.1,
+                )
+            )
     results = load_results(tmp_path / "p.sqlite")
     summary = summary_table(results)
     assert summary.loc["saliency@passemiers2023", "best_k"] == pytest.approx(0.52)
@@ -307,14 +450,23 @@ def test_the_example_maps_show_the_images_of_the_fold_the_cells_ran_on(tmp_path)
     from synthbench.report.tables import example_maps
     from synthbench.scoring.truth.localisation import pixel_masks
 
-    grid = GridSpec(("shapes",), ("random",), (1, 2), n_samples=40, n_folds=2, seed=3, explain="train",
-                    dataset_params={"shapes": {"size": 12}})
+    grid = GridSpec(
+        ("shapes",),
+        ("random",),
+        (1, 2),
+        n_samples=40,
+        n_folds=2,
+        seed=3,
+        explain="train",
+        dataset_params={"shapes": {"size": 12}},
+    )
     with ResultStore(tmp_path / "s.sqlite") as db:
         execute(grid.cells(), db)
     ((images, masks, maps),) = example_maps(load_results(tmp_path / "s.sqlite")).values()
     # The first fold of the most distractors, regenerated as the runner built it.
-    data, _ = cell_fold("shapes", n_samples=40, seed=3, n_folds=2, fold=0, n_decoys=2, dataset_params={"size": 12},
-                        explain="train")
+    data, _ = cell_fold(
+        "shapes", n_samples=40, seed=3, n_folds=2, fold=0, n_decoys=2, dataset_params={"size": 12}, explain="train"
+    )
     m = len(images)
     assert m == 4 and list(maps) == ["random"]
     np.testing.assert_array_equal(images, data.X_explain[:m])
@@ -327,10 +479,15 @@ def test_provenance_names_a_plugin_only_for_the_datasets_a_plugin_registered():
     from synthbench.report import document
     from synthbench.report.results import _DATASET_COLUMNS
 
-    info = pd.DataFrame.from_dict({"bars": ["image", True, "f", "d", "/abs/my_plugins.py"],
-                                   "shapes": ["image", True, "f", "d", None]},
-                                  orient="index", columns=_DATASET_COLUMNS)
+    info = pd.DataFrame.from_dict(
+        {"bars": ["image", True, "f", "d", "/abs/my_plugins.py"], "shapes": ["image", True, "f", "d", None]},
+        orient="index",
+        columns=_DATASET_COLUMNS,
+    )
     results = Results(scores=pd.DataFrame(), cells=pd.DataFrame(), runs=pd.DataFrame(), path="s.sqlite", datasets=info)
     assert document._plugin(results, "bars") == "/abs/my_plugins.py"
     assert document._plugin(results, "shapes") is None and document._plugin(results, "nope") is None
-    assert document._datasets_line(results) == "- datasets: bars (image, from the plugin `/abs/my_plugins.py`), shapes (image)"
+    assert (
+        document._datasets_line(results)
+        == "- datasets: bars (image, from the plugin `/abs/my_plugins.py`), shapes (image)"
+    )

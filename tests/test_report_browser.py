@@ -12,8 +12,10 @@ from synthbench.runner import GridSpec, ResultStore
 from synthbench.runner.execute import execute
 
 HEAD = "Array.from(document.querySelector('#leaderboard + table').tHead.rows[0].cells)"
-ROWS = ("Array.from(document.querySelector('#leaderboard + table').tBodies[0].rows)"
-        ".filter(r => getComputedStyle(r).display !== 'none')")
+ROWS = (
+    "Array.from(document.querySelector('#leaderboard + table').tBodies[0].rows)"
+    ".filter(r => getComputedStyle(r).display !== 'none')"
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +23,9 @@ def page(tmp_path_factory, chromium):  # noqa: F811
     """The report of a small grid (two datasets, two decoy counts, three folds; a control, a filter and saliency on
     the shared MLP), open in Chromium."""
     folder = tmp_path_factory.mktemp("browser")
-    cells = GridSpec(("xor", "ring"), ("random", "anova", "saliency"), (0, 8), n_samples=150, n_folds=3,
-                     models=("sparse_mlp",)).cells()
+    cells = GridSpec(
+        ("xor", "ring"), ("random", "anova", "saliency"), (0, 8), n_samples=150, n_folds=3, models=("sparse_mlp",)
+    ).cells()
     with ResultStore(folder / "s.sqlite") as db:
         execute(cells, db, command="browser test grid")
     written = write_report(build_report(load_results(folder / "s.sqlite")), folder / "report")
@@ -55,8 +58,9 @@ def test_the_page_renders_without_script_error_and_asks_for_nothing(page):
 
 def test_every_figure_is_displayed(page):
     opened, figures, _ = page
-    shown = opened.evaluate("Array.from(document.images).map(i => [i.complete, i.naturalWidth, "
-                            "i.getBoundingClientRect().width, i.alt])")
+    shown = opened.evaluate(
+        "Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.getBoundingClientRect().width, i.alt])"
+    )
     assert len(shown) == len(figures) >= 5  # overview, curves, breakpoints, cost, critical-difference diagram
     assert all(done and natural > 100 and width > 100 for done, natural, width, _ in shown), shown
 
@@ -95,8 +99,10 @@ def test_the_filters_keep_the_rows_of_a_family_a_preset_and_a_dataset(page):
     assert every == {"saliency@sparse_mlp", "anova", "random"}
 
     def choose(which, value):
-        opened.evaluate(f"(() => {{ const s = document.getElementById('sb-{which}'); s.value = {value!r}; "
-                        "s.dispatchEvent(new Event('change')); })()")
+        opened.evaluate(
+            f"(() => {{ const s = document.getElementById('sb-{which}'); s.value = {value!r}; "
+            "s.dispatchEvent(new Event('change')); })()"
+        )
 
     choose("family", "attribution")
     assert {r[0].split(" ")[0] for r in rows(opened)} == {"saliency@sparse_mlp"}
@@ -106,8 +112,10 @@ def test_the_filters_keep_the_rows_of_a_family_a_preset_and_a_dataset(page):
     choose("preset", "")
     assert {r[0].split(" ")[0] for r in rows(opened)} == every
     choose("dataset", "ring")
-    hidden = opened.evaluate("Array.from(document.querySelectorAll('details[data-setting]'))"
-                             ".map(d => [d.dataset.setting, getComputedStyle(d).display === 'none', d.open])")
+    hidden = opened.evaluate(
+        "Array.from(document.querySelectorAll('details[data-setting]'))"
+        ".map(d => [d.dataset.setting, getComputedStyle(d).display === 'none', d.open])"
+    )
     assert sorted(hidden) == [["ring", False, True], ["xor", True, False]]
     choose("dataset", "")
 

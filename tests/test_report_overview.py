@@ -12,11 +12,11 @@ from scipy import stats
 from synthbench.report import build_report, figures, load_results, mean_ci, model_table, summary_table, tables
 from synthbench.report.page import SCRIPT, html_page
 from synthbench.report.summary import holm, leaders, store_summary
-from synthbench.scoring import get_metric
 from synthbench.runner import ResultStore
-from synthbench.runner.leaderboard import leaderboard
 from synthbench.runner.grid import Cell
+from synthbench.runner.leaderboard import leaderboard
 from synthbench.runner.store import CellResult
+from synthbench.scoring import get_metric
 
 #: best_k of three methods over four folds: a and b cannot be told apart, c is far below.
 VALUES = {"a": [0.90, 0.92, 0.88, 0.91], "b": [0.89, 0.93, 0.86, 0.90], "c": [0.10, 0.12, 0.09, 0.11]}
@@ -29,25 +29,49 @@ def _store(path, *, verdict=False):
     names = {"a": "saliency", "b": "deeplift", "c": "anova"}
     with ResultStore(path) as db:
         for fold in range(4):
-            mlp = {"mlp": {"test_auroc": 0.55 if fold == 2 else 0.9, "test_accuracy": 0.8, "train_seconds": 8.0,
-                           "competence": 0.1 if fold == 2 else 0.9}}
+            mlp = {
+                "mlp": {
+                    "test_auroc": 0.55 if fold == 2 else 0.9,
+                    "test_accuracy": 0.8,
+                    "train_seconds": 8.0,
+                    "competence": 0.1 if fold == 2 else 0.9,
+                }
+            }
             for key, method in names.items():
                 explains = method != "anova"
-                db.write(CellResult(Cell("xor", 150, 4, 0, 4, fold, method, model="sparse_mlp" if explains else None),
-                                    "ok", scores={"best_k": VALUES[key][fold]}, chance={"best_k": 0.05},
-                                    seconds=9.0 if explains else 0.5, model=mlp if explains else None))
+                db.write(
+                    CellResult(
+                        Cell("xor", 150, 4, 0, 4, fold, method, model="sparse_mlp" if explains else None),
+                        "ok",
+                        scores={"best_k": VALUES[key][fold]},
+                        chance={"best_k": 0.05},
+                        seconds=9.0 if explains else 0.5,
+                        model=mlp if explains else None,
+                    )
+                )
                 if verdict:  # ROAD orders the methods as the truth does, a little noisily
                     gap = VALUES[key][fold] / 2 + 0.01 * fold
-                    db.write(CellResult(Cell("xor", 150, 4, 0, 4, fold, method, scorer="road",
-                                             model="sparse_mlp"), "ok", scores={"road_gap": gap},
-                                        chance={"road_gap": float("nan")}, seconds=9.0, model=mlp, scorer_seconds=2.0))
+                    db.write(
+                        CellResult(
+                            Cell("xor", 150, 4, 0, 4, fold, method, scorer="road", model="sparse_mlp"),
+                            "ok",
+                            scores={"road_gap": gap},
+                            chance={"road_gap": float("nan")},
+                            seconds=9.0,
+                            model=mlp,
+                            scorer_seconds=2.0,
+                        )
+                    )
     return path
 
 
 def test_a_methods_own_seconds_leave_out_the_shared_models_training(tmp_path):
     with ResultStore(_store(tmp_path / "s.sqlite"), readonly=True) as db:
         cells, rows, catalogue = db.cells().set_index("method"), db.scores(), db.catalogue()
-    assert cells.loc["saliency", "train_seconds"].tolist() == [8.0] * 4 and (cells.loc["anova", "train_seconds"] == 0).all()
+    assert (
+        cells.loc["saliency", "train_seconds"].tolist() == [8.0] * 4
+        and (cells.loc["anova", "train_seconds"] == 0).all()
+    )
     board = leaderboard(rows, catalogue=catalogue)  # the printed leaderboard too
     assert board.loc["saliency@sparse_mlp", "s/cell"] == pytest.approx(1.0) and board.loc["anova", "s/cell"] == 0.5
     # fold 2's MLP did not learn: its cells are left out of the means unless every model is asked for
@@ -97,7 +121,10 @@ def test_the_summary_is_written_from_the_data_and_every_value_links_to_its_table
     results = load_results(_store(tmp_path / "s.sqlite", verdict=True), all_models=True)
     text = store_summary(results)
     mean, lo, hi, _ = mean_ci(VALUES["a"], limits=(0, 1))
-    assert f"[saliency@sparse_mlp](#method-saliency) leads with [{mean:.2f} [{lo:.2f}, {hi:.2f}]](#part1-setting-xor)" in text
+    assert (
+        f"[saliency@sparse_mlp](#method-saliency) leads with [{mean:.2f} [{lo:.2f}, {hi:.2f}]](#part1-setting-xor)"
+        in text
+    )
     assert "not significantly apart from it" in text and "[deeplift@sparse_mlp](#method-deeplift)" in text
     assert "1 other is significantly below" in text
     assert "`mlp@sparse_mlp` on [1 of 4](#part1-models) fits (some on xor/4) fell below a competence of 0.5" in text
@@ -114,8 +141,9 @@ def test_the_summary_is_written_from_the_data_and_every_value_links_to_its_table
 def test_the_overview_marks_chance_incompetent_models_and_orders_the_rows(tmp_path):
     results = load_results(_store(tmp_path / "s.sqlite"), all_models=True)
     table = tables.overview_table(results, "best_k")
-    assert table.set_index("method").loc["deeplift@sparse_mlp", ["mean", "cells", "incompetent"]].tolist() == \
-        pytest.approx([np.mean(VALUES["b"]), 4, 1])
+    assert table.set_index("method").loc[
+        "deeplift@sparse_mlp", ["mean", "cells", "incompetent"]
+    ].tolist() == pytest.approx([np.mean(VALUES["b"]), 4, 1])
     assert (table["chance"] == 0.05).all()
     order = ["anova", "saliency@sparse_mlp", "deeplift@sparse_mlp"]
     fig = figures.overview_heatmap(table, metric=get_metric("best_k"), methods=order)
@@ -128,16 +156,19 @@ def test_the_overview_marks_chance_incompetent_models_and_orders_the_rows(tmp_pa
     assert greyed == []  # anova's 0.10 is above 0.05 with an interval that does not reach it
     low = table.assign(chance=0.2)  # now anova's interval reaches chance
     ax = figures.overview_heatmap(low, metric=get_metric("best_k"), methods=order).axes[0]
-    assert [(p.get_x(), p.get_y()) for p in ax.patches if isinstance(p, Rectangle) and not p.get_hatch()] == [(-0.5, -0.5)]
+    assert [(p.get_x(), p.get_y()) for p in ax.patches if isinstance(p, Rectangle) and not p.get_hatch()] == [
+        (-0.5, -0.5)
+    ]
 
 
 def test_the_overview_stays_readable_with_forty_methods():
     methods = [f"method_{i:02d}@sparse_mlp" for i in range(40)]
     columns = [("ring", 100), ("ring", 1000), ("xor", 100), ("xor", 1000), ("ring_xor", 100), ("ring_xor", 1000)]
     rng = np.random.default_rng(0)
-    table = pd.DataFrame([(m, s, d, v, v - 0.1, v + 0.1, 0.05, 6, 0) for m in methods for s, d in columns
-                          for v in [rng.uniform()]], columns=["method", "setting", "n_decoys", "mean", "lo", "hi",
-                                                                "chance", "cells", "incompetent"])
+    table = pd.DataFrame(
+        [(m, s, d, v, v - 0.1, v + 0.1, 0.05, 6, 0) for m in methods for s, d in columns for v in [rng.uniform()]],
+        columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells", "incompetent"],
+    )
     fig = figures.overview_heatmap(table, metric=get_metric("best_k"), methods=methods)
     ax = fig.axes[0]
     assert len(ax.get_yticklabels()) == 40 and min(t.get_fontsize() for t in ax.get_yticklabels()) >= 7

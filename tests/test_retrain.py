@@ -59,7 +59,9 @@ def test_a_known_ranking_drops_roar_to_chance_and_keeps_kar_high(xor_fold):
 def test_retraining_on_unchanged_data_reproduces_the_folds_replicate(xor_fold):
     data, models = xor_fold
     fresh = models.train_on("mlp", data, replicate=1)
-    np.testing.assert_array_equal(fresh.predict_proba(data.X_test), models.get("mlp", replicate=1).predict_proba(data.X_test))
+    np.testing.assert_array_equal(
+        fresh.predict_proba(data.X_test), models.get("mlp", replicate=1).predict_proba(data.X_test)
+    )
 
 
 def test_the_random_control_redrawn_per_epoch_gets_a_fresh_mask_each_epoch(xor_fold, monkeypatch):
@@ -88,7 +90,8 @@ def test_the_random_control_redrawn_per_epoch_gets_a_fresh_mask_each_epoch(xor_f
     assert fixed.curves["roar"].values[0] == first.curves["roar"].values[0]  # the clean models are shared
     calls.clear()
     RetrainScorer(fractions=(0.25,), repeats=1, random_masks="epoch").score(
-        run_method(get_method("rf"), data, models), data, get_method("rf"), models)
+        run_method(get_method("rf"), data, models), data, get_method("rf"), models
+    )
     assert calls == [None]  # only the random control is redrawn
     with pytest.raises(ValueError, match="trains without epochs"):
         models.train_on("forest", data, epoch_inputs=inputs)
@@ -115,8 +118,25 @@ def test_a_method_whose_model_cannot_be_retrained_is_refused_before_anything_run
     from synthbench.run import main
 
     store = tmp_path / "r.sqlite"
-    grid = ["--datasets", "xor", "--decoys", "2", "--n-samples", "120", "--folds", "2", "--jobs", "1",
-            "--plugin", "fixed_model_methods", "--methods", "explains_fixed,random", "--store", str(store), "--quiet"]
+    grid = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "2",
+        "--n-samples",
+        "120",
+        "--folds",
+        "2",
+        "--jobs",
+        "1",
+        "--plugin",
+        "fixed_model_methods",
+        "--methods",
+        "explains_fixed,random",
+        "--store",
+        str(store),
+        "--quiet",
+    ]
     assert main([*grid, "--scorer", "ground_truth,kar"]) == 2
     err = capsys.readouterr().err
     assert "explains a 'fixed_stub' model, which cannot be retrained" in err and len(err.strip().splitlines()) == 1
@@ -131,26 +151,36 @@ def test_local_rankings_explain_the_training_rows_too(xor_fold):
     scorer = RetrainScorer(fractions=(0.25,), repeats=1, ranking="local")
     values = scorer.score(out, data, spec, models)
     assert set(values) == {"roar_accuracy"} and values.curves["roar"].values.shape == (2, 1)
-    assert RetrainScorer(ranking="local", repeats=1).score(MethodOutput(out.scores), data, get_method("mrmr"),
-                                                           models) == {}  # mrmr has no per-row maps
+    assert (
+        RetrainScorer(ranking="local", repeats=1).score(MethodOutput(out.scores), data, get_method("mrmr"), models)
+        == {}
+    )  # mrmr has no per-row maps
 
 
 def test_roar_and_kar_are_registered_with_their_declared_metrics():
     assert get_scorer("roar").metrics["roar_accuracy"].direction == "lower"
     assert get_scorer("kar").metrics["kar_accuracy"].direction == "higher"
     assert get_scorer("roar").params_for("image")["unit"] == "element"
-    assert get_scorer("kar").params_for("tabular") == {"fractions": [0.1, 0.3, 0.5, 0.7, 0.9], "repeats": 5,
-                                                       "signed": False, "replacement": "train_mean",
-                                                       "random_masks": "fixed", "ranking": "global"}
+    assert get_scorer("kar").params_for("tabular") == {
+        "fractions": [0.1, 0.3, 0.5, 0.7, 0.9],
+        "repeats": 5,
+        "signed": False,
+        "replacement": "train_mean",
+        "random_masks": "fixed",
+        "ranking": "global",
+    }
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"repeats": 0}, "at least 1"),
-    ({"repeats": 1.5}, "whole number"),
-    ({"fractions": (0.5, 1.0)}, "strictly between 0 and 1"),
-    ({"unit": "patch"}, "unit must be one of"),
-    ({"random_masks": "batch"}, "random_masks must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"repeats": 0}, "at least 1"),
+        ({"repeats": 1.5}, "whole number"),
+        ({"fractions": (0.5, 1.0)}, "strictly between 0 and 1"),
+        ({"unit": "patch"}, "unit must be one of"),
+        ({"random_masks": "batch"}, "random_masks must be one of"),
+    ],
+)
 def test_bad_retrain_parameters_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         RetrainScorer(**kwargs)
@@ -163,8 +193,25 @@ def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys
     from synthbench.runner.store import ResultStore
 
     store = tmp_path / "r.sqlite"
-    grid = ["--datasets", "xor", "--decoys", "2", "--n-samples", "160", "--folds", "2", "--jobs", "1",
-            "--methods", "rf,random", "--scorer-option", "fractions=0.5", "--quiet", "--store", str(store)]
+    grid = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "2",
+        "--n-samples",
+        "160",
+        "--folds",
+        "2",
+        "--jobs",
+        "1",
+        "--methods",
+        "rf,random",
+        "--scorer-option",
+        "fractions=0.5",
+        "--quiet",
+        "--store",
+        str(store),
+    ]
     assert main([*grid, "--scorer", "roar,kar,ground_truth", "--scorer-option", "repeats=2"]) == 0
     assert "mean roar_accuracy over folds" in capsys.readouterr().out
     with ResultStore(store, readonly=True) as db:
@@ -188,19 +235,35 @@ def test_roar_and_kar_from_the_command_line_with_scorer_options(tmp_path, capsys
     assert md.count("## roar leaderboard") == 2
 
 
-@pytest.mark.parametrize("option, message", [
-    ("repeats=0", "repeats must be a whole number of at least 1"),
-    ("fractions=0.1,1.5", "fractions must lie strictly between 0 and 1"),
-    ("keep=true", "takes the option(s) keep"),
-    ("repeats", "--scorer-option takes NAME=VALUE"),
-    ("channel_aggregation=median", "channel_aggregation must be one of"),
-])
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ("repeats=0", "repeats must be a whole number of at least 1"),
+        ("fractions=0.1,1.5", "fractions must lie strictly between 0 and 1"),
+        ("keep=true", "takes the option(s) keep"),
+        ("repeats", "--scorer-option takes NAME=VALUE"),
+        ("channel_aggregation=median", "channel_aggregation must be one of"),
+    ],
+)
 def test_bad_scorer_options_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, option, message):
     from synthbench.run import main
 
     store = tmp_path / "r.sqlite"
-    code = main(["--datasets", "xor", "--methods", "random", "--scorer", "roar,kar,ground_truth", "--scorer-option", option,
-                 "--store", str(store), "--quiet"])
+    code = main(
+        [
+            "--datasets",
+            "xor",
+            "--methods",
+            "random",
+            "--scorer",
+            "roar,kar,ground_truth",
+            "--scorer-option",
+            option,
+            "--store",
+            str(store),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
     assert not store.exists()

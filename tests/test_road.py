@@ -10,9 +10,9 @@ from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.scoring import get_scorer
-from synthbench.scoring.removal.imputation import GaussianImputer, impute_images
 from synthbench.scoring.ranking import rank
 from synthbench.scoring.removal.base import removal_masks
+from synthbench.scoring.removal.imputation import GaussianImputer, impute_images
 from synthbench.scoring.removal.road import RoadScorer
 
 
@@ -72,8 +72,7 @@ def test_removal_masks_take_the_floor_of_the_fraction_from_each_end_and_break_ti
     assert morf.tolist() == [[True, True, True] + [False] * 7]
     assert lerf.sum() == 3 and not lerf[0, :5].any()
     assert not removal_masks(rank(keys, np.random.default_rng(0)), 0.05)[1].any()  # floor(0.5) = 0
-    draws = {tuple(np.flatnonzero(removal_masks(rank(keys, np.random.default_rng(s)), 0.35)[1][0]))
-             for s in range(20)}
+    draws = {tuple(np.flatnonzero(removal_masks(rank(keys, np.random.default_rng(s)), 0.35)[1][0])) for s in range(20)}
     assert len(draws) > 5  # the five tied zeros are taken in a random order
 
 
@@ -93,10 +92,23 @@ def test_morf_curve_equals_quantus_road_on_the_folds_cnn(digits_fold):
     scorer = RoadScorer(noise=0.0)
     scores = scorer.score(out, data, spec, models)
     cnn = models.get("cnn").module.float().eval()
-    metric = quantus.ROAD(noise=0.0, percentages=[10, 30, 50, 70, 90], abs=False, normalise=False,
-                          disable_warnings=True, display_progressbar=False)
-    ref = metric(model=cnn, x_batch=data.X_explain, y_batch=data.y_explain, a_batch=np.abs(out.local),
-                 device="cpu", softmax=False, batch_size=len(data.y_explain))  # Quantus averages its first batch only
+    metric = quantus.ROAD(
+        noise=0.0,
+        percentages=[10, 30, 50, 70, 90],
+        abs=False,
+        normalise=False,
+        disable_warnings=True,
+        display_progressbar=False,
+    )
+    ref = metric(
+        model=cnn,
+        x_batch=data.X_explain,
+        y_batch=data.y_explain,
+        a_batch=np.abs(out.local),
+        device="cpu",
+        softmax=False,
+        batch_size=len(data.y_explain),
+    )  # Quantus averages its first batch only
     ref = ref if isinstance(ref, dict) else metric.evaluation_scores
     np.testing.assert_allclose(scores.curves["morf"].values[1:, 0], [ref[p] for p in (10, 30, 50, 70, 90)], atol=1e-12)
     assert scores.curves["morf"].values[0, 0] == np.mean(models.get("cnn").predict(data.X_explain) == data.y_explain)
@@ -129,15 +141,18 @@ def test_tabular_road_with_global_and_local_rankings(xor_fold_models):
     assert RoadScorer().params_for("tabular")["ranking"] == "global" and "unit" in RoadScorer().params_for("image")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"fractions": (0.0, 0.5)}, "strictly between 0 and 1"),
-    ({"fractions": (0.5, 1.2)}, "strictly between 0 and 1"),
-    ({"fractions": (0.5, 0.3)}, "distinct and increasing"),
-    ({"fractions": ()}, "at least one"),
-    ({"unit": "patch"}, "unit must be one of"),
-    ({"ranking": "both"}, "ranking must be one of"),
-    ({"noise": -1.0}, "non-negative"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"fractions": (0.0, 0.5)}, "strictly between 0 and 1"),
+        ({"fractions": (0.5, 1.2)}, "strictly between 0 and 1"),
+        ({"fractions": (0.5, 0.3)}, "distinct and increasing"),
+        ({"fractions": ()}, "at least one"),
+        ({"unit": "patch"}, "unit must be one of"),
+        ({"ranking": "both"}, "ranking must be one of"),
+        ({"noise": -1.0}, "non-negative"),
+    ],
+)
 def test_bad_road_parameters_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         RoadScorer(**kwargs)
@@ -156,9 +171,27 @@ def test_road_beside_the_truth_from_the_command_line_stores_curves_resumes_and_r
     from synthbench.runner.store import ResultStore
 
     store = tmp_path / "r.sqlite"
-    args = ["--datasets", "xor", "--decoys", "4", "--n-samples", "200", "--folds", "2", "--jobs", "1", "--methods",
-            "gradient,rf,mrmr,random", "--model", "sparse_mlp", "--scorer", "road,ground_truth", "--quiet",
-            "--store", str(store)]
+    args = [
+        "--datasets",
+        "xor",
+        "--decoys",
+        "4",
+        "--n-samples",
+        "200",
+        "--folds",
+        "2",
+        "--jobs",
+        "1",
+        "--methods",
+        "gradient,rf,mrmr,random",
+        "--model",
+        "sparse_mlp",
+        "--scorer",
+        "road,ground_truth",
+        "--quiet",
+        "--store",
+        str(store),
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "mean road_gap over folds" in out and "18 cells run" in out  # the first scorer's headline by default
@@ -175,7 +208,9 @@ def test_road_beside_the_truth_from_the_command_line_stores_curves_resumes_and_r
     free = road[road["method"].isin(["mrmr", "random"]) & road["judged"].isna()]  # explain no model: judged on the
     assert set(free["model_preset"]) == {"sparse_mlp"} and road.loc[road["method"] == "rf", "model_preset"].isna().all()
     # one the grid explains; the control (not the filter mrmr) also on the forest, beside rf
-    assert road.loc[road["judged"].notna(), ["method", "judged"]].drop_duplicates().values.tolist() == [["random", "forest"]]
+    assert road.loc[road["judged"].notna(), ["method", "judged"]].drop_duplicates().values.tolist() == [
+        ["random", "forest"]
+    ]
     beside = md.split("## road beside the ground truth")[1]
     row = next(line for line in beside.splitlines() if line.startswith("| random@sparse_mlp"))
     assert "–" not in row  # its one ground-truth cell per fold is paired with its verdict on sparse_mlp

@@ -4,13 +4,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import fold_of
 
 from synthbench import datasets
-from synthbench.scoring.truth import metrics as M
 from synthbench.protocol import MethodOutput
 from synthbench.scoring import GroundTruthScorer, get_scorer
-
-from conftest import fold_of
+from synthbench.scoring.truth import metrics as M
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +24,9 @@ def test_local_metrics_need_local_truth_and_local_output(switch_fold):
     local = MethodOutput(np.zeros(switch_fold.n_features), np.ones(switch_fold.X_explain.shape))
     assert set(scorer.score(local, switch_fold, "m")) == set(M.METRICS)
     xor = fold_of(datasets.make("xor", n_samples=90, n_decoys=4, seed=3))
-    assert set(scorer.score(MethodOutput(np.zeros(6), np.ones(xor.X_explain.shape)), xor, "m")) == set(M.names("global"))
+    assert set(scorer.score(MethodOutput(np.zeros(6), np.ones(xor.X_explain.shape)), xor, "m")) == set(
+        M.names("global")
+    )
 
 
 def test_tie_streams_depend_on_metric_name_not_on_the_metric_list(switch_fold):

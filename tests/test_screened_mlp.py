@@ -46,13 +46,18 @@ def test_the_basis_layer_equals_its_per_feature_expansion_and_groups_are_contigu
     # the basis of columns 1 and 3 only: their units, nothing of columns 0 and 2
     part = basis_layer(knots[[1, 3]], np.array([1, 3]), 4)
     assert part.weight.shape == (10, 4) and not part.weight[:, [0, 2]].any()
-    np.testing.assert_allclose(torch.relu(part(torch.from_numpy(X))).detach().numpy(),
-                               units[:, group_columns(np.array([1, 3]), 5)], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        torch.relu(part(torch.from_numpy(X))).detach().numpy(),
+        units[:, group_columns(np.array([1, 3]), 5)],
+        rtol=1e-6,
+        atol=1e-7,
+    )
     # feature 2's units: relu(x), relu(-x), relu(x - q_k)
     cols = group_columns(np.array([2]), 5)
     np.testing.assert_array_equal(cols, [10, 11, 12, 13, 14])
-    expected = np.column_stack([np.maximum(X[:, 2], 0), np.maximum(-X[:, 2], 0)]
-                               + [np.maximum(X[:, 2] - q, 0) for q in knots[2]])
+    expected = np.column_stack(
+        [np.maximum(X[:, 2], 0), np.maximum(-X[:, 2], 0)] + [np.maximum(X[:, 2] - q, 0) for q in knots[2]]
+    )
     np.testing.assert_allclose(units[:, cols], expected, rtol=1e-6)
     assert not any(p.requires_grad for p in part.parameters())
     w = torch.zeros(3, 10)
@@ -91,12 +96,26 @@ def test_given_validation_rows_are_the_ones_held_out():
     y = (X[:, 0] > 0).astype(np.int64)
     rows = np.array([1, 5, 9, 30])
     net = nn.Sequential(nn.Linear(3, 1))
-    result = fit_network(net, X, y, config=TrainConfig(max_epochs=2), generator=torch.Generator().manual_seed(0),
-                         device=torch.device("cpu"), validation_rows=rows)
+    result = fit_network(
+        net,
+        X,
+        y,
+        config=TrainConfig(max_epochs=2),
+        generator=torch.Generator().manual_seed(0),
+        device=torch.device("cpu"),
+        validation_rows=rows,
+    )
     np.testing.assert_array_equal(result.validation_indices, rows)
     with pytest.raises(ValueError, match="some but not all"):
-        fit_network(net, X, y, config=TrainConfig(max_epochs=1), generator=torch.Generator().manual_seed(0),
-                    device=torch.device("cpu"), validation_rows=np.arange(40))
+        fit_network(
+            net,
+            X,
+            y,
+            config=TrainConfig(max_epochs=1),
+            generator=torch.Generator().manual_seed(0),
+            device=torch.device("cpu"),
+            validation_rows=np.arange(40),
+        )
 
 
 def test_new_fields_enter_only_the_ids_of_configs_that_set_them():
@@ -108,20 +127,25 @@ def test_new_fields_enter_only_the_ids_of_configs_that_set_them():
     assert RUN_PRESETS == ("screened_mlp",)
 
 
-@pytest.mark.parametrize("change, match", [
-    ({"screen_keep": 1.5}, "screen_keep"),
-    ({"basis_knots": -1}, "non-negative"),
-    ({"basis_knots": 4, "noise_sigma": 0.1}, "noise"),
-    ({"group_penalty": 1e-3}, "basis_knots > 0"),
-    ({"screen_keep": 0.5}, "basis_knots > 0"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"screen_keep": 1.5}, "screen_keep"),
+        ({"basis_knots": -1}, "non-negative"),
+        ({"basis_knots": 4, "noise_sigma": 0.1}, "noise"),
+        ({"group_penalty": 1e-3}, "basis_knots > 0"),
+        ({"screen_keep": 0.5}, "basis_knots > 0"),
+    ],
+)
 def test_a_grouped_config_that_cannot_train_is_refused(change, match):
     X = np.zeros((20, 3), dtype=np.float32)
     y = np.arange(20) % 2
     with pytest.raises(ValueError, match=match):
         train_mlp(X, y, config=MLPConfig(**change), seed=0)
     with pytest.raises(ValueError, match="l1_first_layer"):
-        train_mlp(X, y, config=MLPConfig(basis_knots=2, noise_sigma=0.0, train=TrainConfig(l1_first_layer=1e-3)), seed=0)
+        train_mlp(
+            X, y, config=MLPConfig(basis_knots=2, noise_sigma=0.0, train=TrainConfig(l1_first_layer=1e-3)), seed=0
+        )
 
 
 @pytest.fixture(scope="module")

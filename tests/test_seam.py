@@ -7,8 +7,8 @@ import copy
 import numpy as np
 import pytest
 import torch
-
 from conftest import fold_of
+
 from synthbench.attribution import attribute
 from synthbench.datasets import make
 from synthbench.methods import AttributionRecipe, get_method, method_names, run_method
@@ -29,22 +29,28 @@ def _first_linear(module: torch.nn.Module) -> torch.nn.Linear:
 
 def test_every_neural_method_declares_its_recipe_and_others_none():
     with_recipe = [n for n in method_names() if get_method(n).recipe is not None]
-    assert {"saliency", "integrated_gradients", "guided_backprop_captum", "deeplift_nomul", "smoothgrad_ig"} <= set(with_recipe)
+    assert {"saliency", "integrated_gradients", "guided_backprop_captum", "deeplift_nomul", "smoothgrad_ig"} <= set(
+        with_recipe
+    )
     for name in with_recipe:
         spec = get_method(name)
         assert all(spec.explains(kind) in ("mlp", "cnn", "gbm") for kind in spec.inputs), name
     assert get_method("rf").recipe is None and get_method("mrmr").recipe is None
     # what makes each 2023 variant itself is readable: function, parameters, target rule
     gbp = get_method("guided_backprop_captum")
-    assert (gbp.recipe.function, gbp.params_for("tabular"), gbp.recipe.target) == \
-        ("guided_backprop", {"rules_on": "relu_only"}, "label")
+    assert (gbp.recipe.function, gbp.params_for("tabular"), gbp.recipe.target) == (
+        "guided_backprop",
+        {"rules_on": "relu_only"},
+        "label",
+    )
     assert get_method("integrated_gradients_nomul").params_for("tabular")["multiply_by_inputs"] is False
     assert get_method("smoothgrad_ig").recipe.function == "smoothgrad"
     assert get_method("smoothgrad_ig").params_for("image")["base"] == "integrated_gradients"
 
 
-@pytest.mark.parametrize("name", ["saliency", "integrated_gradients", "smoothgrad", "feature_permutation",
-                                  "guided_backprop_captum"])
+@pytest.mark.parametrize(
+    "name", ["saliency", "integrated_gradients", "smoothgrad", "feature_permutation", "guided_backprop_captum"]
+)
 def test_the_seam_on_the_folds_own_model_gives_the_identical_map(fold, name):
     data, models = fold
     spec = get_method(name)
@@ -92,8 +98,9 @@ def test_a_substituted_view_shares_the_other_models_and_keeps_its_own_memo(fold)
 def test_a_tree_method_runs_on_a_supplied_forest_and_model_free_methods_refuse_one(fold):
     data, models = fold
     spec = get_method("treeshap")
-    np.testing.assert_array_equal(run_method(spec, data, models, model=models.get("forest")).scores,
-                                  run_method(spec, data, models).scores)
+    np.testing.assert_array_equal(
+        run_method(spec, data, models, model=models.get("forest")).scores, run_method(spec, data, models).scores
+    )
     with pytest.raises(ValueError, match="explains no single model"):
         run_method(get_method("mrmr"), data, models, model=models.get("mlp"))
 

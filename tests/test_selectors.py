@@ -3,9 +3,12 @@
 import numpy as np
 import pytest
 import torch
+from conftest import fold_of, tiny_dataset
 
 import synthbench.methods.selectors as sel  # registers the methods
+from synthbench.datasets import Dataset
 from synthbench.methods import get_method, run_method
+from synthbench.models import SharedModels
 from synthbench.selection.knockoffs import (
     equicorrelated_s,
     gaussian_knockoffs,
@@ -13,10 +16,6 @@ from synthbench.selection.knockoffs import (
     make_knockoffs,
     uniform_knockoffs,
 )
-from synthbench.datasets import Dataset
-from synthbench.models import SharedModels
-
-from conftest import fold_of, tiny_dataset
 
 SELECTORS = ["concrete_autoencoder", "fsnet", "deeppink"]
 
@@ -131,8 +130,10 @@ def test_deeppink_l1_penalty_shrinks_the_first_layer():
     g = np.random.default_rng(123)  # a data seed different from the knockoff seed below
     X = g.uniform(-1, 1, (200, 10)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.int64)
-    fits = [sel.fit_deeppink(X, y, knockoffs="uniform", epochs=30, rng=np.random.default_rng(0), l1=lam)
-            for lam in (0.0, 0.01, 0.05)]
+    fits = [
+        sel.fit_deeppink(X, y, knockoffs="uniform", epochs=30, rng=np.random.default_rng(0), l1=lam)
+        for lam in (0.0, 0.01, 0.05)
+    ]
     mass = [np.abs(f.first_layer).sum() for f in fits]
     assert [f.l1 for f in fits] == [0.0, 0.01, 0.05]
     assert mass[0] > mass[1] > mass[2] and mass[2] < 0.8 * mass[0]
@@ -244,8 +245,9 @@ def test_the_2023_gaussian_knockoffs_have_the_papers_swap_covariance_and_are_aff
     # Per-column affine maps commute with the construction (so the paper's "knockoffs, then
     # standardise" equals "standardise, then knockoffs" draw for draw).
     m, d = X.mean(axis=0), X.std(axis=0)
-    np.testing.assert_allclose(gaussian_knockoffs_2023((X - m) / d, np.random.default_rng(1), eps=0.0),
-                               (Xt - m) / d, atol=1e-8)
+    np.testing.assert_allclose(
+        gaussian_knockoffs_2023((X - m) / d, np.random.default_rng(1), eps=0.0), (Xt - m) / d, atol=1e-8
+    )
 
 
 def test_auto_2023_knockoffs_use_the_papers_gaussian_construction_off_the_uniform_box():

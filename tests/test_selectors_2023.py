@@ -6,15 +6,14 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import fold_of, tiny_dataset
 
 import synthbench.methods.selectors_2023 as s23
 from synthbench.datasets import Dataset
-from synthbench.scoring import GroundTruthScorer
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
 from synthbench.models.layers import GaussianNoise, SeededDropout
-
-from conftest import fold_of, tiny_dataset
+from synthbench.scoring import GroundTruthScorer
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +35,16 @@ def test_cae_network_is_the_papers_keras_model():
     g = torch.Generator().manual_seed(0)
     net = s23._CAE2023(p=3000, n_neurons=40, generator=g)
     kinds = [type(m) for m in net.head]
-    assert kinds == [GaussianNoise, torch.nn.Linear, SeededDropout, torch.nn.LeakyReLU, torch.nn.Linear,
-                     SeededDropout, torch.nn.LeakyReLU, torch.nn.Linear]
+    assert kinds == [
+        GaussianNoise,
+        torch.nn.Linear,
+        SeededDropout,
+        torch.nn.LeakyReLU,
+        torch.nn.Linear,
+        SeededDropout,
+        torch.nn.LeakyReLU,
+        torch.nn.Linear,
+    ]
     assert [m.negative_slope for m in net.head if isinstance(m, torch.nn.LeakyReLU)] == [0.2, 0.2]
     assert net.head[0].sigma == 0.1 and [m.rate for m in net.head if isinstance(m, SeededDropout)] == [0.2, 0.2]
     dense = [m for m in net.head if isinstance(m, torch.nn.Linear)]
@@ -86,8 +93,11 @@ def test_cae_2023_is_told_the_true_k_and_scores_its_2k_run_for_best_2k(easy_fold
 
 
 def test_cae_2023_finds_an_easy_feature_more_often_than_chance_and_is_deterministic(easy_fold):
-    fit = lambda seed: s23.fit_cae_2023(easy_fold.X_train, easy_fold.y_train, 1, epochs=100, lr=1e-3,  # noqa: E731
-                                        rng=np.random.default_rng(seed))
+    def fit(seed: int) -> np.ndarray:
+        return s23.fit_cae_2023(
+            easy_fold.X_train, easy_fold.y_train, 1, epochs=100, lr=1e-3, rng=np.random.default_rng(seed)
+        )
+
     np.testing.assert_array_equal(fit(0), fit(0))
     hits = sum(np.flatnonzero(easy_fold.relevant)[0] in fit(seed) for seed in range(8))
     # One neuron over 6 columns picks the relevant one with probability 1/6 by chance: P(hits >= 4) = 0.03.
@@ -97,8 +107,12 @@ def test_cae_2023_finds_an_easy_feature_more_often_than_chance_and_is_determinis
 def test_fsnet_histogram_matrix_is_counts_times_centres_standardised_globally():
     X = np.random.default_rng(0).normal(size=(500, 4))
     U = s23.histogram_matrix_2023(X, n_bins=30)
-    raw = np.stack([np.histogram(X[:, j], 30)[0] * 0.5 * (np.histogram(X[:, j], 30)[1][:-1]
-                                                          + np.histogram(X[:, j], 30)[1][1:]) for j in range(4)])
+    raw = np.stack(
+        [
+            np.histogram(X[:, j], 30)[0] * 0.5 * (np.histogram(X[:, j], 30)[1][:-1] + np.histogram(X[:, j], 30)[1][1:])
+            for j in range(4)
+        ]
+    )
     np.testing.assert_allclose(U, (raw - raw.mean()) / raw.std(), rtol=1e-5, atol=1e-6)
     assert U.shape == (4, 30) and U.dtype == np.float32
 
@@ -185,8 +199,12 @@ def linear_fold():
 #: The 2023 variants registered beside the package's defaults, with the parameters changed for
 #: time: LassoNet's path runs hundreds of lambda steps, 5 epochs a step instead of 30 here
 #: (architecture, batches, lambda start, tolerance and the package's importances are the variant's).
-EASY_2023 = {"lassonet_2023": {"n_iters": (30, 5)}, "deeppink_2023": {}, "cancelout_sigmoid_2023": {},
-             "cancelout_softmax_2023": {}}
+EASY_2023 = {
+    "lassonet_2023": {"n_iters": (30, 5)},
+    "deeppink_2023": {},
+    "cancelout_sigmoid_2023": {},
+    "cancelout_softmax_2023": {},
+}
 
 
 @pytest.mark.parametrize("name", list(EASY_2023))
@@ -196,8 +214,9 @@ def test_the_2023_variants_rank_the_three_relevant_features_of_twenty_first(name
     sigmoid CancelOut pass on all 8, the unpenalised softmax CancelOut on 7 and DeepPINK on 6; seed 0
     is one all four pass on. The weaker two are the 2023 benchmark's own settings, not broken code.)"""
     spec = get_method(name)
-    out = spec.fn(linear_fold, SharedModels(linear_fold), linear_fold.rng("method", name),
-                  **{**spec.params, **EASY_2023[name]})
+    out = spec.fn(
+        linear_fold, SharedModels(linear_fold), linear_fold.rng("method", name), **{**spec.params, **EASY_2023[name]}
+    )
     scores = np.asarray(out)
     rel = np.flatnonzero(linear_fold.relevant)
     assert scores.shape == (20,)

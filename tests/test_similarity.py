@@ -54,8 +54,12 @@ def test_top_k_intersection_of_unrelated_or_constant_rows_is_k_over_m_in_expecta
     n, m, k = 4000, 20, 5
     g = rng(3)
     fixed = np.tile(np.linspace(1.0, 0.0, m), (n, 1))  # the same order in every row: positions 0..k-1 on top
-    for a, b in [(g.normal(size=(n, m)), g.normal(size=(n, m))),
-                 (np.zeros((n, m)), fixed), (fixed, np.full((n, m), 3.0)), (np.zeros((n, m)), np.zeros((n, m)))]:
+    for a, b in [
+        (g.normal(size=(n, m)), g.normal(size=(n, m))),
+        (np.zeros((n, m)), fixed),
+        (fixed, np.full((n, m), 3.0)),
+        (np.zeros((n, m)), np.zeros((n, m))),
+    ]:
         shares = S.top_k_intersection(a, b, k, g)
         assert abs(shares.mean() - k / m) < 0.01  # the standard error of the mean is about 0.003
     again = S.top_k_intersection(np.zeros((3, m)), fixed[:3], k, rng(7))
@@ -72,7 +76,8 @@ def test_ssim_rows_equals_skimage_with_the_pairs_joint_range_and_the_largest_odd
     small_a, small_b = g.random((2, 6, 9)), g.random((2, 6, 9))
     joint = max(small_a[0].max(), small_b[0].max()) - min(small_a[0].min(), small_b[0].min())
     assert S.ssim_rows(small_a, small_b)[0] == pytest.approx(
-        structural_similarity(small_a[0], small_b[0], data_range=joint, win_size=5), abs=1e-12)
+        structural_similarity(small_a[0], small_b[0], data_range=joint, win_size=5), abs=1e-12
+    )
     np.testing.assert_allclose(S.ssim_rows(a, a.copy()), 1.0)
     np.testing.assert_array_equal(S.ssim_rows(np.full((1, 8, 8), 2.0), np.full((1, 8, 8), 2.0)), [1.0])
 
@@ -139,12 +144,16 @@ def test_similarity_dispatches_each_measure_on_flattened_or_channel_summed_maps(
     kw = dict(top_k=0.1, input_shape=shape)
     np.testing.assert_allclose(S.similarity("spearman", a, -a, rng=rng(), **kw), -1.0)
     np.testing.assert_allclose(S.similarity("spearman_abs", a, -a, rng=rng(), **kw), 1.0)
-    np.testing.assert_array_equal(S.similarity("spearman_abs", a, b, rng=rng(), **kw),
-                                  S.spearman_rows(np.abs(flat_a), np.abs(flat_b)))
-    np.testing.assert_array_equal(S.similarity("top_k", a, b, rng=rng(1), **kw),
-                                  S.top_k_intersection(flat_a, flat_b, 19, rng(1)))  # round(0.1 * 192)
-    np.testing.assert_array_equal(S.similarity("top_k", a, b, rng=rng(1), top_k=1e-6, input_shape=shape),
-                                  S.top_k_intersection(flat_a, flat_b, 1, rng(1)))
+    np.testing.assert_array_equal(
+        S.similarity("spearman_abs", a, b, rng=rng(), **kw), S.spearman_rows(np.abs(flat_a), np.abs(flat_b))
+    )
+    np.testing.assert_array_equal(
+        S.similarity("top_k", a, b, rng=rng(1), **kw), S.top_k_intersection(flat_a, flat_b, 19, rng(1))
+    )  # round(0.1 * 192)
+    np.testing.assert_array_equal(
+        S.similarity("top_k", a, b, rng=rng(1), top_k=1e-6, input_shape=shape),
+        S.top_k_intersection(flat_a, flat_b, 1, rng(1)),
+    )
     np.testing.assert_array_equal(S.similarity("ssim", a, b, rng=rng(), **kw), S.ssim_rows(a.sum(1), b.sum(1)))
     np.testing.assert_array_equal(S.similarity("hog", a, b, rng=rng(), **kw), S.hog_spearman_rows(a.sum(1), b.sum(1)))
     table = g.normal(size=(5, 12))

@@ -1,8 +1,8 @@
 """The SQLite results store: round trip, atomic replacement, refusal of foreign files."""
 
+import dataclasses
 import hashlib
 import json
-import dataclasses
 import sqlite3
 import sys
 
@@ -18,8 +18,18 @@ def cell(fold=0, method="random"):
 
 
 def result(c, status="ok", value=0.5):
-    return CellResult(c, status, None if status == "ok" else "boom", {"best_k": value, "auroc": float("nan")},
-                      {"best_k": 0.4}, 1.5, 1000, n_features=5, k=2, permutation=[1, 0, 2, 3, 4])
+    return CellResult(
+        c,
+        status,
+        None if status == "ok" else "boom",
+        {"best_k": value, "auroc": float("nan")},
+        {"best_k": 0.4},
+        1.5,
+        1000,
+        n_features=5,
+        k=2,
+        permutation=[1, 0, 2, 3, 4],
+    )
 
 
 def digest(path):
@@ -100,10 +110,16 @@ def test_missing_and_unwritable_paths(tmp_path):
 
 def test_cell_ids_depend_on_every_setting():
     base = cell()
-    variants = [Cell("xor", 101, 3, 0, 2, 0, "random"), Cell("xor", 100, 4, 0, 2, 0, "random"),
-                Cell("xor", 100, 3, 1, 2, 0, "random"), Cell("xor", 100, 3, 0, 3, 0, "random"),
-                Cell("xor", 100, 3, 0, 2, 1, "random"), Cell("xor", 100, 3, 0, 2, 0, "rf"),
-                Cell("ring", 100, 3, 0, 2, 0, "random"), Cell("xor", 100, 3, 0, 2, 0, "random", "train")]
+    variants = [
+        Cell("xor", 101, 3, 0, 2, 0, "random"),
+        Cell("xor", 100, 4, 0, 2, 0, "random"),
+        Cell("xor", 100, 3, 1, 2, 0, "random"),
+        Cell("xor", 100, 3, 0, 3, 0, "random"),
+        Cell("xor", 100, 3, 0, 2, 1, "random"),
+        Cell("xor", 100, 3, 0, 2, 0, "rf"),
+        Cell("ring", 100, 3, 0, 2, 0, "random"),
+        Cell("xor", 100, 3, 0, 2, 0, "random", "train"),
+    ]
     ids = {v.cell_id for v in variants}
     assert len(ids) == len(variants) and base.cell_id not in ids
     assert base.cell_id == cell().cell_id
@@ -114,7 +130,11 @@ def test_grid_groups_cells_by_fold_and_by_the_models_they_need():
     cells = grid.cells()
     tasks = GridSpec.tasks(cells)
     assert len(cells) == 2 * 2 * 3 * 5 and len(tasks) == 2 * 2 * 3 * 3
-    assert sorted({tuple(c.method for c in t.cells) for t in tasks}) == [("random", "mi"), ("rf", "treeshap"), ("saliency",)]
+    assert sorted({tuple(c.method for c in t.cells) for t in tasks}) == [
+        ("random", "mi"),
+        ("rf", "treeshap"),
+        ("saliency",),
+    ]
     assert all(len({c.task_key for c in t.cells}) == 1 for t in tasks)
 
 
@@ -143,9 +163,11 @@ def _v1_store(path, source):
     con = sqlite3.connect(path)
     con.executescript(V1_SCHEMA)
     con.execute("ATTACH ? AS new", (str(source),))
-    con.execute("INSERT INTO cells SELECT cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method,"
-                " method_params, fold, n_folds, seed, explain, scorer, status, message, flags, seconds,"
-                " peak_memory_bytes, model, permutation, versions, package_version, finished_at FROM new.cells")
+    con.execute(
+        "INSERT INTO cells SELECT cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method,"
+        " method_params, fold, n_folds, seed, explain, scorer, status, message, flags, seconds,"
+        " peak_memory_bytes, model, permutation, versions, package_version, finished_at FROM new.cells"
+    )
     con.execute("INSERT INTO scores SELECT * FROM new.scores")
     con.commit()
     con.close()
@@ -225,25 +247,39 @@ def test_each_execution_is_recorded_as_a_run_with_its_machine_wall_time_and_outc
         runs = store.runs().set_index("run_id")
         stored = store.cells().set_index("cell_id")
     assert runs.loc[first.run_id, ["status", "command", "cells_total", "cells_pending", "cells_ok"]].tolist() == [
-        "finished", "python -m synthbench.run --x", 4, 4, 4]
+        "finished",
+        "python -m synthbench.run --x",
+        4,
+        4,
+        4,
+    ]
     assert runs.loc[first.run_id, "wall_seconds"] == pytest.approx(first.wall_seconds)
     machine = json.loads(runs.loc[first.run_id, "machine"])
     assert machine["cores"] >= 1 and machine["python"] and isinstance(machine["gpus"], list)
     assert json.loads(runs.loc[first.run_id, "executor"])["name"] == "serial"
     second = runs.index[-1]
     assert runs.loc[second, ["status", "cells_total", "cells_pending", "cells_ok"]].tolist() == [
-        "interrupted", len(cells), len(cells) - 4, 1]
+        "interrupted",
+        len(cells),
+        len(cells) - 4,
+        1,
+    ]
     assert (stored.loc[[c.cell_id for c in cells[:4]], "run_id"] == first.run_id).all()
     assert (stored["run_id"] == second).sum() == 1
 
 
 def test_neural_methods_get_one_cell_per_preset_and_the_preset_enters_the_id_and_the_task():
-    grid = GridSpec(("xor",), ("rf", "saliency", "deeplift"), (3,), n_samples=60, n_folds=2,
-                    models=("passemiers2023", "sparse_mlp"))
+    grid = GridSpec(
+        ("xor",), ("rf", "saliency", "deeplift"), (3,), n_samples=60, n_folds=2, models=("passemiers2023", "sparse_mlp")
+    )
     cells = grid.cells()
     assert sorted((c.method, c.model) for c in cells if c.fold == 0) == [
-        ("deeplift", "passemiers2023"), ("deeplift", "sparse_mlp"), ("rf", None),
-        ("saliency", "passemiers2023"), ("saliency", "sparse_mlp")]
+        ("deeplift", "passemiers2023"),
+        ("deeplift", "sparse_mlp"),
+        ("rf", None),
+        ("saliency", "passemiers2023"),
+        ("saliency", "sparse_mlp"),
+    ]
     assert len({c.cell_id for c in cells}) == len(cells)
     assert [c.label for c in cells[:3]] == ["rf", "saliency@passemiers2023", "saliency@sparse_mlp"]
     tasks = GridSpec.tasks(cells)
@@ -313,20 +349,31 @@ def test_a_version_6_store_gains_the_descriptions_keeps_its_cell_ids_and_resumes
     assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "6"
     with ResultStore(path) as store:  # opened for writing: upgraded, and what this process has registered described
         assert store.datasets().set_index("dataset").loc["xor", ["kind", "decoys", "plugin"]].tolist() == [
-            "tabular", True, None]
+            "tabular",
+            True,
+            None,
+        ]
         assert set(store.methods()["method"]) == {"random", "anova"}
         summary = execute(cells, store)
         after = store.scores().sort_values(["cell_id", "metric"]).reset_index(drop=True)
     assert summary.skipped == len(cells) and summary.ok == 0  # every cell id unchanged: nothing recomputed
     pd.testing.assert_frame_equal(after, before)
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+        SCHEMA_VERSION
+    )
 
 
 def test_each_cell_records_its_data_and_the_store_describes_its_datasets_and_methods(tmp_path):
     from synthbench.runner.execute import execute
 
-    cells = GridSpec(("xor", "shapes", "digits"), ("random",), {"tabular": (2,), "image": (1,)}, n_samples=24,
-                     n_folds=2, dataset_params={"shapes": {"size": 12}}).cells()
+    cells = GridSpec(
+        ("xor", "shapes", "digits"),
+        ("random",),
+        {"tabular": (2,), "image": (1,)},
+        n_samples=24,
+        n_folds=2,
+        dataset_params={"shapes": {"size": 12}},
+    ).cells()
     with ResultStore(tmp_path / "r.sqlite") as store:
         execute(cells, store)
         data = store.cells().drop_duplicates("dataset").set_index("dataset")
@@ -336,8 +383,10 @@ def test_each_cell_records_its_data_and_the_store_describes_its_datasets_and_met
     assert data.loc["shapes", ["input_shape", "global_truth", "masks"]].tolist() == ["[3, 12, 12]", 0, 1]
     assert data.loc["digits", ["input_shape", "global_truth", "masks"]].tolist() == ["[1, 8, 8]", 0, 0]
     assert described[["kind", "decoys"]].to_dict("index") == {
-        "digits": {"kind": "image", "decoys": False}, "shapes": {"kind": "image", "decoys": True},
-        "xor": {"kind": "tabular", "decoys": True}}
+        "digits": {"kind": "image", "decoys": False},
+        "shapes": {"kind": "image", "decoys": True},
+        "xor": {"kind": "tabular", "decoys": True},
+    }
     assert described["plugin"].isna().all()  # synthbench's own
     assert methods.loc["random", ["family", "inputs"]].tolist() == ["classical", '["tabular", "image"]']
 
@@ -385,11 +434,19 @@ def test_a_version_5_store_gains_the_curves_table_and_keeps_its_cells(tmp_path):
     from synthbench.scoring import Curve
 
     with ResultStore(path) as store:
-        store.write(dataclasses.replace(result(cell(fold=1)), curves={"morf": Curve([0.0, 0.5], [[1.0, 0.9], [0.5, 0.4]])}))
+        store.write(
+            dataclasses.replace(result(cell(fold=1)), curves={"morf": Curve([0.0, 0.5], [[1.0, 0.9], [0.5, 0.4]])})
+        )
         curves = store.curves()
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+        SCHEMA_VERSION
+    )
     assert sorted(zip(curves["x"], curves["replicate"], curves["value"])) == [
-        (0.0, 0, 1.0), (0.0, 1, 0.9), (0.5, 0, 0.5), (0.5, 1, 0.4)]
+        (0.0, 0, 1.0),
+        (0.0, 1, 0.9),
+        (0.5, 0, 0.5),
+        (0.5, 1, 0.4),
+    ]
 
 
 def _drop_claims(con: sqlite3.Connection) -> None:
@@ -407,8 +464,9 @@ def test_a_version_4_store_gains_claims_and_keeps_its_cells(tmp_path):
     path = tmp_path / "v4.sqlite"
     with ResultStore(path) as store:
         store.write(result(cell()))
-        run = store.start_run(command="x", executor=None, machine=None, package_version="0", cells_total=1,
-                              cells_pending=1)
+        run = store.start_run(
+            command="x", executor=None, machine=None, package_version="0", cells_total=1, cells_pending=1
+        )
     _as_schema(path, 4, _drop_claims)
     with ResultStore(path, readonly=True) as store:
         assert len(store.scores().drop_duplicates("cell_id")) == 1
@@ -451,7 +509,9 @@ def test_a_version_7_store_opens_resumes_and_then_round_trips_the_judged_field(t
         store.write(result(judged))
         cells = store.cells().set_index("cell_id")
         rows = store.scores().drop_duplicates("cell_id").set_index("cell_id")
-    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    assert sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+        SCHEMA_VERSION
+    )
     assert cells.loc[judged.cell_id, ["judged", "judged_model"]].tolist() == ["forest", "forest"]
     assert pd.isna(cells.loc[judged.cell_id, "model_preset"]) and pd.isna(cells.loc[on_mlp.cell_id, "judged"])
     assert rows.loc[judged.cell_id, ["judged", "control"]].tolist() == ["forest", True]
@@ -463,12 +523,19 @@ def test_each_method_row_records_the_reference_it_was_registered_with(tmp_path):
 
     cited = MethodSpec("cited", lambda d, m, r: r.random(d.n_features), "test", reference="Doe & Roe 2024 (Venue)")
     bare = MethodSpec("bare", lambda d, m, r: r.random(d.n_features), "test")  # a plugin that gives none
-    with METHODS.temporarily("cited", cited), METHODS.temporarily("bare", bare), ResultStore(tmp_path / "r.sqlite") as store:
+    with (
+        METHODS.temporarily("cited", cited),
+        METHODS.temporarily("bare", bare),
+        ResultStore(tmp_path / "r.sqlite") as store,
+    ):
         for method in ("cited", "bare", "saliency"):
             store.write(result(cell(method=method)))
         references = store.methods().set_index("method")["reference"]
-    assert references.to_dict() == {"bare": "", "cited": "Doe & Roe 2024 (Venue)",
-                                     "saliency": METHODS["saliency"].reference}
+    assert references.to_dict() == {
+        "bare": "",
+        "cited": "Doe & Roe 2024 (Venue)",
+        "saliency": METHODS["saliency"].reference,
+    }
     assert references["saliency"].startswith("Simonyan")
 
 
@@ -476,8 +543,12 @@ def test_a_version_8_store_gains_the_references_of_the_methods_registered_here_a
     from synthbench.methods import METHODS, MethodSpec
 
     path = tmp_path / "v8.sqlite"
-    gone = MethodSpec("gone", lambda d, m, r: r.random(d.n_features), "a plugin not imported when reopened",
-                      reference="Doe 2024 (Venue)")
+    gone = MethodSpec(
+        "gone",
+        lambda d, m, r: r.random(d.n_features),
+        "a plugin not imported when reopened",
+        reference="Doe 2024 (Venue)",
+    )
     cells = [cell(), cell(method="anova"), cell(method="gone")]
     with METHODS.temporarily("gone", gone), ResultStore(path) as store:
         for c in cells:

@@ -12,10 +12,27 @@ from synthbench.methods import get_method
 from synthbench.suites import SuiteError, load_suite, suite_names
 
 PAPER_METHODS = {
-    "saliency", "integrated_gradients_nomul", "deeplift_nomul", "input_x_gradient", "smoothgrad_saliency",
-    "guided_backprop_captum", "deconvolution_captum", "feature_ablation", "feature_permutation", "shapley_sampling",
-    "lassonet_2023", "concrete_autoencoder_2023", "fsnet_2023", "cancelout_softmax_2023", "cancelout_sigmoid_2023", "deeppink_2023",
-    "mrmr", "mi", "relief_1nn", "rf", "treeshap_all_rows",
+    "saliency",
+    "integrated_gradients_nomul",
+    "deeplift_nomul",
+    "input_x_gradient",
+    "smoothgrad_saliency",
+    "guided_backprop_captum",
+    "deconvolution_captum",
+    "feature_ablation",
+    "feature_permutation",
+    "shapley_sampling",
+    "lassonet_2023",
+    "concrete_autoencoder_2023",
+    "fsnet_2023",
+    "cancelout_softmax_2023",
+    "cancelout_sigmoid_2023",
+    "deeppink_2023",
+    "mrmr",
+    "mi",
+    "relief_1nn",
+    "rf",
+    "treeshap_all_rows",
 }
 POWERS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
 
@@ -26,8 +43,12 @@ def test_passemiers2023_is_the_papers_grid():
     cells = suite.cells()
     k = {"ring": 2, "xor": 2, "ring_xor": 4, "ring_xor_sum": 6}
     features = {name: sorted({c.n_decoys + k[name] for c in cells if c.dataset == name}) for name in k}
-    assert features == {"ring": [2, 4, *POWERS], "xor": [2, 4, *POWERS], "ring_xor": [4, *POWERS],
-                        "ring_xor_sum": [6, *POWERS]}
+    assert features == {
+        "ring": [2, 4, *POWERS],
+        "xor": [2, 4, *POWERS],
+        "ring_xor": [4, *POWERS],
+        "ring_xor_sum": [6, *POWERS],
+    }
     dag = [c for c in cells if c.dataset == "dag"]
     assert {c.n_decoys for c in dag} == {0}
     # The paper fed its attribution methods 2x - 1 and standardised dag's columns for every other method.
@@ -49,8 +70,10 @@ def test_the_corrected_suite_is_the_same_grid_on_the_corrected_mlp():
     # The faithful suite runs captum's guided backprop and deconvolution (the gradient on its LeakyReLU net), the
     # paper's 1-NN Relief, its TreeSHAP over all rows, its LassoNet call, its CancelOuts and its DeepPINK.
     same = {"relief_1nn": "relief", "treeshap_all_rows": "treeshap"}
-    strip = lambda c: (c.dataset, c.n_decoys, c.fold,  # noqa: E731
-                       same.get(c.method, c.method.removesuffix("_captum").removesuffix("_2023")))
+
+    def strip(c):
+        return c.dataset, c.n_decoys, c.fold, same.get(c.method, c.method.removesuffix("_captum").removesuffix("_2023"))
+
     assert sorted(map(strip, faithful)) == sorted(map(strip, corrected))
     assert {c.model for c in corrected if c.model} == {"passemiers2023_corrected"}
     assert not {c.cell_id for c in faithful} & {c.cell_id for c in corrected}
@@ -96,7 +119,11 @@ def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_pa
     assert cli.main(["--suite", str(path), "--store", str(store), "--jobs", "1", "--quiet"]) == 0
     first = load_suite(path)
     rows = sqlite3.connect(store).execute("SELECT DISTINCT dataset, n_decoys, suite, suite_hash FROM cells").fetchall()
-    assert sorted(rows) == [("ring", 1, "tiny", first.hash), ("xor", 0, "tiny", first.hash), ("xor", 3, "tiny", first.hash)]
+    assert sorted(rows) == [
+        ("ring", 1, "tiny", first.hash),
+        ("xor", 0, "tiny", first.hash),
+        ("xor", 3, "tiny", first.hash),
+    ]
     assert "12 cells run, 0 already" in capsys.readouterr().out
 
     assert cli.main(["--suite", str(path), "--store", str(store), "--jobs", "1", "--quiet"]) == 0
@@ -110,17 +137,23 @@ def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_pa
     assert "12 cells run, 0 already" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace('name = "tiny"\n', ""), "'name' must be a str"),
-    (lambda t: t.replace('"anova"', '"nope"'), "unknown methods 'nope'"),
-    (lambda t: t.replace('["xor"]', '["nope"]'), "unknown datasets 'nope'"),
-    (lambda t: t.replace("[2, 5]", "[1, 5]"), "n_features [1] below the 2 relevant features of 'xor'"),
-    (lambda t: t.replace("n_decoys = [1]", "n_decoys = [1]\nn_features = [3]"), "exactly one of"),
-    (lambda t: t.replace("n_decoys = [1]", "n_decoys = [-1]"), "non-negative integers"),
-    (lambda t: t.replace("folds = 2", "folds = 1"), "folds >= 2"),
-    (lambda t: t + "\n[[[", "not valid TOML"),
-    (lambda t: t.replace("seed = 4", 'seed = 4\nmodels = ["nope"]'), "'models' must be a non-empty list of MLP presets"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda t: t.replace('name = "tiny"\n', ""), "'name' must be a str"),
+        (lambda t: t.replace('"anova"', '"nope"'), "unknown methods 'nope'"),
+        (lambda t: t.replace('["xor"]', '["nope"]'), "unknown datasets 'nope'"),
+        (lambda t: t.replace("[2, 5]", "[1, 5]"), "n_features [1] below the 2 relevant features of 'xor'"),
+        (lambda t: t.replace("n_decoys = [1]", "n_decoys = [1]\nn_features = [3]"), "exactly one of"),
+        (lambda t: t.replace("n_decoys = [1]", "n_decoys = [-1]"), "non-negative integers"),
+        (lambda t: t.replace("folds = 2", "folds = 1"), "folds >= 2"),
+        (lambda t: t + "\n[[[", "not valid TOML"),
+        (
+            lambda t: t.replace("seed = 4", 'seed = 4\nmodels = ["nope"]'),
+            "'models' must be a non-empty list of MLP presets",
+        ),
+    ],
+)
 def test_malformed_suites_are_refused_with_the_reason(tmp_path, edit, message):
     path = tmp_path / "bad.toml"
     path.write_text(edit(TINY.format(description="x")))
@@ -130,8 +163,10 @@ def test_malformed_suites_are_refused_with_the_reason(tmp_path, edit, message):
 
 def test_suite_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     store = tmp_path / "r.sqlite"
-    for args, message in [(["--suite", str(tmp_path / "missing.toml")], "cannot read suite file"),
-                          (["--suite", "passemiers2023", "--decoys", "5"], "--suite fixes the grid; drop --decoys")]:
+    for args, message in [
+        (["--suite", str(tmp_path / "missing.toml")], "cannot read suite file"),
+        (["--suite", "passemiers2023", "--decoys", "5"], "--suite fixes the grid; drop --decoys"),
+    ]:
         assert cli.main([*args, "--store", str(store)]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1

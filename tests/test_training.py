@@ -1,4 +1,5 @@
-"""Tests of the training modules (models.loop, models.mlp, models.networks, models.cache): determinism, early stopping, learning, pickling, cache."""
+"""Tests of the training modules (models.loop, models.mlp, models.networks, models.cache): determinism, early
+stopping, learning, pickling, cache."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from sklearn.metrics import roc_auc_score
 
 from synthbench import datasets
 from synthbench.models import cache, loop, mlp, networks
-from synthbench.models.layers import GaussianNoise
-from synthbench.models.mlp import MLPConfig
-from synthbench.models.mlp import TrainedMLP, train_mlp
 from synthbench.models.cache import cached_train
 from synthbench.models.device import select_device, torch_threads
+from synthbench.models.layers import GaussianNoise
+from synthbench.models.mlp import MLPConfig, TrainedMLP, train_mlp
 
 # Short runs for the tests that do not need a converged model.
 QUICK = MLPConfig.from_dict(dict(max_epochs=8, patience=100))
@@ -264,8 +264,14 @@ def test_cache_loads_instead_of_training(tmp_path) -> None:
     assert _CALLS == [1]
     # Any change of seed, config or data trains anew.
     cached_train(_counting_train_mlp, X, y, config=QUICK, seed=2, device="cpu", cache_dir=tmp_path)
-    cached_train(_counting_train_mlp, X, y, config=MLPConfig.from_dict(dict(max_epochs=8, patience=100, lr=1e-3)), seed=1,
-                 cache_dir=tmp_path)
+    cached_train(
+        _counting_train_mlp,
+        X,
+        y,
+        config=MLPConfig.from_dict(dict(max_epochs=8, patience=100, lr=1e-3)),
+        seed=1,
+        cache_dir=tmp_path,
+    )
     X2 = X.copy()
     X2[0, 0] += 1.0
     cached_train(_counting_train_mlp, X2, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
@@ -281,11 +287,33 @@ def test_cache_key_uses_device_type(tmp_path, monkeypatch: pytest.MonkeyPatch) -
     keys: list[tuple] = []
     real = cache._train_cached
 
-    def spy(trainer_name, X_train, y_train, config, seed, n_classes, device_type, torch_version, training_version, device,
-            trainer):
+    def spy(
+        trainer_name,
+        X_train,
+        y_train,
+        config,
+        seed,
+        n_classes,
+        device_type,
+        torch_version,
+        training_version,
+        device,
+        trainer,
+    ):
         keys.append((trainer_name, n_classes, device_type, torch_version, training_version, str(device)))
-        return real(trainer_name, X_train, y_train, config, seed, n_classes, device_type, torch_version,
-                    training_version, device, trainer)
+        return real(
+            trainer_name,
+            X_train,
+            y_train,
+            config,
+            seed,
+            n_classes,
+            device_type,
+            torch_version,
+            training_version,
+            device,
+            trainer,
+        )
 
     # joblib keys on the cached function's name and code, so wrap the one cached_train uses.
     spy.__name__ = real.__name__
@@ -312,14 +340,21 @@ def test_restore_last_keeps_the_final_weights_and_best_restores_the_best_epoch()
     last = train_mlp(X, y, config=MLPConfig.from_dict({**config.to_dict(), "restore": "last"}), seed=0)
     assert best.history == last.history and best.best_epoch < best.epochs_run - 1  # the same run, stopped past its best
     # Training again for exactly epochs_run epochs with no stopping gives the final weights.
-    final = train_mlp(X, y, config=MLPConfig.from_dict({**config.to_dict(), "restore": "last", "patience": 10**6,
-                                                "max_epochs": last.epochs_run}), seed=0)
+    final = train_mlp(
+        X,
+        y,
+        config=MLPConfig.from_dict(
+            {**config.to_dict(), "restore": "last", "patience": 10**6, "max_epochs": last.epochs_run}
+        ),
+        seed=0,
+    )
     _assert_same_weights(last.module, final.module)
     with pytest.raises(AssertionError):
         _assert_same_weights(best.module, last.module)
     val_idx = best.validation_indices
     loss = lambda m: F.binary_cross_entropy_with_logits(  # noqa: E731
-        m.module(torch.from_numpy(X[val_idx])).reshape(-1), torch.from_numpy(y[val_idx]).float()).item()
+        m.module(torch.from_numpy(X[val_idx])).reshape(-1), torch.from_numpy(y[val_idx]).float()
+    ).item()
     assert loss(best) == pytest.approx(min(best.history["val_loss"]), rel=1e-5)
     assert loss(last) == pytest.approx(last.history["val_loss"][-1], rel=1e-5)
 
@@ -328,7 +363,9 @@ def test_noisy_batch_validation_is_the_sum_of_noisy_batch_means() -> None:
     """The 2023 code measured validation in training mode (noise on), summed over batches of 64."""
     X, y = _linear_problem(n=400)
     clean = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=4, patience=100)), seed=0)
-    noisy = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=4, patience=100, validation="noisy_batches")), seed=0)
+    noisy = train_mlp(
+        X, y, config=MLPConfig.from_dict(dict(max_epochs=4, patience=100, validation="noisy_batches")), seed=0
+    )
     n_batches = -(-len(noisy.validation_indices) // 64)  # 80 rows: batches of 64 and 16
     assert n_batches == 2
     # Same training on the first epoch; the noisy sum of two batch means is near twice the clean mean.
@@ -347,7 +384,9 @@ def test_plateau_schedule_lowers_the_learning_rate_only_when_the_training_loss_s
 
     monkeypatch.setattr(torch.optim.lr_scheduler.ReduceLROnPlateau, "step", record)
     X, y = _linear_problem()
-    model = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=5, patience=100, lr_schedule="plateau2023")), seed=0)
+    model = train_mlp(
+        X, y, config=MLPConfig.from_dict(dict(max_epochs=5, patience=100, lr_schedule="plateau2023")), seed=0
+    )
     n_batches = -(-(len(X) - len(model.validation_indices)) // 64)
     # Stepped once per epoch on the *summed* batch losses (the mean times the number of batches).
     assert np.allclose(steps, np.array(model.history["train_loss"]) * n_batches, rtol=1e-5)
@@ -368,7 +407,9 @@ def test_l1_on_the_first_layer_shrinks_the_decoy_weights() -> None:
 
 def test_monitoring_validation_auroc_restores_the_epoch_of_highest_auroc() -> None:
     X, y = _linear_problem()
-    model = train_mlp(X, y, config=MLPConfig.from_dict(dict(lr=5e-3, monitor="auroc", stopping="best", patience=8)), seed=0)
+    model = train_mlp(
+        X, y, config=MLPConfig.from_dict(dict(lr=5e-3, monitor="auroc", stopping="best", patience=8)), seed=0
+    )
     auroc = model.history["val_auroc"]
     assert len(auroc) == model.epochs_run and model.best_epoch == int(np.argmax(auroc))
     idx = model.validation_indices
@@ -386,8 +427,16 @@ def test_validation_auroc_equals_scikit_learns_with_ties() -> None:
     assert loop._auroc(torch.zeros(4, 1), torch.ones(4, dtype=torch.int64)) == 0.5
 
 
-@pytest.mark.parametrize("field,value", [("monitor", "accuracy"), ("validation", "dirty"), ("restore", "first"),
-                                         ("lr_schedule", "cosine"), ("l1_first_layer", -1.0)])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("monitor", "accuracy"),
+        ("validation", "dirty"),
+        ("restore", "first"),
+        ("lr_schedule", "cosine"),
+        ("l1_first_layer", -1.0),
+    ],
+)
 def test_unknown_training_options_are_refused(field, value) -> None:
     X, y = _linear_problem(n=40)
     with pytest.raises(ValueError, match=field):
@@ -428,13 +477,20 @@ def test_fixed_epoch_training_without_validation_passes_each_step_to_the_loss() 
 
     net = mlp.build_seeded_mlp(3, QUICK, torch.Generator().manual_seed(0))
     config = loop.TrainConfig(max_epochs=3, batch_size=32, validation="none", restore="last")
-    result = loop.fit_network(net, X, y, config=config, loss=loss, generator=torch.Generator().manual_seed(1),
-                                  device=torch.device("cpu"))
+    result = loop.fit_network(
+        net, X, y, config=config, loss=loss, generator=torch.Generator().manual_seed(1), device=torch.device("cpu")
+    )
     assert result.epochs_run == 3 and result.steps == 12 and steps == list(range(12))
     assert result.validation_indices.size == 0 and "val_loss" not in result.history
     with pytest.raises(ValueError, match="restore='last'"):
-        loop.fit_network(net, X, y, config=loop.TrainConfig(validation="none"),
-                             generator=torch.Generator(), device=torch.device("cpu"))
+        loop.fit_network(
+            net,
+            X,
+            y,
+            config=loop.TrainConfig(validation="none"),
+            generator=torch.Generator(),
+            device=torch.device("cpu"),
+        )
 
 
 def test_epoch_inputs_replace_the_training_rows_each_epoch_and_leave_validation_alone() -> None:
@@ -465,19 +521,21 @@ def test_the_loop_trains_a_convolutional_network_on_images() -> None:
     X = rng.normal(size=(300, 1, 6, 6)).astype(np.float32)
     y = (X[:, 0, :3].mean(axis=(1, 2)) > X[:, 0, 3:].mean(axis=(1, 2))).astype(np.int64) * 2  # classes 0 and 2 of 3
     torch.manual_seed(0)  # test-only: default init of the layers
-    net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
-                              torch.nn.Linear(144, 3))
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(144, 3)
+    )
     config = loop.TrainConfig(lr=1e-2, max_epochs=30, patience=5)
-    result = loop.fit_network(net, X, y, config=config, generator=torch.Generator().manual_seed(0),
-                                  device=torch.device("cpu"))
+    result = loop.fit_network(
+        net, X, y, config=config, generator=torch.Generator().manual_seed(0), device=torch.device("cpu")
+    )
     assert result.history["val_loss"][result.best_epoch] < 0.5 * result.history["val_loss"][0]
     proba = networks.predict_proba(result.module, X, torch.device("cpu"))
     assert proba.shape == (300, 3) and (proba.argmax(1) == y).mean() > 0.9
 
 
 def test_replicates_are_independent_trainings_and_replicate_zero_is_the_shared_model() -> None:
-    from synthbench.protocol import FoldData, make_folds
     from synthbench.models import SharedModels
+    from synthbench.protocol import FoldData, make_folds
 
     ds = datasets.make("xor", n_samples=200, n_decoys=2, seed=0)
     data = FoldData.from_dataset(ds, make_folds(200, ds.n_features, n_folds=2, seed=0)[0])

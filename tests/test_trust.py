@@ -62,11 +62,24 @@ def test_a_parameter_check_ranks_only_methods_that_read_a_model_and_no_agreement
             for method, value in truth.items():
                 reads = method not in ("mi", "anova")
                 model = dict(model="sparse_mlp") if reads else {}
-                db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, method, **model), "ok",
-                                    scores={"best_k": value}, chance={"best_k": 0.05}, model=mlp if reads else None))
-                db.write(CellResult(Cell("xor", 150, 4, 0, 3, fold, method, scorer="randomisation", **model), "ok",
-                                    scores={"randomisation_spearman": similarity[method] + 0.01 * fold},
-                                    chance={}, model=mlp if reads else None))
+                db.write(
+                    CellResult(
+                        Cell("xor", 150, 4, 0, 3, fold, method, **model),
+                        "ok",
+                        scores={"best_k": value},
+                        chance={"best_k": 0.05},
+                        model=mlp if reads else None,
+                    )
+                )
+                db.write(
+                    CellResult(
+                        Cell("xor", 150, 4, 0, 3, fold, method, scorer="randomisation", **model),
+                        "ok",
+                        scores={"randomisation_spearman": similarity[method] + 0.01 * fold},
+                        chance={},
+                        model=mlp if reads else None,
+                    )
+                )
     agree = verdict_agreement(store_parts(load_results(tmp_path / "s.sqlite")), ("best_k",))
     row = agree.iloc[0]
     assert set(row["ranked"]) == {"saliency@sparse_mlp", "deeplift@sparse_mlp", "integrated_gradients@sparse_mlp"}

@@ -18,8 +18,9 @@ def test_the_search_reads_no_held_out_row_and_repeats_itself_under_a_seed(monkey
 
     def spy(X, y, *, config, **kwargs):  # records what each trial trains on; 15 epochs keep the test short
         seen.append(X)
-        return train(X, y, config=dataclasses.replace(config, train=dataclasses.replace(config.train, max_epochs=15)),
-                     **kwargs)
+        return train(
+            X, y, config=dataclasses.replace(config, train=dataclasses.replace(config.train, max_epochs=15)), **kwargs
+        )
 
     monkeypatch.setattr(tuning, "train_mlp", spy)
     config, trials = search_mlp(data.X_train, data.y_train, budget=3, seed=0)

@@ -27,7 +27,8 @@ Sign convention: positive attribution = evidence for a higher target output (the
 are >= 0.
 
 Differentiable explanations: ``create_graph=True`` keeps the autograd graph for the methods in
-:data:`ATTRIBUTION_METHODS` that declare it (``AttributionFunction.create_graph``), so that a fragility attack can differentiate an explanation with respect
+:data:`ATTRIBUTION_METHODS` that declare it (``AttributionFunction.create_graph``), so that a fragility attack can
+differentiate an explanation with respect
 to the inputs (pass inputs that require grad) or the weights.
 """
 
@@ -62,8 +63,7 @@ from synthbench.attribution.rules import (
 )
 from synthbench.registry import Registry
 
-__all__ = ["ATTRIBUTION_METHODS", "AttributionFunction", "register_attribution", "attribute", "names",
-           "feature_scores"]
+__all__ = ["ATTRIBUTION_METHODS", "AttributionFunction", "register_attribution", "attribute", "names", "feature_scores"]
 
 AttributionFn = Callable[..., torch.Tensor]
 
@@ -94,21 +94,35 @@ class AttributionFunction:
 ATTRIBUTION_METHODS: Registry[AttributionFunction] = Registry("attribution method")
 
 
-def register_attribution(name: str, fn: AttributionFn, *, create_graph: bool = False, feature_mask: bool = False,
-                         stochastic: bool = False) -> AttributionFunction:
+def register_attribution(
+    name: str, fn: AttributionFn, *, create_graph: bool = False, feature_mask: bool = False, stochastic: bool = False
+) -> AttributionFunction:
     """Add ``fn`` to :data:`ATTRIBUTION_METHODS` under ``name`` (ValueError when the name is taken)."""
     return ATTRIBUTION_METHODS.add(name, AttributionFunction(name, fn, create_graph, feature_mask, stochastic))
 
 
 _fn: AttributionFn
-for _name, _fn in (("gradient", gradient), ("saliency", saliency), ("input_x_gradient", input_x_gradient),
-                   ("integrated_gradients", integrated_gradients)):
+for _name, _fn in (
+    ("gradient", gradient),
+    ("saliency", saliency),
+    ("input_x_gradient", input_x_gradient),
+    ("integrated_gradients", integrated_gradients),
+):
     register_attribution(_name, _fn, create_graph=True)
-for _name, _fn in (("deeplift", deeplift), ("guided_backprop", guided_backprop), ("deconvolution", deconvolution),
-                   ("lrp_epsilon", lrp_epsilon), ("lrp_zplus", lrp_zplus)):
+for _name, _fn in (
+    ("deeplift", deeplift),
+    ("guided_backprop", guided_backprop),
+    ("deconvolution", deconvolution),
+    ("lrp_epsilon", lrp_epsilon),
+    ("lrp_zplus", lrp_zplus),
+):
     register_attribution(_name, _fn)
-for _name, _fn in (("smoothgrad", smoothgrad), ("smoothgrad_sq", smoothgrad_sq), ("vargrad", vargrad),
-                   ("gradient_shap", gradient_shap)):
+for _name, _fn in (
+    ("smoothgrad", smoothgrad),
+    ("smoothgrad_sq", smoothgrad_sq),
+    ("vargrad", vargrad),
+    ("gradient_shap", gradient_shap),
+):
     register_attribution(_name, _fn, create_graph=True, stochastic=True)
 register_attribution("feature_ablation", feature_ablation, feature_mask=True)
 for _name, _fn in (("feature_permutation", feature_permutation), ("shapley_sampling", shapley_sampling)):

@@ -68,6 +68,7 @@ the CPU: a convolution's activations are many times its input, and chunks of abo
 3 x 32 x 32 stay in cache (2-3x faster than 2**24 on the benchmark CNN; see
 ``benchmarks/bench_image_attribution.py``)."""
 
+
 def fast_layout(x: torch.Tensor) -> torch.Tensor:
     """``x`` in the memory layout the CPU kernels run fastest on; same values, shape and graph.
 
@@ -281,7 +282,9 @@ def flatten_layers(model: nn.Module) -> list[nn.Module]:
     return [model]
 
 
-def sequential_ops(model: nn.Module, *, allow: tuple[type[nn.Module], ...] = LINEAR_OPS + POOLING_OPS) -> list[nn.Module]:
+def sequential_ops(
+    model: nn.Module, *, allow: tuple[type[nn.Module], ...] = LINEAR_OPS + POOLING_OPS
+) -> list[nn.Module]:
     """The layers of a (nested) Sequential network in call order, eval identities removed.
 
     Parameters
@@ -335,8 +338,11 @@ def activation_derivative(activation: nn.Module, x: torch.Tensor) -> torch.Tenso
     if type(activation) is nn.ReLU:
         return (x > 0).to(x.dtype)
     if type(activation) is nn.LeakyReLU:
-        return torch.where(x > 0, torch.ones((), dtype=x.dtype, device=x.device),
-                           torch.full((), activation.negative_slope, dtype=x.dtype, device=x.device))
+        return torch.where(
+            x > 0,
+            torch.ones((), dtype=x.dtype, device=x.device),
+            torch.full((), activation.negative_slope, dtype=x.dtype, device=x.device),
+        )
     with torch.enable_grad():
         xr = x.detach().requires_grad_(True)
         (d,) = torch.autograd.grad(activation(xr).sum(), xr)
@@ -345,6 +351,7 @@ def activation_derivative(activation: nn.Module, x: torch.Tensor) -> torch.Tenso
 
 def _chain(layers: Sequence[nn.Module]) -> Callable[[torch.Tensor], torch.Tensor]:
     """The composition of ``layers``, applied in order."""
+
     def forward(z: torch.Tensor) -> torch.Tensor:
         for layer in layers:
             z = layer(z)
@@ -420,8 +427,10 @@ class AdditiveHead:
         return table[self.slot[features]]
 
 
-def split_additive_head(model: nn.Module, n_features: int,
-                        ) -> tuple[AdditiveHead, Callable[[torch.Tensor], torch.Tensor]] | None:
+def split_additive_head(
+    model: nn.Module,
+    n_features: int,
+) -> tuple[AdditiveHead, Callable[[torch.Tensor], torch.Tensor]] | None:
     """Split ``model`` into an :class:`AdditiveHead` and the rest, taking the narrower ``z`` where there are two.
 
     A model whose first layer is a ``Linear`` splits after it (:func:`split_linear_head`); when that
@@ -435,7 +444,12 @@ def split_additive_head(model: nn.Module, n_features: int,
     if layers is None:
         return None
     head, after = layers[0], layers[1:3]
-    if (isinstance(head, BasisLinear) and len(after) == 2 and type(after[0]) is nn.ReLU
-            and isinstance(after[1], nn.Linear) and after[1].out_features < head.out_features):
+    if (
+        isinstance(head, BasisLinear)
+        and len(after) == 2
+        and type(after[0]) is nn.ReLU
+        and isinstance(after[1], nn.Linear)
+        and after[1].out_features < head.out_features
+    ):
         return AdditiveHead(layers[:3], n_features), _chain(layers[3:])
     return AdditiveHead(layers[:1], n_features), _chain(layers[1:])

@@ -47,6 +47,7 @@ NOISE_BASES: dict[str, Callable[..., torch.Tensor]] = {
 GRAPH_BASES = frozenset({"gradient", "saliency", "input_x_gradient", "integrated_gradients"})
 """Bases that can keep the autograd graph (``create_graph=True``)."""
 
+
 def noise_sigma(inputs: torch.Tensor, noise_level: float, per_feature: bool = True) -> torch.Tensor:
     """Noise standard deviation ``noise_level * (max - min)`` of ``inputs``.
 
@@ -65,17 +66,16 @@ def noise_sigma(inputs: torch.Tensor, noise_level: float, per_feature: bool = Tr
     return noise_level * (inputs.max() - inputs.min())
 
 
-def _sigma(
-    inputs: torch.Tensor, noise_level: float, stdevs: float | None, per_feature: bool
-) -> torch.Tensor:
+def _sigma(inputs: torch.Tensor, noise_level: float, stdevs: float | None, per_feature: bool) -> torch.Tensor:
     """Noise sd: absolute ``stdevs`` (0-d) if given, else :func:`noise_sigma`."""
     if stdevs is not None:
         return torch.as_tensor(float(stdevs), dtype=inputs.dtype, device=inputs.device)
     return noise_sigma(inputs, noise_level, per_feature)
 
 
-def _input_noise(inputs: torch.Tensor, n_samples: int, sigma: torch.Tensor, generator: torch.Generator | None,
-                 seed: int) -> torch.Tensor:
+def _input_noise(
+    inputs: torch.Tensor, n_samples: int, sigma: torch.Tensor, generator: torch.Generator | None, seed: int
+) -> torch.Tensor:
     """The noise of ``n_samples`` copies of ``inputs`` drawn in input space, ``(n_samples, *inputs.shape)``:
     ``sigma`` times standard normals from the method's generator (the one stream both paths draw)."""
     g = make_generator(generator, seed, inputs.device)
@@ -139,8 +139,9 @@ def _gradient_moments_fast(
             xi = torch.randn((int(n_samples), n, h), generator=g, dtype=inputs.dtype, device=inputs.device)
             z_noise = xi @ _projected_noise_factor(w, sigma).t()
     s_total = z_noise.shape[0]
-    u = gradient_target(tail, (z.unsqueeze(0) + z_noise).reshape(-1, h), repeat_target(target, s_total),
-                        max_batch_elements)
+    u = gradient_target(
+        tail, (z.unsqueeze(0) + z_noise).reshape(-1, h), repeat_target(target, s_total), max_batch_elements
+    )
     u = u.view(s_total, n, h)
     mean = u.mean(dim=0) @ w
     if not second:
@@ -187,8 +188,9 @@ def _noise_moments(
     if noise is not None:
         noise = torch.as_tensor(noise, dtype=inputs.dtype, device=inputs.device)
         if noise.dim() != inputs.dim() + 1 or tuple(noise.shape[1:]) != tuple(inputs.shape) or noise.shape[0] < 1:
-            raise ValueError(f"noise must have shape (n_samples >= 1, {', '.join(map(str, inputs.shape))}), "
-                             f"got {tuple(noise.shape)}")
+            raise ValueError(
+                f"noise must have shape (n_samples >= 1, {', '.join(map(str, inputs.shape))}), got {tuple(noise.shape)}"
+            )
     elif int(n_samples) < 1:
         raise ValueError("need at least one noise sample")
     sigma = _sigma(inputs, noise_level, stdevs, per_feature)
@@ -205,7 +207,8 @@ def _noise_moments(
     # Samples per chunk: the base method chunks further if one sample alone is too large.
     s_step = rows_per_chunk(inputs.numel() * cost, max_batch_elements)
     per_row = {
-        k: v for k, v in params.items()
+        k: v
+        for k, v in params.items()
         if isinstance(v, torch.Tensor) and v.dim() == inputs.dim() and v.shape[0] == n and n > 1
     }
     if create_graph:
@@ -275,10 +278,22 @@ def smoothgrad(
         The inputs' shape, same sign convention as the base method.
     """
     mean, _ = _noise_moments(
-        model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
-        noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
-        generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
-        create_graph=create_graph, second=False,
+        model,
+        inputs,
+        target,
+        base=base,
+        base_params=base_params,
+        n_samples=n_samples,
+        noise_level=noise_level,
+        stdevs=stdevs,
+        per_feature=per_feature,
+        noise=noise,
+        generator=generator,
+        seed=seed,
+        fast=fast,
+        max_batch_elements=max_batch_elements,
+        create_graph=create_graph,
+        second=False,
     )
     return mean
 
@@ -306,9 +321,20 @@ def smoothgrad_sq(
     Parameters as :func:`smoothgrad`.
     """
     _, mean_sq = _noise_moments(
-        model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
-        noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
-        generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
+        model,
+        inputs,
+        target,
+        base=base,
+        base_params=base_params,
+        n_samples=n_samples,
+        noise_level=noise_level,
+        stdevs=stdevs,
+        per_feature=per_feature,
+        noise=noise,
+        generator=generator,
+        seed=seed,
+        fast=fast,
+        max_batch_elements=max_batch_elements,
         create_graph=create_graph,
     )
     assert mean_sq is not None  # second moments are computed unless second=False
@@ -338,9 +364,20 @@ def vargrad(
     Parameters as :func:`smoothgrad` (same formula as captum's ``nt_type="vargrad"``).
     """
     mean, mean_sq = _noise_moments(
-        model, inputs, target, base=base, base_params=base_params, n_samples=n_samples,
-        noise_level=noise_level, stdevs=stdevs, per_feature=per_feature, noise=noise,
-        generator=generator, seed=seed, fast=fast, max_batch_elements=max_batch_elements,
+        model,
+        inputs,
+        target,
+        base=base,
+        base_params=base_params,
+        n_samples=n_samples,
+        noise_level=noise_level,
+        stdevs=stdevs,
+        per_feature=per_feature,
+        noise=noise,
+        generator=generator,
+        seed=seed,
+        fast=fast,
+        max_batch_elements=max_batch_elements,
         create_graph=create_graph,
     )
     assert mean_sq is not None  # second moments are computed unless second=False
@@ -388,8 +425,9 @@ def gradient_shap(
     alphas = torch.rand((s_total, n) + (1,) * len(shape), generator=g, dtype=inputs.dtype, device=inputs.device)
     noise = None
     if stdevs:
-        noise = float(stdevs) * torch.randn((s_total, *inputs.shape), generator=g, dtype=inputs.dtype,
-                                            device=inputs.device)
+        noise = float(stdevs) * torch.randn(
+            (s_total, *inputs.shape), generator=g, dtype=inputs.dtype, device=inputs.device
+        )
     s_step = rows_per_chunk(inputs.numel(), max_batch_elements)
     total = torch.zeros_like(inputs)
     for s0 in range(0, s_total, s_step):

@@ -33,11 +33,11 @@ import torch
 from torch import nn
 
 from synthbench.attribution.core import (
-    AdditiveHead,
     DEFAULT_MAX_BATCH_ELEMENTS,
-    fast_layout,
+    AdditiveHead,
     Target,
     as_baseline,
+    fast_layout,
     forward_target,
     make_generator,
     repeat_target,
@@ -84,8 +84,10 @@ class Groups:
             ids = mask.reshape(mask.shape[0], p)
             ids = ids[0] if ids.shape[0] == 1 else ids
         else:
-            raise ValueError(f"feature_mask of shape {tuple(mask.shape)} does not match inputs {tuple(inputs.shape)}: "
-                             f"expected {shape}, (1, *{shape}) or ({n}, *{shape})")
+            raise ValueError(
+                f"feature_mask of shape {tuple(mask.shape)} does not match inputs {tuple(inputs.shape)}: "
+                f"expected {shape}, (1, *{shape}) or ({n}, *{shape})"
+            )
         values, index = torch.unique(ids.long(), return_inverse=True)
         return cls(index.reshape(ids.shape), int(values.numel()))
 
@@ -230,8 +232,9 @@ def feature_ablation(
         ablated = substitution_outputs(model, x, base.t(), target, max_batch_elements=max_batch_elements, fast=fast)
         return f_x.unsqueeze(1) - ablated.t()
     groups = Groups.of(feature_mask, inputs)
-    ablated = _group_outputs(_flat_model(model, shape), x, groups, lambda g0, g1, r0, r1: base[r0:r1], target,
-                             max_batch_elements)
+    ablated = _group_outputs(
+        _flat_model(model, shape), x, groups, lambda g0, g1, r0, r1: base[r0:r1], target, max_batch_elements
+    )
     return groups.spread(f_x.unsqueeze(1) - ablated.t()).reshape(inputs.shape)
 
 
@@ -290,8 +293,9 @@ def feature_permutation(
         values = x.t().gather(1, perms)  # values[j, i] = x[perms[j, i], j]
         permuted = substitution_outputs(model, x, values, target, max_batch_elements=max_batch_elements, fast=fast)
         return f_x.unsqueeze(1) - permuted.t()
-    permuted = _group_outputs(_flat_model(model, shape), x, groups, lambda g0, g1, r0, r1: x[perms[g0:g1, r0:r1]],
-                              target, max_batch_elements)
+    permuted = _group_outputs(
+        _flat_model(model, shape), x, groups, lambda g0, g1, r0, r1: x[perms[g0:g1, r0:r1]], target, max_batch_elements
+    )
     return groups.spread(f_x.unsqueeze(1) - permuted.t()).reshape(inputs.shape)
 
 

@@ -51,12 +51,12 @@ from torch import nn
 
 from synthbench.attribution.core import (
     DEFAULT_MAX_BATCH_ELEMENTS,
-    fast_layout,
     ELEMENTWISE_ACTIVATIONS,
     LINEAR_OPS,
     Target,
     activation_derivative,
     as_baseline,
+    fast_layout,
     rows_per_chunk,
     sequential_ops,
     slice_target,
@@ -102,6 +102,7 @@ def _trace_links(ops: list[nn.Module], x: torch.Tensor) -> tuple[list[torch.Tens
             links[k] = (leaf, out)
             x = out.detach()
     return seen, links, x
+
 
 def _seed_signal(output: torch.Tensor, target: Target) -> torch.Tensor:
     """One-hot backward signal on each row's target column, shape of ``output`` (m, k)."""
@@ -287,14 +288,22 @@ def _lrp(
             if isinstance(op, ELEMENTWISE_ACTIVATIONS):
                 continue  # relevance passes activations unchanged
             same_map = not positive_weights and (use_bias or getattr(op, "bias", None) is None)
-            relevance = _lrp_layer(op, seen[k], relevance, positive_weights, use_bias, epsilon,
-                                   links.get(k) if same_map else None)
+            relevance = _lrp_layer(
+                op, seen[k], relevance, positive_weights, use_bias, epsilon, links.get(k) if same_map else None
+            )
         result[i : i + step] = relevance
     return result
 
 
-def _lrp_layer(op: nn.Module, a: torch.Tensor, relevance: torch.Tensor, positive_weights: bool, use_bias: bool,
-               epsilon: float, link: _Link | None = None) -> torch.Tensor:
+def _lrp_layer(
+    op: nn.Module,
+    a: torch.Tensor,
+    relevance: torch.Tensor,
+    positive_weights: bool,
+    use_bias: bool,
+    epsilon: float,
+    link: _Link | None = None,
+) -> torch.Tensor:
     """Relevance of a layer's input ``a`` from its output relevance: ``a * J^T (R / (z + eps sign z))``.
 
     ``z`` is the layer's output on ``a``, with the weights clamped at 0 for the z+ rule and the
@@ -355,7 +364,12 @@ def lrp_epsilon(
         the relevance, so an example's relevance sums to ``f(x)`` only for bias-free networks.
     """
     return _lrp(
-        model, inputs, target, positive_weights=False, use_bias=True, epsilon=epsilon,
+        model,
+        inputs,
+        target,
+        positive_weights=False,
+        use_bias=True,
+        epsilon=epsilon,
         max_batch_elements=max_batch_elements,
     )
 
@@ -383,6 +397,11 @@ def lrp_zplus(
         The inputs' shape.
     """
     return _lrp(
-        model, inputs, target, positive_weights=True, use_bias=use_bias, epsilon=epsilon,
+        model,
+        inputs,
+        target,
+        positive_weights=True,
+        use_bias=use_bias,
+        epsilon=epsilon,
         max_batch_elements=max_batch_elements,
     )

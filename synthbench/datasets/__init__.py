@@ -22,8 +22,34 @@ see :mod:`~synthbench.datasets.tables.decoys`. The synthetic images take ``n_dec
 """
 
 from . import tables, images, files  # noqa: F401  (imported to register the generators: tables, images, image files)
-from .base import (DATASETS, KINDS, Dataset, DatasetTooLarge, GeneratorSpec, check_fits, describe, estimate_bytes,
-                   input_kind, make, names, register, spec)
+from .base import (
+    DATASETS,
+    KINDS,
+    Dataset,
+    DatasetTooLarge,
+    GeneratorSpec,
+    check_fits,
+    describe,
+    estimate_bytes,
+    input_kind,
+    make,
+    names,
+    register,
+    spec,
+)
 
-__all__ = ["Dataset", "DatasetTooLarge", "GeneratorSpec", "KINDS", "DATASETS", "input_kind", "make", "spec", "names",
-           "describe", "register", "estimate_bytes", "check_fits"]
+__all__ = [
+    "Dataset",
+    "DatasetTooLarge",
+    "GeneratorSpec",
+    "KINDS",
+    "DATASETS",
+    "input_kind",
+    "make",
+    "spec",
+    "names",
+    "describe",
+    "register",
+    "estimate_bytes",
+    "check_fits",
+]

@@ -19,21 +19,31 @@ Conventions shared by every generator
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import os
 
 import numpy as np
 
 from synthbench.kinds import INPUT_KINDS, KINDS
 from synthbench.registry import Registry
 
-__all__ = ["Dataset", "GeneratorSpec", "DatasetTooLarge", "KINDS", "DATASETS", "input_kind", "register", "spec", "make", "names",
-           "describe", "estimate_bytes", "check_fits"]
-
-
+__all__ = [
+    "Dataset",
+    "GeneratorSpec",
+    "DatasetTooLarge",
+    "KINDS",
+    "DATASETS",
+    "input_kind",
+    "register",
+    "spec",
+    "make",
+    "names",
+    "describe",
+    "estimate_bytes",
+    "check_fits",
+]
 
 
 def input_kind(X: np.ndarray) -> str:
@@ -150,9 +160,15 @@ class GeneratorSpec:
 DATASETS: Registry[GeneratorSpec] = Registry("dataset")
 
 
-def register(name: str, *, description: str, family: str, kind: str = "tabular", decoys: bool = True,
-             fingerprint: Callable[[str | None], str] | None = None
-             ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+def register(
+    name: str,
+    *,
+    description: str,
+    family: str,
+    kind: str = "tabular",
+    decoys: bool = True,
+    fingerprint: Callable[[str | None], str] | None = None,
+) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Decorator adding a generator to the registry under ``name``.
 
     The decorated function has the signature
@@ -185,8 +201,9 @@ def describe() -> dict[str, str]:
     return {n: s.description for n, s in DATASETS.items()}
 
 
-def make(name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, data_dir: str | None = None,
-         **params: Any) -> Dataset:
+def make(
+    name: str, *, n_samples: int, seed: int, n_decoys: int | None = None, data_dir: str | None = None, **params: Any
+) -> Dataset:
     """Generate dataset ``name``.
 
     Parameters
@@ -309,8 +326,13 @@ def check_fits(name: str, *, n_samples: int, n_decoys: int | None, seed: int = 0
         probe = gen.fn(n_samples=2, n_decoys=n_decoys, seed=int(seed), **params)
         if int(n_samples) * probe.n_features < _SMALL:
             return
-        _refuse_over(name, _peak_bytes(probe, n_samples, n_decoys), n_samples, n_decoys,
-                     "use fewer samples (distractors do not change an image's size)")
+        _refuse_over(
+            name,
+            _peak_bytes(probe, n_samples, n_decoys),
+            n_samples,
+            n_decoys,
+            "use fewer samples (distractors do not change an image's size)",
+        )
         return
     if n_decoys is None or int(n_samples) * (int(n_decoys) + 64) < _SMALL:
         return
@@ -323,4 +345,5 @@ def _refuse_over(name: str, need: int, n_samples: int, n_decoys: int, advice: st
     if have is not None and need > have:
         raise DatasetTooLarge(
             f"dataset {name!r} with n_samples={n_samples} and n_decoys={n_decoys} needs about {need / 2**30:.1f} GiB "
-            f"while generated, and {have / 2**30:.1f} GiB of memory is available; {advice}")
+            f"while generated, and {have / 2**30:.1f} GiB of memory is available; {advice}"
+        )

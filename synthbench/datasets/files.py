@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from synthbench.defaults import DATA_DIR_ENV
 from synthbench.datasets.base import Dataset, register
+from synthbench.defaults import DATA_DIR_ENV
 
 __all__ = ["DATA_DIR_ENV", "MissingDataFiles", "read_idx", "data_files", "fingerprint"]
 
@@ -45,13 +45,16 @@ class MissingDataFiles(FileNotFoundError):
 
 def _root(data_dir: str | Path | None) -> Path:
     if not data_dir:
-        raise MissingDataFiles(f"name the folder holding the image files: --data-dir PATH (or set {DATA_DIR_ENV}); "
-                               "in Python, data_dir=PATH")
+        raise MissingDataFiles(
+            f"name the folder holding the image files: --data-dir PATH (or set {DATA_DIR_ENV}); "
+            "in Python, data_dir=PATH"
+        )
     return Path(data_dir)
 
 
 def data_files(name: str, data_dir: str | Path | None) -> list[Path]:
-    """The files of data set ``name`` (``mnist``, ``fashion_mnist``, ``cifar10``) in ``data_dir``, in the order of :data:`_EXPECTED`.
+    """The files of data set ``name`` (``mnist``, ``fashion_mnist``, ``cifar10``) in ``data_dir``, in the order of
+    :data:`_EXPECTED`.
 
     Raises
     ------
@@ -147,7 +150,7 @@ def _subset(name: str, n_samples: int, seed: int, data_dir: str | Path | None) -
     if n_samples > len(labels):
         raise ValueError(f"{name} has {len(labels)} images; n_samples={n_samples} is too many")
     rows = np.random.default_rng(seed).permutation(len(labels))[:n_samples]
-    X = (images[rows].astype(np.float32) / 255.0)
+    X = images[rows].astype(np.float32) / 255.0
     return Dataset(X, labels[rows], None, None, name, {}, seed)
 
 
@@ -157,8 +160,14 @@ def _register(name: str, description: str) -> None:
 
     generator.__name__ = name
     generator.__doc__ = f"{description}; see the module docstring."
-    register(name, description=description, family="image files", kind="image", decoys=False,
-             fingerprint=lambda data_dir: fingerprint(name, data_dir))(generator)
+    register(
+        name,
+        description=description,
+        family="image files",
+        kind="image",
+        decoys=False,
+        fingerprint=lambda data_dir: fingerprint(name, data_dir),
+    )(generator)
 
 
 _register("mnist", "MNIST from local IDX files (70,000 28x28 digits, 10 classes); no ground truth")

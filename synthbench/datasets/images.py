@@ -82,8 +82,16 @@ def _corner(s: int) -> np.ndarray:
     return g
 
 
-_SHAPES = {"plus": _plus, "cross": _cross, "square": _square, "hbar": _hbar, "vbar": _vbar, "disc": _disc,
-           "triangle": _triangle, "corner": _corner}
+_SHAPES = {
+    "plus": _plus,
+    "cross": _cross,
+    "square": _square,
+    "hbar": _hbar,
+    "vbar": _vbar,
+    "disc": _disc,
+    "triangle": _triangle,
+    "corner": _corner,
+}
 GLYPHS: tuple[str, ...] = tuple(_SHAPES)
 """The vocabulary of shapes, in class order for ``shapes``."""
 XOR_GLYPHS = ("plus", "cross")
@@ -134,8 +142,10 @@ def render(
     n, m = glyphs.shape
     g, cell = _layout(size, patch)
     if m > g * g:
-        raise ValueError(f"{m} glyphs do not fit a {size}x{size} image with {patch}-pixel glyphs "
-                         f"(at most {g * g}); use a larger size or fewer decoys")
+        raise ValueError(
+            f"{m} glyphs do not fit a {size}x{size} image with {patch}-pixel glyphs "
+            f"(at most {g * g}); use a larger size or fewer decoys"
+        )
     if channels < 1:
         raise ValueError(f"channels must be positive, got {channels}")
     strokes = np.stack([glyph(name, patch) for name in GLYPHS]).astype(np.float32)  # (V, patch, patch)
@@ -183,7 +193,7 @@ def template_bayes(names: tuple[str, ...], patch: int, noise: float, misreads: i
     if noise <= 0:
         return 1.0
     masks = [glyph(n, patch) for n in names]
-    m = min(int((a != b).sum()) for i, a in enumerate(masks) for b in masks[i + 1:])
+    m = min(int((a != b).sum()) for i, a in enumerate(masks) for b in masks[i + 1 :])
     error = misreads * (len(names) - 1) * float(norm.cdf(-np.sqrt(m) / (2.0 * noise)))
     return max(0.0, 1.0 - error)
 
@@ -195,10 +205,24 @@ def _check(n_decoys: int, noise: float) -> None:
         raise ValueError(f"noise must be >= 0, got {noise}")
 
 
-@register("shapes", description="images: one signal glyph (colour cue) whose shape is the class, among n_decoys "
-          "distractor glyphs of the same shapes; mask = the signal glyph", family="images", kind="image")
-def shapes(*, n_samples: int, n_decoys: int = 4, seed: int, n_classes: int = 2, size: int = 32, channels: int = 3,
-           patch: int = 5, noise: float = 0.1) -> Dataset:
+@register(
+    "shapes",
+    description="images: one signal glyph (colour cue) whose shape is the class, among n_decoys "
+    "distractor glyphs of the same shapes; mask = the signal glyph",
+    family="images",
+    kind="image",
+)
+def shapes(
+    *,
+    n_samples: int,
+    n_decoys: int = 4,
+    seed: int,
+    n_classes: int = 2,
+    size: int = 32,
+    channels: int = 3,
+    patch: int = 5,
+    noise: float = 0.1,
+) -> Dataset:
     """``shapes`` (see the module docstring): ``n_classes`` in ``2..len(GLYPHS)``."""
     _check(n_decoys, noise)
     if not 2 <= n_classes <= len(GLYPHS):
@@ -214,11 +238,23 @@ def shapes(*, n_samples: int, n_decoys: int = 4, seed: int, n_classes: int = 2, 
     return Dataset(X, y, None, mask, "shapes", params, seed, bayes)
 
 
-@register("shapes_xor", description="images: two signal glyphs (plus or cross each); class = whether they differ, so "
-          "neither alone says anything; n_decoys distractor glyphs; mask = both signal glyphs", family="images",
-          kind="image")
-def shapes_xor(*, n_samples: int, n_decoys: int = 4, seed: int, size: int = 32, channels: int = 3, patch: int = 5,
-               noise: float = 0.1) -> Dataset:
+@register(
+    "shapes_xor",
+    description="images: two signal glyphs (plus or cross each); class = whether they differ, so "
+    "neither alone says anything; n_decoys distractor glyphs; mask = both signal glyphs",
+    family="images",
+    kind="image",
+)
+def shapes_xor(
+    *,
+    n_samples: int,
+    n_decoys: int = 4,
+    seed: int,
+    size: int = 32,
+    channels: int = 3,
+    patch: int = 5,
+    noise: float = 0.1,
+) -> Dataset:
     """``shapes_xor`` (see the module docstring); binary."""
     _check(n_decoys, noise)
     rng = np.random.default_rng(seed)
@@ -235,10 +271,17 @@ def shapes_xor(*, n_samples: int, n_decoys: int = 4, seed: int, size: int = 32, 
     return Dataset(X, y, None, mask, "shapes_xor", params, seed, bayes)
 
 
-@register("digits", description="scikit-learn's bundled 8x8 handwritten digits (10 classes, 1797 images, pixels / 16); "
-          "no ground truth, for remove-and-retrain", family="images", kind="image", decoys=False)
+@register(
+    "digits",
+    description="scikit-learn's bundled 8x8 handwritten digits (10 classes, 1797 images, pixels / 16); "
+    "no ground truth, for remove-and-retrain",
+    family="images",
+    kind="image",
+    decoys=False,
+)
 def digits(*, n_samples: int, seed: int) -> Dataset:
-    """``n_samples`` (at most 1797) of scikit-learn's digits, a seeded random subset in random order, ``(n, 1, 8, 8)``."""
+    """``n_samples`` (at most 1797) of scikit-learn's digits, a seeded random subset in random order,
+    ``(n, 1, 8, 8)``."""
     from sklearn.datasets import load_digits
 
     images, target = load_digits(return_X_y=True)

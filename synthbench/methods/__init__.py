@@ -2,7 +2,8 @@
 
 ``synthbench.methods.mrmr(X_discrete, y, k, *, scheme="MIQ")`` is the vectorised mRMR
 selector; ``synthbench.methods.attribute(name, model, inputs, target=None, **params)`` explains
-any torch model with one of the attribution methods (captum's verb); every benchmark method is listed by :func:`method_names` and described by
+any torch model with one of the attribution methods (captum's verb); every benchmark method is listed by
+:func:`method_names` and described by
 :func:`get_method`.
 """
 
@@ -31,5 +32,16 @@ from synthbench.methods import selectors_2023 as _selectors_2023  # noqa: E402,F
 from synthbench.attribution import attribute  # noqa: E402
 from synthbench.selection.mrmr import mrmr  # noqa: E402
 
-__all__ = ["MethodSpec", "METHODS", "AttributionRecipe", "register_method", "get_method", "method_names",
-           "default_methods", "run_method", "method_rng", "mrmr", "attribute"]
+__all__ = [
+    "MethodSpec",
+    "METHODS",
+    "AttributionRecipe",
+    "register_method",
+    "get_method",
+    "method_names",
+    "default_methods",
+    "run_method",
+    "method_rng",
+    "mrmr",
+    "attribute",
+]

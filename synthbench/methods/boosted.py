@@ -23,29 +23,42 @@ def own_class(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return values if values.ndim == 2 else values[np.arange(len(labels)), np.asarray(labels)]
 
 
-@register_method("gbm_treeshap", description="gradient-boosted trees: exact path-dependent TreeSHAP of the raw score "
-                 "from LightGBM's own pred_contrib; mean |SHAP| over the explained rows",
-                 reference=f"{_TREESHAP}; LightGBM pred_contrib", needs=("gbm",), maps=True)
+@register_method(
+    "gbm_treeshap",
+    description="gradient-boosted trees: exact path-dependent TreeSHAP of the raw score "
+    "from LightGBM's own pred_contrib; mean |SHAP| over the explained rows",
+    reference=f"{_TREESHAP}; LightGBM pred_contrib",
+    needs=("gbm",),
+    maps=True,
+)
 def gbm_treeshap(data: FoldData, models: SharedModels, rng: np.random.Generator) -> MethodOutput:
     """The booster's native TreeSHAP values of the explained rows, ``(n_explain, p)``, signed."""
     local = own_class(models.get("gbm").contributions(data.X_explain), data.y_explain)
     return MethodOutput(np.abs(local).mean(axis=0), local)
 
 
-@register_method("gbm_treeshap_interventional", description="gradient-boosted trees: interventional TreeSHAP of "
-                 "the raw score (shap.TreeExplainer against 100 training rows); mean |SHAP| over the explained rows",
-                 reference=f"{_TREESHAP}; shap TreeExplainer(feature_perturbation='interventional')", needs=("gbm",),
-                 maps=True, default=False, params={"n_background": 100})
-def gbm_treeshap_interventional(data: FoldData, models: SharedModels, rng: np.random.Generator, *,
-                                n_background: int) -> MethodOutput:
+@register_method(
+    "gbm_treeshap_interventional",
+    description="gradient-boosted trees: interventional TreeSHAP of "
+    "the raw score (shap.TreeExplainer against 100 training rows); mean |SHAP| over the explained rows",
+    reference=f"{_TREESHAP}; shap TreeExplainer(feature_perturbation='interventional')",
+    needs=("gbm",),
+    maps=True,
+    default=False,
+    params={"n_background": 100},
+)
+def gbm_treeshap_interventional(
+    data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_background: int
+) -> MethodOutput:
     """Interventional TreeSHAP (the features' marginal distribution: ``n_background`` training rows drawn with the
     cell's generator), ``(n_explain, p)``, signed."""
     import shap  # imported here: shap's import is slow and only the TreeSHAP methods need it
 
     model = models.get("gbm")
     rows = rng.choice(len(data.X_train), size=min(int(n_background), len(data.X_train)), replace=False)
-    explainer = shap.TreeExplainer(model.booster, data=data.X_train[np.sort(rows)],
-                                   feature_perturbation="interventional", model_output="raw")
+    explainer = shap.TreeExplainer(
+        model.booster, data=data.X_train[np.sort(rows)], feature_perturbation="interventional", model_output="raw"
+    )
     values = np.asarray(explainer.shap_values(data.X_explain, check_additivity=False), dtype=np.float64)
     if values.ndim == 3:  # more classes: (n, p, K) in shap >= 0.45
         values = values.transpose(0, 2, 1)
@@ -53,9 +66,12 @@ def gbm_treeshap_interventional(data: FoldData, models: SharedModels, rng: np.ra
     return MethodOutput(np.abs(local).mean(axis=0), local)
 
 
-@register_method("gbm_gain", description="gradient-boosted trees: total gain of each feature's splits (LightGBM)",
-                 reference="Friedman 2001 (Annals of Statistics); Ke et al. 2017 (NeurIPS); LightGBM gain importance",
-                 needs=("gbm",))
+@register_method(
+    "gbm_gain",
+    description="gradient-boosted trees: total gain of each feature's splits (LightGBM)",
+    reference="Friedman 2001 (Annals of Statistics); Ke et al. 2017 (NeurIPS); LightGBM gain importance",
+    needs=("gbm",),
+)
 def gbm_gain(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """The booster's gain importances, ``(p,)``, non-negative."""
     return models.get("gbm").gain()

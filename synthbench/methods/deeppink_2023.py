@@ -30,14 +30,14 @@ import torch
 from torch import nn
 
 from synthbench.datasets.tables.decoys import standardise
-from synthbench.protocol import FoldData
-from synthbench.selection.knockoffs import make_knockoffs
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
-from synthbench.models.presets import mlp_config
 from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.loop import fit_network
 from synthbench.models.mlp import build_seeded_mlp
+from synthbench.models.presets import mlp_config
+from synthbench.protocol import FoldData
+from synthbench.selection.knockoffs import make_knockoffs
 
 __all__ = ["PairedDeepPink", "deeppink_2023"]
 
@@ -83,9 +83,14 @@ class PairedDeepPink(nn.Module):
     accelerated=True,
     params={"knockoffs": "auto_2023", "training": "passemiers2023"},
 )
-def deeppink_2023(data: FoldData, models: SharedModels, rng: np.random.Generator, *,
-                  knockoffs: Literal["auto", "uniform", "gaussian", "auto_2023", "gaussian_2023"],
-                  training: str) -> np.ndarray:
+def deeppink_2023(
+    data: FoldData,
+    models: SharedModels,
+    rng: np.random.Generator,
+    *,
+    knockoffs: Literal["auto", "uniform", "gaussian", "auto_2023", "gaussian_2023"],
+    training: str,
+) -> np.ndarray:
     """DeepPINK importances ``W - min(W)``, shape (p,), non-negative (see the module docstring)."""
     X = np.asarray(data.X_train, dtype=np.float32)
     X_tilde, kind = make_knockoffs(np.concatenate([data.X_train, data.X_test]), rng, knockoffs)

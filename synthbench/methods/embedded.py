@@ -39,14 +39,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.protocol import FoldData
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
-from synthbench.models.mlp import MLPConfig
-from synthbench.models.presets import mlp_config
 from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.loop import TrainConfig, fit_network
-from synthbench.models.mlp import build_seeded_mlp
+from synthbench.models.mlp import MLPConfig, build_seeded_mlp
+from synthbench.models.presets import mlp_config
+from synthbench.protocol import FoldData
 
 __all__ = [
     "CancelOutGate",
@@ -152,8 +151,13 @@ class CancelOutGate(nn.Module):
     weight : nn.Parameter ``(p,)``, the raw gate weights ``w``
     """
 
-    def __init__(self, n_features: int, activation: Literal["sigmoid", "softmax"] = "sigmoid", init: float | None = None,
-                 scaled: bool = True) -> None:
+    def __init__(
+        self,
+        n_features: int,
+        activation: Literal["sigmoid", "softmax"] = "sigmoid",
+        init: float | None = None,
+        scaled: bool = True,
+    ) -> None:
         super().__init__()
         if activation not in ("sigmoid", "softmax"):
             raise ValueError(f"activation must be 'sigmoid' or 'softmax', got {activation!r}")
@@ -177,7 +181,9 @@ class CancelOutGate(nn.Module):
         return f"n_features={self.weight.shape[0]}, activation={self.activation}"
 
 
-def cancelout_penalty(gate: CancelOutGate, lambda_var: float, lambda_l1: float, *, signed: bool = False) -> torch.Tensor:
+def cancelout_penalty(
+    gate: CancelOutGate, lambda_var: float, lambda_l1: float, *, signed: bool = False
+) -> torch.Tensor:
     """The CancelOut regulariser ``-lambda_var * var(w / p) + lambda_l1 * ||w / p||_1``.
 
     As in the paper's loss, on the raw gate weights ``w`` (before the activation) divided by
@@ -236,8 +242,17 @@ def fit_cancelout(
         penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1, signed=signed_l1)  # noqa: E731
     own = () if gate_lr is None else (gate.weight,)
     with cpu_threads(dev):
-        result = fit_network(module, X, y, config=config.train, generator=gen, device=dev, penalty=penalty,
-                             gate_params=own, gate_lr=gate_lr)
+        result = fit_network(
+            module,
+            X,
+            y,
+            config=config.train,
+            generator=gen,
+            device=dev,
+            penalty=penalty,
+            gate_params=own,
+            gate_lr=gate_lr,
+        )
     with torch.no_grad():
         gates = gate.gates().double().cpu().numpy()
     return gates, cast(nn.Sequential, result.module)  # built by build_seeded_mlp
@@ -246,50 +261,78 @@ def fit_cancelout(
 _CANCELOUT = "Borisov, Haug & Kasneci 2019 (ICANN)"
 
 
-def _register_cancelout(name: str, activation: Literal["sigmoid", "softmax"], description: str, params: dict,
-                        reference: str = _CANCELOUT) -> None:
-    def method(data: FoldData, models: SharedModels, rng: np.random.Generator, *, ensemble: int, training: str,
-               **options) -> np.ndarray:
+def _register_cancelout(
+    name: str, activation: Literal["sigmoid", "softmax"], description: str, params: dict, reference: str = _CANCELOUT
+) -> None:
+    def method(
+        data: FoldData, models: SharedModels, rng: np.random.Generator, *, ensemble: int, training: str, **options
+    ) -> np.ndarray:
         config = EMBEDDED_CONFIG if training == "embedded" else mlp_config(training)
 
         def fit(d: FoldData, seed: int) -> np.ndarray:
-            return fit_cancelout(d.X_train, d.y_train, seed, activation=activation, device=_device(models),
-                                 config=config, **options)[0]
+            return fit_cancelout(
+                d.X_train, d.y_train, seed, activation=activation, device=_device(models), config=config, **options
+            )[0]
 
         return bootstrap_ensemble(fit, data, rng, ensemble)
 
     method.__name__ = name
     method.__doc__ = f"CancelOut ({activation}) in front of the benchmark MLP; scores = trained gates, shape (p,)."
-    register_method(name, description=description, reference=reference, default=False, accelerated=True,
-                    params=params)(method)
+    register_method(name, description=description, reference=reference, default=False, accelerated=True, params=params)(
+        method
+    )
 
 
 _register_cancelout(
-    "cancelout_sigmoid", "sigmoid",
+    "cancelout_sigmoid",
+    "sigmoid",
     "CancelOut (Borisov et al. 2019): gate sigmoid(w), w starting at 4, before the benchmark MLP, "
     "loss − λ_var·var(w/p) + λ_l1·‖w/p‖₁; score = trained gate",
-    {"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1, "training": "embedded"})
+    {"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1, "training": "embedded"},
+)
 _register_cancelout(
-    "cancelout_softmax", "softmax",
+    "cancelout_softmax",
+    "softmax",
     "CancelOut (Borisov et al. 2019): gate p·softmax(w), w starting at 0, before the benchmark MLP, "
     "loss − λ_var·var(w/p) + λ_l1·‖w/p‖₁; score = trained gate",
-    {"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1, "training": "embedded"})
+    {"lambda_var": 1.0, "lambda_l1": 0.1, "gate_lr": 0.01, "ensemble": 1, "training": "embedded"},
+)
 #: The 2023 benchmark's CancelOuts (src/cancelout.py, src/nn_wrapper.py at 06afd2e): weights start at 1, the
 #: gate trained with the network (lr 5e-4, weight decay 1e-5), the 2023 training loop (the passemiers2023
 #: preset); the sigmoid one with −0.2·var(w/p) + 0.1·sum(w/p) (a signed sum), the softmax one with no penalty
 #: at all and an unscaled softmax (every gate 1/p at the start).
 _register_cancelout(
-    "cancelout_sigmoid_2023", "sigmoid",
+    "cancelout_sigmoid_2023",
+    "sigmoid",
     "CancelOut as the 2023 benchmark ran it: sigmoid gate from w = 1, loss − 0.2·var(w/p) + 0.1·Σ w/p, the gate "
     "trained with the MLP, the passemiers2023 training loop",
-    {"lambda_var": 0.2, "lambda_l1": 0.1, "gate_lr": None, "init": 1.0, "signed_l1": True, "ensemble": 1,
-     "training": "passemiers2023"}, f"{_CANCELOUT}; {AS_RUN_2023}")
+    {
+        "lambda_var": 0.2,
+        "lambda_l1": 0.1,
+        "gate_lr": None,
+        "init": 1.0,
+        "signed_l1": True,
+        "ensemble": 1,
+        "training": "passemiers2023",
+    },
+    f"{_CANCELOUT}; {AS_RUN_2023}",
+)
 _register_cancelout(
-    "cancelout_softmax_2023", "softmax",
+    "cancelout_softmax_2023",
+    "softmax",
     "CancelOut as the 2023 benchmark ran it: softmax gate (not ×p, so every gate starts at 1/p), no penalty, "
     "the gate trained with the MLP, the passemiers2023 training loop",
-    {"lambda_var": 0.0, "lambda_l1": 0.0, "gate_lr": None, "init": 1.0, "softmax_scaled": False, "ensemble": 1,
-     "training": "passemiers2023"}, f"{_CANCELOUT}; {AS_RUN_2023}")
+    {
+        "lambda_var": 0.0,
+        "lambda_l1": 0.0,
+        "gate_lr": None,
+        "init": 1.0,
+        "softmax_scaled": False,
+        "ensemble": 1,
+        "training": "passemiers2023",
+    },
+    f"{_CANCELOUT}; {AS_RUN_2023}",
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,8 +400,16 @@ def fit_deep_lasso(
     module = build_seeded_mlp(X.shape[1], config, gen)
     penalty = None if lam == 0.0 else (lambda _m, xb, loss: deep_lasso_penalty(xb, loss, lam))  # noqa: E731
     with cpu_threads(dev):
-        result = fit_network(module, X, y, config=config.train, generator=gen, device=dev, penalty=penalty,
-                             input_grad=penalty is not None)
+        result = fit_network(
+            module,
+            X,
+            y,
+            config=config.train,
+            generator=gen,
+            device=dev,
+            penalty=penalty,
+            input_grad=penalty is not None,
+        )
     return cast(nn.Sequential, result.module)  # the module given
 
 
@@ -371,7 +422,9 @@ def fit_deep_lasso(
     accelerated=True,
     params={"lam": 0.1, "ensemble": 1},
 )
-def deep_lasso(data: FoldData, models: SharedModels, rng: np.random.Generator, *, lam: float, ensemble: int) -> np.ndarray:
+def deep_lasso(
+    data: FoldData, models: SharedModels, rng: np.random.Generator, *, lam: float, ensemble: int
+) -> np.ndarray:
     """Per-feature input-gradient norm of the loss on the explained rows, shape ``(p,)``, of an
     MLP trained with the Deep Lasso penalty (averaged over a bootstrap ensemble when
     ``ensemble > 1``)."""
@@ -567,9 +620,17 @@ def lassonet_method(
     """Finite path scores (:func:`path_scores`) of a LassoNet path on the training part, ``(p,)``."""
     seed = int(rng.integers(0, 2**31 - 1))
     leave, last_norm = fit_lassonet(
-        data.X_train, data.y_train, seed, hidden_dims=hidden_dims, lambda_start=lambda_start,
-        warmup_multiplier=warmup_multiplier, path_multiplier=path_multiplier,
-        n_iters=n_iters, patience=patience, M=M, device=_device(models),
+        data.X_train,
+        data.y_train,
+        seed,
+        hidden_dims=hidden_dims,
+        lambda_start=lambda_start,
+        warmup_multiplier=warmup_multiplier,
+        path_multiplier=path_multiplier,
+        n_iters=n_iters,
+        patience=patience,
+        M=M,
+        device=_device(models),
     )
     return path_scores(leave, last_norm, multiplier=path_multiplier)
 
@@ -616,9 +677,19 @@ def lassonet_2023(
 
     dev = _device(models)
     seed = int(rng.integers(0, 2**31 - 1))
-    clf = LassoNetClassifier(hidden_dims=tuple(hidden_dims), n_iters=tuple(n_iters), batch_size=batch_size, dropout=0,
-                             patience=patience, lambda_start=lambda_start, tol=tol, verbose=0, random_state=seed,
-                             torch_seed=None, device=dev)
+    clf = LassoNetClassifier(
+        hidden_dims=tuple(hidden_dims),
+        n_iters=tuple(n_iters),
+        batch_size=batch_size,
+        dropout=0,
+        patience=patience,
+        lambda_start=lambda_start,
+        tol=tol,
+        verbose=0,
+        random_state=seed,
+        torch_seed=None,
+        device=dev,
+    )
     _seeded_path(clf, data.X_train, data.y_train, seed, dev)
     importance = clf.feature_importances_.double().cpu().numpy()
     return path_scores(importance, np.zeros_like(importance))

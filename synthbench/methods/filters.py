@@ -5,26 +5,32 @@ from __future__ import annotations
 import numpy as np
 from sklearn.feature_selection import f_classif
 
-from synthbench.protocol import FoldData
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
+from synthbench.protocol import FoldData
 from synthbench.selection.mutual_info import mutual_info_classif_1d
 
 _RELIEFF = "Kononenko 1994 (ECML); skrebate (Urbanowicz et al. 2018, Journal of Biomedical Informatics)"
 _MRMR = "Peng, Long & Ding 2005 (IEEE TPAMI)"
 
 
-@register_method("mi", description="mutual information with the label (scikit-learn, k-NN estimator)",
-                 reference="Kraskov, Stögbauer & Grassberger 2004 (Physical Review E); Ross 2014 (PLOS ONE); "
-                 "scikit-learn mutual_info_classif")
+@register_method(
+    "mi",
+    description="mutual information with the label (scikit-learn, k-NN estimator)",
+    reference="Kraskov, Stögbauer & Grassberger 2004 (Physical Review E); Ross 2014 (PLOS ONE); "
+    "scikit-learn mutual_info_classif",
+)
 def mutual_information(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """scikit-learn's ``mutual_info_classif`` on the training part, shape ``(p,)``, in nats, non-negative (computed for
     all columns at once, equal to it bit for bit: :func:`~synthbench.selection.mutual_info.mutual_info_classif_1d`)."""
     return mutual_info_classif_1d(data.X_train, data.y_train, random_state=int(rng.integers(2**31 - 1)))
 
 
-@register_method("anova", description="ANOVA F statistic of each feature against the label (linear; blind to XOR)",
-                 reference="one-way ANOVA F-test; scikit-learn f_classif")
+@register_method(
+    "anova",
+    description="ANOVA F statistic of each feature against the label (linear; blind to XOR)",
+    reference="one-way ANOVA F-test; scikit-learn f_classif",
+)
 def anova(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """F statistics on the training part, shape ``(p,)``; constant columns score 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -55,7 +61,8 @@ def relief(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_
     default=False,
 )
 def relief_1nn(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
-    """Relief scores on the training part, shape ``(p,)``, signed (:func:`synthbench.selection.relief_basic.relief_1nn`)."""
+    """Relief scores on the training part, shape ``(p,)``, signed
+    (:func:`synthbench.selection.relief_basic.relief_1nn`)."""
     from synthbench.selection.relief_basic import relief_1nn as scores
 
     return scores(data.X_train, data.y_train)
@@ -87,8 +94,7 @@ def _mrmr_output(data: FoldData, *, select, n_select: int, scheme: str, scale: f
 
 _MRMR_PARAMS = {"n_select": 30, "scheme": "MIQ", "scale": 20.0}
 _MRMR_SCORES = (
-    "the i-th of n_select picks scores n_select - i + 1; unselected features tie at 0 "
-    "(ordered at random by the scorer)"
+    "the i-th of n_select picks scores n_select - i + 1; unselected features tie at 0 (ordered at random by the scorer)"
 )
 
 
@@ -98,7 +104,9 @@ _MRMR_SCORES = (
     reference=_MRMR,
     params=_MRMR_PARAMS,
 )
-def mrmr_method(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_select: int, scheme: str, scale: float) -> np.ndarray:
+def mrmr_method(
+    data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_select: int, scheme: str, scale: float
+) -> np.ndarray:
     from synthbench.selection.mrmr import mrmr
 
     return _mrmr_output(data, select=mrmr, n_select=n_select, scheme=scheme, scale=scale)
@@ -112,7 +120,9 @@ def mrmr_method(data: FoldData, models: SharedModels, rng: np.random.Generator, 
     default=False,
     max_features=10_000,  # 15 s at p = 1000, about an hour at 10,000 (n = 1000)
 )
-def mrmr_pymrmr(data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_select: int, scheme: str, scale: float) -> np.ndarray:
+def mrmr_pymrmr(
+    data: FoldData, models: SharedModels, rng: np.random.Generator, *, n_select: int, scheme: str, scale: float
+) -> np.ndarray:
     from synthbench.selection.mrmr import pymrmr_select
 
     return _mrmr_output(data, select=pymrmr_select, n_select=n_select, scheme=scheme, scale=scale)

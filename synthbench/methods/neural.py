@@ -10,7 +10,8 @@ value over the examples.
 
 On images the perturbation methods perturb square patches of all channels at once
 (``feature_mask``; ``patch_grid`` patches per side: 4 x 4-pixel patches on 32 x 32 images for
-ablation and permutation, 8 x 8 for Shapley sampling; 1 and 2 pixels on 8 x 8 digits), integrated gradients start from the black image in 25 steps, and the noise
+ablation and permutation, 8 x 8 for Shapley sampling; 1 and 2 pixels on 8 x 8 digits), integrated gradients start
+from the black image in 25 steps, and the noise
 ensembles draw 15 samples of sd 0.15 x the images' global range (``per_feature=False``); the
 parameters are declared per input kind and recorded with every cell.
 """
@@ -48,12 +49,16 @@ IMAGE_PARAMS: dict[str, dict] = {
 #: Image-only noise ensembles of integrated gradients and guided backprop:
 #: name -> (attribution method, description, parameters).
 IMAGE_ONLY: dict[str, tuple[str, str, dict]] = {
-    f"{nt}_{short}": (nt, f"{label} of {base_name}, 15 samples, noise 15 % of the range",
-                      {**_NOISE_IMAGE, "base": base, **({"base_params": {"n_steps": 25}} if base == "integrated_gradients"
-                                                         else {})})
+    f"{nt}_{short}": (
+        nt,
+        f"{label} of {base_name}, 15 samples, noise 15 % of the range",
+        {**_NOISE_IMAGE, "base": base, **({"base_params": {"n_steps": 25}} if base == "integrated_gradients" else {})},
+    )
     for nt, label in (("smoothgrad", "SmoothGrad"), ("smoothgrad_sq", "SmoothGrad²"), ("vargrad", "VarGrad"))
-    for short, base, base_name in (("ig", "integrated_gradients", "integrated gradients (25 steps)"),
-                                   ("gbp", "guided_backprop", "guided backprop"))
+    for short, base, base_name in (
+        ("ig", "integrated_gradients", "integrated gradients (25 steps)"),
+        ("gbp", "guided_backprop", "guided backprop"),
+    )
 }
 
 #: name -> (description, run by default, parameters passed to ``attribute``)
@@ -91,22 +96,34 @@ BOOSTER_METHODS: dict[str, tuple[bool, dict]] = {
 #: name -> (attribution method, description, parameters). These are the 2023 benchmark's captum calls.
 VARIANTS: dict[str, tuple[str, str, dict]] = {
     "integrated_gradients_nomul": (
-        "integrated_gradients", "integrated gradients without the input factor (mean path gradient), zero "
+        "integrated_gradients",
+        "integrated gradients without the input factor (mean path gradient), zero "
         "baseline, 50 steps (captum multiply_by_inputs=False, as the 2023 benchmark)",
-        {"n_steps": 50, "multiply_by_inputs": False}),
+        {"n_steps": 50, "multiply_by_inputs": False},
+    ),
     "deeplift_nomul": (
-        "deeplift", "DeepLIFT rescale multipliers, zero baseline (captum multiply_by_inputs=False, as the 2023 benchmark)",
-        {"multiply_by_inputs": False}),
+        "deeplift",
+        "DeepLIFT rescale multipliers, zero baseline (captum multiply_by_inputs=False, as the 2023 benchmark)",
+        {"multiply_by_inputs": False},
+    ),
     "smoothgrad_saliency": (
-        "smoothgrad", "SmoothGrad of |gradient|, 50 samples, absolute noise sd 0.1 (captum NoiseTunnel(Saliency), "
+        "smoothgrad",
+        "SmoothGrad of |gradient|, 50 samples, absolute noise sd 0.1 (captum NoiseTunnel(Saliency), "
         "as the 2023 benchmark)",
-        {"base": "saliency", "n_samples": 50, "stdevs": 0.1}),
+        {"base": "saliency", "n_samples": 50, "stdevs": 0.1},
+    ),
     "guided_backprop_captum": (
-        "guided_backprop", "guided backpropagation as captum applies it: the rule at nn.ReLU modules only, so the plain "
-        "gradient on a LeakyReLU MLP (as the 2023 benchmark ran it)", {"rules_on": "relu_only"}),
+        "guided_backprop",
+        "guided backpropagation as captum applies it: the rule at nn.ReLU modules only, so the plain "
+        "gradient on a LeakyReLU MLP (as the 2023 benchmark ran it)",
+        {"rules_on": "relu_only"},
+    ),
     "deconvolution_captum": (
-        "deconvolution", "deconvolution as captum applies it: the rule at nn.ReLU modules only, so the plain gradient "
-        "on a LeakyReLU MLP (as the 2023 benchmark ran it)", {"rules_on": "relu_only"}),
+        "deconvolution",
+        "deconvolution as captum applies it: the rule at nn.ReLU modules only, so the plain gradient "
+        "on a LeakyReLU MLP (as the 2023 benchmark ran it)",
+        {"rules_on": "relu_only"},
+    ),
 }
 
 _SIMONYAN = "Simonyan, Vedaldi & Zisserman 2014 (arXiv:1312.6034)"
@@ -137,19 +154,24 @@ REFERENCES: dict[str, str] = {
     "feature_ablation": "occlusion: Zeiler & Fergus 2014 (ECCV); captum FeatureAblation",
     "feature_permutation": "permutation importance: Breiman 2001 (Machine Learning); captum FeaturePermutation",
     "shapley_sampling": "Castro, Gómez & Tejada 2009 (Computers & Operations Research); Štrumbelj & Kononenko 2014 "
-                        "(Knowledge and Information Systems); captum ShapleyValueSampling",
+    "(Knowledge and Information Systems); captum ShapleyValueSampling",
     "gradient_shap": "Lundberg & Lee 2017 (NeurIPS); expected gradients: Erion et al. 2021 (Nature Machine "
-                     "Intelligence); captum GradientShap",
+    "Intelligence); captum GradientShap",
     "integrated_gradients_nomul": f"{_IG}; captum IntegratedGradients(multiply_by_inputs=False); {AS_RUN_2023}",
     "deeplift_nomul": f"{_DEEPLIFT}; captum DeepLift(multiply_by_inputs=False); {AS_RUN_2023}",
     "smoothgrad_saliency": f"{_SMOOTHGRAD}; captum NoiseTunnel(Saliency); {AS_RUN_2023}",
     "guided_backprop_captum": f"{_GBP}; captum GuidedBackprop; {AS_RUN_2023}",
     "deconvolution_captum": f"{_DECONV}; captum Deconvolution; {AS_RUN_2023}",
     # the noise ensembles of integrated gradients and guided backprop that Hooker et al. 2019 compared
-    **{f"{nt}_{short}": f"{ensemble} over {base}" + ("" if nt == "smoothgrad_sq" else f"; as in {_SMOOTHGRAD_SQ}")
-       for nt, ensemble in (("smoothgrad", f"SmoothGrad: {_SMOOTHGRAD}"), ("smoothgrad_sq", f"SmoothGrad²: {_SMOOTHGRAD_SQ}"),
-                            ("vargrad", f"VarGrad: {_VARGRAD}"))
-       for short, base in (("ig", f"integrated gradients: {_IG}"), ("gbp", f"guided backprop: {_GBP}"))},
+    **{
+        f"{nt}_{short}": f"{ensemble} over {base}" + ("" if nt == "smoothgrad_sq" else f"; as in {_SMOOTHGRAD_SQ}")
+        for nt, ensemble in (
+            ("smoothgrad", f"SmoothGrad: {_SMOOTHGRAD}"),
+            ("smoothgrad_sq", f"SmoothGrad²: {_SMOOTHGRAD_SQ}"),
+            ("vargrad", f"VarGrad: {_VARGRAD}"),
+        )
+        for short, base in (("ig", f"integrated gradients: {_IG}"), ("gbp", f"guided backprop: {_GBP}"))
+    },
 }
 
 
@@ -160,30 +182,58 @@ def _make(name: str, recipe: AttributionRecipe, needs: dict[str, tuple[str, ...]
         return MethodOutput(np.abs(local).mean(axis=0), local)
 
     method.__name__ = name
-    method.__doc__ = (f"{name} on the fold's shared model ({recipe.function}, target rule {recipe.target!r}); "
-                      "local attributions (n_explain, *input_shape), score = mean |attribution|.")
+    method.__doc__ = (
+        f"{name} on the fold's shared model ({recipe.function}, target rule {recipe.target!r}); "
+        "local attributions (n_explain, *input_shape), score = mean |attribution|."
+    )
     return method
 
 
 _NEEDS_BOTH: dict[str, tuple[str, ...]] = {"tabular": ("mlp",), "image": ("cnn",)}
 
 
-def _register(name: str, attribution: str, description: str, needs: dict[str, tuple[str, ...]], *,
-              reference: str | None = None, **options) -> None:
+def _register(
+    name: str,
+    attribution: str,
+    description: str,
+    needs: dict[str, tuple[str, ...]],
+    *,
+    reference: str | None = None,
+    **options,
+) -> None:
     recipe = AttributionRecipe(attribution)
-    register_method(name, description=description, reference=REFERENCES[name] if reference is None else reference,
-                    needs=needs, recipe=recipe, **options)(_make(name, recipe, needs))
+    register_method(
+        name,
+        description=description,
+        reference=REFERENCES[name] if reference is None else reference,
+        needs=needs,
+        recipe=recipe,
+        **options,
+    )(_make(name, recipe, needs))
 
 
 for _name, (_description, _default, _params) in NEURAL_METHODS.items():
     images = _name in IMAGE_PARAMS
-    _register(_name, _name, f"MLP{' / CNN' if images else ''}: {_description}",
-              _NEEDS_BOTH if images else {"tabular": ("mlp",)}, default=_default, params=_params,
-              kind_params={"image": IMAGE_PARAMS[_name]} if images else None)
+    _register(
+        _name,
+        _name,
+        f"MLP{' / CNN' if images else ''}: {_description}",
+        _NEEDS_BOTH if images else {"tabular": ("mlp",)},
+        default=_default,
+        params=_params,
+        kind_params={"image": IMAGE_PARAMS[_name]} if images else None,
+    )
 for _name, (_attribution, _description, _params) in VARIANTS.items():
     _register(_name, _attribution, f"MLP: {_description}", {"tabular": ("mlp",)}, default=False, params=_params)
 for _name, (_attribution, _description, _params) in IMAGE_ONLY.items():
     _register(_name, _attribution, f"CNN: {_description}", {"image": ("cnn",)}, default=False, params=_params)
 for _name, (_default, _params) in BOOSTER_METHODS.items():
-    _register(f"gbm_{_name}", _name, f"gradient-boosted trees: {NEURAL_METHODS[_name][0]} (of the raw score)",
-              {"tabular": ("gbm",)}, reference=REFERENCES[_name], default=_default, params=_params)
+    _register(
+        f"gbm_{_name}",
+        _name,
+        f"gradient-boosted trees: {NEURAL_METHODS[_name][0]} (of the raw score)",
+        {"tabular": ("gbm",)},
+        reference=REFERENCES[_name],
+        default=_default,
+        params=_params,
+    )

@@ -61,8 +61,10 @@ def explained_targets(rule: str, model: Any, data: FoldData, inputs: np.ndarray)
         return None
     if rule == "label":
         if len(inputs) != len(data.y_explain):
-            raise ValueError(f"target rule 'label' explains the fold's {len(data.y_explain)} explained rows, "
-                             f"got {len(inputs)} inputs")
+            raise ValueError(
+                f"target rule 'label' explains the fold's {len(data.y_explain)} explained rows, "
+                f"got {len(inputs)} inputs"
+            )
         return np.asarray(data.y_explain)
     return np.asarray(model.predict(inputs))
 
@@ -85,9 +87,17 @@ class AttributionRecipe:
         if self.target not in TARGET_RULES:
             raise ValueError(f"unknown target rule {self.target!r}; valid: {', '.join(TARGET_RULES)}")
 
-    def explain(self, model: Any, data: FoldData, rng: np.random.Generator, params: Mapping[str, Any], *,
-                inputs: np.ndarray | torch.Tensor | None = None, create_graph: bool = False,
-                targets: np.ndarray | None = None) -> torch.Tensor:
+    def explain(
+        self,
+        model: Any,
+        data: FoldData,
+        rng: np.random.Generator,
+        params: Mapping[str, Any],
+        *,
+        inputs: np.ndarray | torch.Tensor | None = None,
+        create_graph: bool = False,
+        targets: np.ndarray | None = None,
+    ) -> torch.Tensor:
         """Attributions of ``model`` for ``inputs`` (default: the fold's explained rows), shape ``inputs``'.
 
         Parameters

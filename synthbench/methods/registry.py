@@ -33,15 +33,25 @@ from synthbench.models import SharedModels, kinds, model_kind
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
 
-__all__ = ["MethodSpec", "METHODS", "register_method", "get_method", "method_names", "default_methods", "run_method",
-           "method_rng"]
+__all__ = [
+    "MethodSpec",
+    "METHODS",
+    "register_method",
+    "get_method",
+    "method_names",
+    "default_methods",
+    "run_method",
+    "method_rng",
+]
 
 MethodFn = Callable[..., "MethodOutput | np.ndarray"]
 
 #: How the :attr:`MethodSpec.reference` of a method that replays the 2023 benchmark's code ends
 #: (``"<the method's own reference>; " + AS_RUN_2023``).
-AS_RUN_2023 = ("as run by Passemiers et al. 2023 (arXiv:2304.02383; the 2023 benchmark, "
-               "github.com/AntoinePassemiers/Feature-Selection-Benchmark)")
+AS_RUN_2023 = (
+    "as run by Passemiers et al. 2023 (arXiv:2304.02383; the 2023 benchmark, "
+    "github.com/AntoinePassemiers/Feature-Selection-Benchmark)"
+)
 
 
 @dataclass(frozen=True)
@@ -106,8 +116,10 @@ class MethodSpec:
             one), or ``model`` does not train on ``kind`` inputs.
         """
         if self.explains(kind) is not None:
-            raise ValueError(f"method {self.name!r} explains the {self.explains(kind)!r} model on {kind} inputs; "
-                             "it is judged on that model only")
+            raise ValueError(
+                f"method {self.name!r} explains the {self.explains(kind)!r} model on {kind} inputs; "
+                "it is judged on that model only"
+            )
         if kind not in model_kind(model).inputs:
             raise ValueError(f"model kind {model!r} does not train on {kind} inputs")
         return dataclasses.replace(self, judged=MappingProxyType({**self.judged, kind: model}))
@@ -195,14 +207,31 @@ def register_method(
             if wrong:
                 raise ValueError(f"method {name!r}: model kinds {wrong} do not train on {kind} inputs")
         if not isinstance(reference, str):
-            raise TypeError(f"method {name!r}: reference must be a string (a short citation), got {type(reference).__name__}")
+            raise TypeError(
+                f"method {name!r}: reference must be a string (a short citation), got {type(reference).__name__}"
+            )
         on_device = accelerated or any(model_kind(k).accelerated for ks in by_kind.values() for k in ks)
         if set(kind_params or {}) - set(by_kind):
             raise ValueError(f"method {name!r}: kind_params for kinds it does not accept")
         frozen = MappingProxyType({k: MappingProxyType(dict(v)) for k, v in (kind_params or {}).items()})
-        METHODS.add(name, MethodSpec(name, fn, description, MappingProxyType(by_kind), default,
-                                    MappingProxyType(dict(params or {})), on_device, max_features, frozen, recipe,
-                                    reference=reference, control=control, maps=("image" in by_kind or recipe is not None) if maps is None else bool(maps)))
+        METHODS.add(
+            name,
+            MethodSpec(
+                name,
+                fn,
+                description,
+                MappingProxyType(by_kind),
+                default,
+                MappingProxyType(dict(params or {})),
+                on_device,
+                max_features,
+                frozen,
+                recipe,
+                reference=reference,
+                control=control,
+                maps=("image" in by_kind or recipe is not None) if maps is None else bool(maps),
+            ),
+        )
         return fn
 
     return deco
@@ -233,8 +262,9 @@ def method_rng(spec: MethodSpec, data: FoldData, stream: tuple[int | str, ...] =
     return data.rng("method", spec.name, *stream)
 
 
-def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
-               stream: tuple[int | str, ...] = ()) -> MethodOutput:
+def run_method(
+    spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None, stream: tuple[int | str, ...] = ()
+) -> MethodOutput:
     """Run ``spec`` on one fold and return its validated output (ValueError when malformed).
 
     This is the seam a scorer uses to explain another model the same way: ``model`` replaces the
@@ -258,8 +288,10 @@ def run_method(spec: MethodSpec, data: FoldData, models: SharedModels, *, model:
     if model is not None:
         kind = spec.explains(data.kind)
         if kind is None:
-            raise ValueError(f"method {spec.name!r} explains no single model on {data.kind} inputs "
-                             f"(it needs {list(spec.needs_for(data.kind)) or 'none'}); use models.with_model(kind, model)")
+            raise ValueError(
+                f"method {spec.name!r} explains no single model on {data.kind} inputs "
+                f"(it needs {list(spec.needs_for(data.kind)) or 'none'}); use models.with_model(kind, model)"
+            )
         models = models.with_model(kind, model)
     out = spec.fn(data, models, rng, **spec.params_for(data.kind))
     if not isinstance(out, MethodOutput):

@@ -58,12 +58,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.protocol import FoldData
-from synthbench.selection.knockoffs import make_knockoffs
 from synthbench.methods.registry import register_method
 from synthbench.models import SharedModels
 from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.loop import TrainConfig, fit_network
+from synthbench.protocol import FoldData
+from synthbench.selection.knockoffs import make_knockoffs
 
 __all__ = [
     "temperature_schedule",
@@ -192,8 +192,9 @@ def _mlp(n_in: int, n_out: int, generator: torch.Generator, width: int = HIDDEN,
     return nn.Sequential(*layers)
 
 
-def selector_config(*, epochs: int, batch_size: int, lr: float, eps: float = 1e-8, weight_decay: float = 0.0,
-                    plateau: bool = False) -> TrainConfig:
+def selector_config(
+    *, epochs: int, batch_size: int, lr: float, eps: float = 1e-8, weight_decay: float = 0.0, plateau: bool = False
+) -> TrainConfig:
     """How the selectors train in :func:`~synthbench.models.loop.fit_network`: ``epochs`` passes
     over every row in random mini-batches (no held-out rows, no early stopping: the annealing
     schedules need a fixed number of steps), Adam with ``lr``, ``eps`` and ``weight_decay``
@@ -201,9 +202,17 @@ def selector_config(*, epochs: int, batch_size: int, lr: float, eps: float = 1e-
     stepped on each epoch's summed loss. The last weights are kept."""
     if epochs < 1 or batch_size < 1:
         raise ValueError("epochs and batch_size must be positive")
-    return TrainConfig(lr=lr, weight_decay=weight_decay, adam_eps=eps, fused_adam=False, batch_size=batch_size,
-                       max_epochs=epochs, validation="none", restore="last",
-                       lr_schedule="plateau2023" if plateau else "constant")
+    return TrainConfig(
+        lr=lr,
+        weight_decay=weight_decay,
+        adam_eps=eps,
+        fused_adam=False,
+        batch_size=batch_size,
+        max_epochs=epochs,
+        validation="none",
+        restore="last",
+        lr_schedule="plateau2023" if plateau else "constant",
+    )
 
 
 def n_steps(n_rows: int, epochs: int, batch_size: int) -> int:
@@ -266,8 +275,7 @@ class _ConcreteNet(nn.Module):
             self.weight_predictor = _mlp(embedding.shape[1], k, generator, depth=1)
         self.classifier = _mlp(k, 1, generator) if predict_y else None
         if reconstruct:
-            self.decoder_hidden: nn.Sequential | None = nn.Sequential(_linear(k, HIDDEN, generator),
-                                                                      nn.LeakyReLU(0.2))
+            self.decoder_hidden: nn.Sequential | None = nn.Sequential(_linear(k, HIDDEN, generator), nn.LeakyReLU(0.2))
             if embedding is None:
                 self.decoder_out: nn.Module | None = _linear(HIDDEN, p, generator)
                 self.decoder_predictor: nn.Sequential | None = None
@@ -379,8 +387,15 @@ def fit_concrete(
         return loss
 
     with cpu_threads(dev):
-        fit_network(net, X, y, config=selector_config(epochs=epochs, batch_size=batch_size, lr=lr), loss=step_loss,
-                    generator=cpu_gen, device=dev)
+        fit_network(
+            net,
+            X,
+            y,
+            config=selector_config(epochs=epochs, batch_size=batch_size, lr=lr),
+            loss=step_loss,
+            generator=cpu_gen,
+            device=dev,
+        )
     with torch.no_grad():
         logits = net.logits().double().cpu()
     probs = torch.softmax(logits, dim=1).numpy()
@@ -542,8 +557,15 @@ def fit_deeppink(
 
     pairs = np.concatenate([np.asarray(X, dtype=np.float32), np.asarray(X_tilde, dtype=np.float32)], axis=1)
     with cpu_threads(dev):
-        fit_network(net, pairs, y, config=selector_config(epochs=epochs, batch_size=batch_size, lr=lr), loss=step_loss,
-                    generator=cpu_gen, device=dev)
+        fit_network(
+            net,
+            pairs,
+            y,
+            config=selector_config(epochs=epochs, batch_size=batch_size, lr=lr),
+            loss=step_loss,
+            generator=cpu_gen,
+            device=dev,
+        )
     return DeepPinkFit(
         statistics=net.statistics(),
         first_layer=W0.detach().cpu().numpy().copy(),

@@ -62,26 +62,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.protocol import FoldData
-from synthbench.protocol import MethodOutput
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.methods.selectors import seeded_generators, selector_config
 from synthbench.models import SharedModels
-from synthbench.models.layers import GaussianNoise, SeededDropout
-from synthbench.models.presets import mlp_config
-from synthbench.models.mlp import build_seeded_mlp
 from synthbench.models.device import cpu_threads, select_device
+from synthbench.models.layers import GaussianNoise, SeededDropout
 from synthbench.models.loop import fit_network
+from synthbench.models.mlp import build_seeded_mlp
+from synthbench.models.presets import mlp_config
+from synthbench.protocol import FoldData, MethodOutput
 
-__all__ = ["cae_batch_size", "cae_temperatures", "fit_cae_2023", "histogram_matrix_2023",
-           "fsnet_temperature", "fit_fsnet_2023"]
+__all__ = [
+    "cae_batch_size",
+    "cae_temperatures",
+    "fit_cae_2023",
+    "histogram_matrix_2023",
+    "fsnet_temperature",
+    "fit_fsnet_2023",
+]
 
 #: The paper's concrete-autoencoder runs: (neurons as a multiple of k, epochs).
 CAE_RUNS = ((1, 300), (2, 30))
 
 
-def _gumbel(shape: tuple[int, ...], low: float, generator: torch.Generator | None,
-            device: torch.device) -> torch.Tensor:
+def _gumbel(
+    shape: tuple[int, ...], low: float, generator: torch.Generator | None, device: torch.device
+) -> torch.Tensor:
     """Gumbel noise ``-log(-log(u))``, ``u ~ U(low, 1 - low)``: the paper's FSNet drew from ``U(1e-5, 1 - 1e-5)``;
     keras' ``U(1e-7, 1)`` is taken as ``low = 1e-7`` (the upper ends differ by 1e-7)."""
     u = low + (1.0 - 2.0 * low) * torch.rand(shape, generator=generator, device=device)
@@ -98,9 +104,16 @@ class _Gumbel2023(nn.Module):
 _Net = TypeVar("_Net", bound=_Gumbel2023)
 
 
-def _fit_2023(build: Callable[[torch.Generator], _Net], X: np.ndarray, y: np.ndarray,
-              loss: Callable[[_Net, torch.Tensor, torch.Tensor, int], torch.Tensor], *,
-              rng: np.random.Generator, device: torch.device | str, **training: Any) -> _Net:
+def _fit_2023(
+    build: Callable[[torch.Generator], _Net],
+    X: np.ndarray,
+    y: np.ndarray,
+    loss: Callable[[_Net, torch.Tensor, torch.Tensor, int], torch.Tensor],
+    *,
+    rng: np.random.Generator,
+    device: torch.device | str,
+    **training: Any,
+) -> _Net:
     """Build a network from a CPU generator seeded from ``rng``, train it on ``(X, y)`` with
     :func:`~synthbench.models.loop.fit_network` (``training``: the keywords of
     :func:`~synthbench.methods.selectors.selector_config`) and return it.
@@ -139,7 +152,8 @@ def cae_temperatures(n_steps: int, start: float = 10.0, end: float = 0.01) -> np
 
 
 class _CAE2023(_Gumbel2023):
-    """Concrete selector ``(K, p)`` plus the paper's keras output function; ``forward`` gives the sigmoid output (b,)."""
+    """Concrete selector ``(K, p)`` plus the paper's keras output function; ``forward`` gives the sigmoid output
+    (b,)."""
 
     def __init__(self, p: int, n_neurons: int, generator: torch.Generator) -> None:
         super().__init__()
@@ -152,8 +166,16 @@ class _CAE2023(_Gumbel2023):
             for layer in dense:
                 nn.init.xavier_uniform_(layer.weight, generator=generator)
                 nn.init.zeros_(layer.bias)
-        self.head = nn.Sequential(GaussianNoise(0.1), dense[0], SeededDropout(0.2), nn.LeakyReLU(0.2),
-                                  dense[1], SeededDropout(0.2), nn.LeakyReLU(0.2), dense[2])
+        self.head = nn.Sequential(
+            GaussianNoise(0.1),
+            dense[0],
+            SeededDropout(0.2),
+            nn.LeakyReLU(0.2),
+            dense[1],
+            SeededDropout(0.2),
+            nn.LeakyReLU(0.2),
+            dense[2],
+        )
         self.temperature = 10.0
         self.gumbel_generator: torch.Generator | None = None
 
@@ -166,8 +188,16 @@ class _CAE2023(_Gumbel2023):
         return torch.sigmoid(self.head(x @ weights.T)).reshape(-1)
 
 
-def fit_cae_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, epochs: int, rng: np.random.Generator,
-                 device: torch.device | str = "cpu", lr: float = 1e-4) -> np.ndarray:
+def fit_cae_2023(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_neurons: int,
+    *,
+    epochs: int,
+    rng: np.random.Generator,
+    device: torch.device | str = "cpu",
+    lr: float = 1e-4,
+) -> np.ndarray:
     """One run of the paper's concrete autoencoder; the selected column of each neuron, int64 (n_neurons,).
 
     Parameters
@@ -186,8 +216,18 @@ def fit_cae_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, epochs: int, r
         net.temperature = temps[step]
         return F.mse_loss(net(xb), yb.to(xb.dtype))
 
-    net = _fit_2023(lambda g: _CAE2023(p, n_neurons, g), X, y, loss, rng=rng, device=device, epochs=epochs,
-                    batch_size=bs, lr=lr, eps=1e-7)
+    net = _fit_2023(
+        lambda g: _CAE2023(p, n_neurons, g),
+        X,
+        y,
+        loss,
+        rng=rng,
+        device=device,
+        epochs=epochs,
+        batch_size=bs,
+        lr=lr,
+        eps=1e-7,
+    )
     return net.logits.detach().argmax(dim=1).cpu().numpy().astype(np.int64)
 
 
@@ -213,11 +253,14 @@ def _indicator(selected: np.ndarray, p: int) -> np.ndarray:
     accelerated=True,
 )
 def concrete_autoencoder_2023(data: FoldData, models: SharedModels, rng: np.random.Generator) -> MethodOutput:
-    """Selection indicators of the k-run (``scores``) and the 2k-run (``scores_2k``), each (p,); see the module docstring."""
+    """Selection indicators of the k-run (``scores``) and the 2k-run (``scores_2k``), each (p,); see the module
+    docstring."""
     k, p = _true_k(data), data.n_features
     device = select_device(models.settings.device)
-    runs = [fit_cae_2023(data.X_train, data.y_train, factor * k, epochs=epochs, rng=rng, device=device)
-            for factor, epochs in CAE_RUNS]
+    runs = [
+        fit_cae_2023(data.X_train, data.y_train, factor * k, epochs=epochs, rng=rng, device=device)
+        for factor, epochs in CAE_RUNS
+    ]
     return MethodOutput(_indicator(runs[0], p), scores_2k=_indicator(runs[1], p))
 
 
@@ -243,7 +286,8 @@ def fsnet_temperature(epoch: int, epochs: int, start: float = 10.0, end: float =
 
 
 class _FSNet2023(_Gumbel2023):
-    """Linear weight predictors on ``U`` plus the 2023 classifier; ``forward`` gives (logit (b,), reconstruction (b, p))."""
+    """Linear weight predictors on ``U`` plus the 2023 classifier; ``forward`` gives (logit (b,), reconstruction (b,
+    p))."""
 
     U: torch.Tensor  # a buffer
 
@@ -277,8 +321,15 @@ class _FSNet2023(_Gumbel2023):
             return torch.softmax(self.logits().double(), dim=0).mean(dim=1).cpu().numpy()
 
 
-def fit_fsnet_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, rng: np.random.Generator,
-                   device: torch.device | str = "cpu", epochs: int = 2000) -> np.ndarray:
+def fit_fsnet_2023(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_neurons: int,
+    *,
+    rng: np.random.Generator,
+    device: torch.device | str = "cpu",
+    epochs: int = 2000,
+) -> np.ndarray:
     """One run of the paper's FSNet; its importances, float64 (p,) (see the module docstring)."""
     if n_neurons < 1:
         raise ValueError(f"n_neurons must be positive, got {n_neurons}")
@@ -293,8 +344,19 @@ def fit_fsnet_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, rng: np.rand
         logit, recon = net(xb)
         return F.binary_cross_entropy_with_logits(logit, yb.to(logit.dtype)) + 10.0 * F.mse_loss(recon, xb)
 
-    net = _fit_2023(build, X, y, loss, rng=rng, device=device, epochs=epochs, batch_size=64, lr=5e-3,
-                    weight_decay=1e-6, plateau=True)
+    net = _fit_2023(
+        build,
+        X,
+        y,
+        loss,
+        rng=rng,
+        device=device,
+        epochs=epochs,
+        batch_size=64,
+        lr=5e-3,
+        weight_decay=1e-6,
+        plateau=True,
+    )
     return net.importances()
 
 
@@ -309,5 +371,6 @@ def fit_fsnet_2023(X: np.ndarray, y: np.ndarray, n_neurons: int, *, rng: np.rand
 def fsnet_2023(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """Mean selection probabilities, shape (p,), non-negative; see the module docstring."""
     k, p = _true_k(data), data.n_features
-    return fit_fsnet_2023(data.X_train, data.y_train, min(2 * k, p), rng=rng,
-                          device=select_device(models.settings.device))
+    return fit_fsnet_2023(
+        data.X_train, data.y_train, min(2 * k, p), rng=rng, device=select_device(models.settings.device)
+    )

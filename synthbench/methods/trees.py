@@ -12,15 +12,18 @@ from __future__ import annotations
 import numpy as np
 from sklearn.inspection import permutation_importance
 
-from synthbench.protocol import FoldData
-from synthbench.protocol import MethodOutput
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
+from synthbench.protocol import FoldData, MethodOutput
 
 
-@register_method("rf", description="random forest impurity importance (mean decrease in Gini), 500 trees",
-                 reference="Breiman 2001 (Machine Learning); scikit-learn RandomForestClassifier", needs=("forest",),
-                 default=False)
+@register_method(
+    "rf",
+    description="random forest impurity importance (mean decrease in Gini), 500 trees",
+    reference="Breiman 2001 (Machine Learning); scikit-learn RandomForestClassifier",
+    needs=("forest",),
+    default=False,
+)
 def rf_impurity(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """The forest's ``feature_importances_``, shape ``(p,)``, non-negative."""
     return models.get("forest").feature_importances_
@@ -41,8 +44,12 @@ def rf_permutation(data: FoldData, models: SharedModels, rng: np.random.Generato
     Signed: a negative value means shuffling helped; the scorer uses ``|score|``.
     """
     result = permutation_importance(
-        models.get("forest"), data.X_explain, data.y_explain,
-        n_repeats=n_repeats, random_state=int(rng.integers(2**31 - 1)), n_jobs=1,
+        models.get("forest"),
+        data.X_explain,
+        data.y_explain,
+        n_repeats=n_repeats,
+        random_state=int(rng.integers(2**31 - 1)),
+        n_jobs=1,
     )
     return result.importances_mean
 
@@ -70,9 +77,20 @@ def treeshap(data: FoldData, models: SharedModels, rng: np.random.Generator, *, 
 
 
 _TREESHAP = "Lundberg et al. 2020 (Nature Machine Intelligence); shap TreeExplainer"
-register_method("treeshap", description="TreeSHAP (shap.TreeExplainer) on the forest; mean |SHAP| over the explained rows",
-                reference=_TREESHAP, needs=("forest",), maps=True, default=False)(treeshap)
-register_method("treeshap_all_rows", description="TreeSHAP on the forest; mean |SHAP| over the training and held-out "
-                "rows together (as the 2023 benchmark)", reference=f"{_TREESHAP}; {AS_RUN_2023}", needs=("forest",),
-                default=False,
-                params={"rows": "train_and_test"})(treeshap)
+register_method(
+    "treeshap",
+    description="TreeSHAP (shap.TreeExplainer) on the forest; mean |SHAP| over the explained rows",
+    reference=_TREESHAP,
+    needs=("forest",),
+    maps=True,
+    default=False,
+)(treeshap)
+register_method(
+    "treeshap_all_rows",
+    description="TreeSHAP on the forest; mean |SHAP| over the training and held-out "
+    "rows together (as the 2023 benchmark)",
+    reference=f"{_TREESHAP}; {AS_RUN_2023}",
+    needs=("forest",),
+    default=False,
+    params={"rows": "train_and_test"},
+)(treeshap)

@@ -6,11 +6,18 @@ its held-out accuracy and AUROC, the fold's learnability ceiling and the model's
 (:mod:`synthbench.models.competence`), so a result can be judged against what the model learned.
 """
 
-from synthbench.models.shared import MODEL_KINDS, ModelKind, SharedModels, TrainSettings, kinds, model_kind, register_model
-
 # Register the built-in kinds.
 from synthbench.models import booster as _booster  # noqa: F401,E402
 from synthbench.models import forest as _forest  # noqa: F401,E402
 from synthbench.models import neural as _neural  # noqa: F401,E402
+from synthbench.models.shared import (
+    MODEL_KINDS,
+    ModelKind,
+    SharedModels,
+    TrainSettings,
+    kinds,
+    model_kind,
+    register_model,
+)
 
 __all__ = ["MODEL_KINDS", "ModelKind", "SharedModels", "TrainSettings", "kinds", "model_kind", "register_model"]

@@ -147,8 +147,15 @@ class TrainedGBM:
         return np.asarray(self.booster.feature_importance(importance_type="gain"), dtype=np.float64)
 
 
-def train_gbm(X_train: np.ndarray, y_train: np.ndarray, *, config: GBMConfig = GBMConfig(), seed: int,
-              n_classes: int | None = None, n_jobs: int = 1) -> TrainedGBM:
+def train_gbm(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    *,
+    config: GBMConfig = GBMConfig(),
+    seed: int,
+    n_classes: int | None = None,
+    n_jobs: int = 1,
+) -> TrainedGBM:
     """Fit a LightGBM booster on ``(X_train, y_train)`` with early stopping on a seeded stratified inner split,
     its inputs screened by successive halving on gain when ``config.screen_keep`` is set.
 
@@ -165,8 +172,9 @@ def train_gbm(X_train: np.ndarray, y_train: np.ndarray, *, config: GBMConfig = G
     rows = np.arange(len(y))
     counts = np.bincount(y, minlength=K)
     stratify = y if counts[counts > 0].min() >= 2 else None
-    fit_rows, val_rows = train_test_split(rows, test_size=config.validation_fraction, random_state=seed,
-                                          stratify=stratify)
+    fit_rows, val_rows = train_test_split(
+        rows, test_size=config.validation_fraction, random_state=seed, stratify=stratify
+    )
     params = {
         "objective": "binary" if K == 2 else "multiclass",
         **({} if K == 2 else {"num_class": K}),
@@ -186,8 +194,13 @@ def train_gbm(X_train: np.ndarray, y_train: np.ndarray, *, config: GBMConfig = G
         given[:, features] = X[:, features]
         train_set = lgb.Dataset(given[fit_rows], y[fit_rows], free_raw_data=False)
         valid_set = lgb.Dataset(given[val_rows], y[val_rows], reference=train_set)
-        booster = lgb.train(params, train_set, num_boost_round=config.n_estimators, valid_sets=[valid_set],
-                            callbacks=[lgb.early_stopping(config.early_stopping_rounds, verbose=False)])
+        booster = lgb.train(
+            params,
+            train_set,
+            num_boost_round=config.n_estimators,
+            valid_sets=[valid_set],
+            callbacks=[lgb.early_stopping(config.early_stopping_rounds, verbose=False)],
+        )
         rounds = booster.best_iteration or booster.current_iteration()
         best = lgb.Booster(model_str=booster.model_to_string(num_iteration=rounds))
         loss = booster.best_score["valid_0"][metric] if booster.best_score else np.nan
@@ -200,16 +213,26 @@ def train_gbm(X_train: np.ndarray, y_train: np.ndarray, *, config: GBMConfig = G
     else:
         features, screening = np.arange(X.shape[1], dtype=np.int64), []
         (booster, rounds), _, _ = fit(features)
-    return TrainedGBM(booster, config, rounds, np.sort(val_rows).astype(np.int64), features, tuple(screening),
-                      np.arange(K))
+    return TrainedGBM(
+        booster, config, rounds, np.sort(val_rows).astype(np.int64), features, tuple(screening), np.arange(K)
+    )
 
 
 def train_fold_gbm(data: FoldData, settings: TrainSettings, *, replicate: int = 0) -> TrainedGBM:
-    """The booster of :class:`GBMConfig` trained on the fold's training part, seeded from the fold (and the replicate)."""
+    """The booster of :class:`GBMConfig` trained on the fold's training part, seeded from the fold (and the
+    replicate)."""
     seed = data.random_state("model", "gbm", *((replicate,) if replicate else ()))
     return train_gbm(data.X_train, data.y_train, seed=seed, n_classes=data.n_classes, n_jobs=settings.n_jobs)
 
 
-GBM = register_model(ModelKind("gbm", train_fold_gbm, "gradient-boosted trees (LightGBM), at most 1000 rounds of 0.05, "
-                               "early-stopped on an inner validation split, inputs halved on gain down to one, the "
-                               "round of least validation log-loss kept", ceiling=True, record=screening_record))
+GBM = register_model(
+    ModelKind(
+        "gbm",
+        train_fold_gbm,
+        "gradient-boosted trees (LightGBM), at most 1000 rounds of 0.05, "
+        "early-stopped on an inner validation split, inputs halved on gain down to one, the "
+        "round of least validation log-loss kept",
+        ceiling=True,
+        record=screening_record,
+    )
+)

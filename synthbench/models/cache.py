@@ -49,7 +49,8 @@ def _train_cached(
     device: torch.device,
     trainer: Trainer,
 ) -> TrainedNetwork:
-    """The function ``joblib.Memory`` caches; ``device`` and ``trainer`` (keyed by ``trainer_name``) are not part of the key."""
+    """The function ``joblib.Memory`` caches; ``device`` and ``trainer`` (keyed by ``trainer_name``) are not part of
+    the key."""
     return trainer(X_train, y_train, config=config, seed=seed, device=device, n_classes=n_classes)
 
 
@@ -90,13 +91,25 @@ def cached_train(
     """
     dev = select_device(device)
     if cache_dir is None or epoch_inputs is not None:
-        return trainer(X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes,
-                       epoch_inputs=epoch_inputs)
+        return trainer(
+            X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes, epoch_inputs=epoch_inputs
+        )
     X, y = check_training_data(X_train, y_train, any_shape=True)
     memory = joblib.Memory(str(cache_dir), verbose=0)
     cached = memory.cache(_train_cached, ignore=["device", "trainer"])
-    model = cached(f"{trainer.__module__}.{trainer.__qualname__}", X, y, config, int(seed), n_classes, dev.type,
-                   torch.__version__, TRAINING_VERSION, dev, trainer)
+    model = cached(
+        f"{trainer.__module__}.{trainer.__qualname__}",
+        X,
+        y,
+        config,
+        int(seed),
+        n_classes,
+        dev.type,
+        torch.__version__,
+        TRAINING_VERSION,
+        dev,
+        trainer,
+    )
     if model.device != dev:
         model.module.to(dev)
         model.device = dev
@@ -107,8 +120,12 @@ def cached_train(
 _CEILING_PACKAGES = ("numpy", "scikit-learn", "lightgbm")
 
 
-def cached_ceiling(data: FoldData, kinds: Iterable[str], compute: Callable[[], Ceiling], cache_dir: str | Path,
-                   ) -> Ceiling:
+def cached_ceiling(
+    data: FoldData,
+    kinds: Iterable[str],
+    compute: Callable[[], Ceiling],
+    cache_dir: str | Path,
+) -> Ceiling:
     """The fold's ceiling, ``compute()``-d by the first process that asks for it and read from ``cache_dir`` by the
     rest.
 
@@ -120,8 +137,9 @@ def cached_ceiling(data: FoldData, kinds: Iterable[str], compute: Callable[[], C
     ``seconds`` this call spent (waiting and reading), not those of the trainings.
     """
     t0 = time.perf_counter()
-    key = joblib.hash((data, sorted(kinds), __version__, CEILING_VERSION,
-                       list(installed_versions(_CEILING_PACKAGES).items())))
+    key = joblib.hash(
+        (data, sorted(kinds), __version__, CEILING_VERSION, list(installed_versions(_CEILING_PACKAGES).items()))
+    )
     folder = Path(cache_dir) / "ceilings"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key}.json"

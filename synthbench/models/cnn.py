@@ -71,8 +71,9 @@ def cnn_layers(model: TrainedCNN) -> tuple[Layer, ...]:
     return sequential_layers(model.module, initialise_layer)
 
 
-def build_cnn(input_shape: tuple[int, int, int], n_classes: int, config: CNNConfig = CNNConfig(), *,
-              generator: torch.Generator) -> nn.Sequential:
+def build_cnn(
+    input_shape: tuple[int, int, int], n_classes: int, config: CNNConfig = CNNConfig(), *, generator: torch.Generator
+) -> nn.Sequential:
     """A fresh CNN for ``(C, H, W)`` inputs and ``n_classes >= 2`` logits, initialised from ``generator``."""
     c, h, w = (int(d) for d in input_shape)
     if n_classes < 2 or not config.channels or config.kernel < 1 or config.hidden < 1:
@@ -81,15 +82,21 @@ def build_cnn(input_shape: tuple[int, int, int], n_classes: int, config: CNNConf
         raise ValueError(f"global_pool must be 'max' or 'avg', got {config.global_pool!r}")
     layers: list[nn.Module] = []
     for i, width in enumerate(config.channels):
-        layers += [_init(skip_init(nn.Conv2d, c, width, config.kernel, padding=config.kernel // 2), generator),
-                   nn.ReLU()]
+        layers += [
+            _init(skip_init(nn.Conv2d, c, width, config.kernel, padding=config.kernel // 2), generator),
+            nn.ReLU(),
+        ]
         c = width
         if i < len(config.channels) - 1 and min(h, w) >= 2:
             layers.append(nn.MaxPool2d(2))
             h, w = h // 2, w // 2
     layers.append(nn.MaxPool2d((h, w)) if config.global_pool == "max" else nn.AvgPool2d((h, w)))
-    layers += [nn.Flatten(), _init(skip_init(nn.Linear, c, config.hidden), generator), nn.ReLU(),
-               _init(skip_init(nn.Linear, config.hidden, n_classes), generator)]
+    layers += [
+        nn.Flatten(),
+        _init(skip_init(nn.Linear, c, config.hidden), generator),
+        nn.ReLU(),
+        _init(skip_init(nn.Linear, config.hidden, n_classes), generator),
+    ]
     return nn.Sequential(*layers)
 
 
@@ -160,10 +167,29 @@ def train_cnn(
         machine and torch build.
     """
     shape = cast(tuple[int, int, int], tuple(int(d) for d in np.shape(X_train)[1:]))  # fit_classifier checks it
-    result, dev, k = fit_classifier(lambda generator, k: build_cnn(shape, k, config, generator=generator), X_train,
-                                    y_train, config=config.train, seed=seed, device=device, n_classes=n_classes,
-                                    num_threads=num_threads, epoch_inputs=epoch_inputs, input_ndim=4)
-    log.debug("trained CNN %s on %d images: %d epochs, best %d", shape, len(y_train), result.epochs_run,
-              result.best_epoch)
-    return TrainedCNN(cast(nn.Sequential, result.module), config, shape, result.epochs_run, result.best_epoch,
-                      result.history, result.validation_indices, dev, np.arange(k))
+    result, dev, k = fit_classifier(
+        lambda generator, k: build_cnn(shape, k, config, generator=generator),
+        X_train,
+        y_train,
+        config=config.train,
+        seed=seed,
+        device=device,
+        n_classes=n_classes,
+        num_threads=num_threads,
+        epoch_inputs=epoch_inputs,
+        input_ndim=4,
+    )
+    log.debug(
+        "trained CNN %s on %d images: %d epochs, best %d", shape, len(y_train), result.epochs_run, result.best_epoch
+    )
+    return TrainedCNN(
+        cast(nn.Sequential, result.module),
+        config,
+        shape,
+        result.epochs_run,
+        result.best_epoch,
+        result.history,
+        result.validation_indices,
+        dev,
+        np.arange(k),
+    )

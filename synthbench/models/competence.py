@@ -36,9 +36,19 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 from synthbench.defaults import COMPETENCE_THRESHOLD, check_threshold
 from synthbench.protocol import FoldData
 
-__all__ = ["Ceiling", "CEILING_VERSION", "learnability_ceiling", "competence", "competence_fields", "competent",
-           "check_threshold",
-           "COMPETENCE_THRESHOLD", "chance_rate", "held_out_quality", "relevant_only"]
+__all__ = [
+    "Ceiling",
+    "CEILING_VERSION",
+    "learnability_ceiling",
+    "competence",
+    "competence_fields",
+    "competent",
+    "check_threshold",
+    "COMPETENCE_THRESHOLD",
+    "chance_rate",
+    "held_out_quality",
+    "relevant_only",
+]
 
 
 #: Part of the ceiling cache's key (:func:`~synthbench.models.cache.cached_ceiling`); bump it whenever a change moves
@@ -99,9 +109,13 @@ def relevant_only(data: FoldData) -> FoldData:
         raise ValueError("only a table with global truth can be restricted to its relevant columns")
     cols = np.flatnonzero(data.relevant)
     return dataclasses.replace(
-        data, X_train=np.ascontiguousarray(data.X_train[:, cols]), X_test=np.ascontiguousarray(data.X_test[:, cols]),
-        X_explain=np.ascontiguousarray(data.X_explain[:, cols]), relevant=np.ones(len(cols), dtype=bool),
-        relevant_local=None if data.relevant_local is None else data.relevant_local[:, cols])
+        data,
+        X_train=np.ascontiguousarray(data.X_train[:, cols]),
+        X_test=np.ascontiguousarray(data.X_test[:, cols]),
+        X_explain=np.ascontiguousarray(data.X_explain[:, cols]),
+        relevant=np.ones(len(cols), dtype=bool),
+        relevant_local=None if data.relevant_local is None else data.relevant_local[:, cols],
+    )
 
 
 def held_out_quality(model: Any, data: FoldData) -> dict[str, float]:
@@ -138,7 +152,8 @@ def learnability_ceiling(data: FoldData, trainers: Mapping[str, Callable[[FoldDa
 
 def competence(accuracy: float, ceiling: Ceiling) -> float | None:
     """``(accuracy - chance) / (ceiling - chance)``; None without a ceiling. Where the ceiling does not clear chance
-    (:attr:`Ceiling.learnable`) nothing is learnable on the fold at this sample size, and every model's competence is 0."""
+    (:attr:`Ceiling.learnable`) nothing is learnable on the fold at this sample size, and every model's competence
+    is 0."""
     if ceiling.learnable is None:
         return None
     if not ceiling.learnable or ceiling.value is None:  # a ceiling is learnable only with a value
@@ -148,12 +163,19 @@ def competence(accuracy: float, ceiling: Ceiling) -> float | None:
 
 def competence_fields(quality: dict[str, float], ceiling: Ceiling) -> dict[str, Any]:
     """What a model's record carries of the ceiling beside its own held-out quality (JSON-ready, None for unknown)."""
-    return {"chance": ceiling.chance, "ceiling_accuracy": ceiling.value, "ceiling_model": ceiling.model,
-            "ceiling_auroc": ceiling.auroc, "bayes_accuracy": ceiling.bayes_accuracy,
-            "ceiling_seconds": ceiling.seconds, "competence": competence(quality["test_accuracy"], ceiling)}
+    return {
+        "chance": ceiling.chance,
+        "ceiling_accuracy": ceiling.value,
+        "ceiling_model": ceiling.model,
+        "ceiling_auroc": ceiling.auroc,
+        "bayes_accuracy": ceiling.bayes_accuracy,
+        "ceiling_seconds": ceiling.seconds,
+        "competence": competence(quality["test_accuracy"], ceiling),
+    }
 
 
 def competent(info: dict[str, Any], threshold: float = COMPETENCE_THRESHOLD) -> bool | None:
-    """Whether a model record (:meth:`SharedModels.get`'s ``info``) reaches ``threshold``; None when its competence is unknown."""
+    """Whether a model record (:meth:`SharedModels.get`'s ``info``) reaches ``threshold``; None when its competence
+    is unknown."""
     value = info.get("competence")
     return None if value is None else bool(value >= threshold)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sklearn.ensemble import RandomForestClassifier
 
-from synthbench.protocol import FoldData
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
+from synthbench.protocol import FoldData
 
 N_TREES = 500
 
@@ -21,5 +21,6 @@ def train_forest(data: FoldData, settings: TrainSettings, *, replicate: int = 0)
     return model.fit(data.X_train, data.y_train)
 
 
-FOREST = register_model(ModelKind("forest", train_forest, "random forest, 500 trees, scikit-learn defaults",
-                                 ceiling=True))
+FOREST = register_model(
+    ModelKind("forest", train_forest, "random forest, 500 trees, scikit-learn defaults", ceiling=True)
+)

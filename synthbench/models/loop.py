@@ -41,10 +41,23 @@ from torch import nn
 from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.layers import seed_noise_layers
 
-__all__ = ["TrainConfig", "NetworkConfig", "TrainResult", "Penalty", "BatchLoss", "EpochInputs", "classification_loss",
-           "fit_network", "fit_classifier", "first_linear",
-           "plateau_2023", "check_training_data", "n_classes_of", "TRAINING_VERSION",
-           "PREDICT_BATCH"]
+__all__ = [
+    "TrainConfig",
+    "NetworkConfig",
+    "TrainResult",
+    "Penalty",
+    "BatchLoss",
+    "EpochInputs",
+    "classification_loss",
+    "fit_network",
+    "fit_classifier",
+    "first_linear",
+    "plateau_2023",
+    "check_training_data",
+    "n_classes_of",
+    "TRAINING_VERSION",
+    "PREDICT_BATCH",
+]
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +82,9 @@ def _adam(param_groups: list[dict], lr: float, eps: float = 1e-8, fused: bool = 
     return torch.optim.Adam(param_groups, lr=lr, eps=eps)
 
 
-def check_training_data(X_train: np.ndarray, y_train: np.ndarray, *, any_shape: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def check_training_data(
+    X_train: np.ndarray, y_train: np.ndarray, *, any_shape: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """``X`` as contiguous float32 (2-D unless ``any_shape``) and ``y`` as int64 labels, or ValueError."""
     X = np.ascontiguousarray(X_train, dtype=np.float32)
     y = np.asarray(y_train)
@@ -161,7 +176,6 @@ class TrainConfig:
     l1_first_layer: float = 0.0
 
 
-
 class NetworkConfig:
     """Base of a network's config dataclass: its architecture fields and ``train``, its one :class:`TrainConfig`.
 
@@ -176,11 +190,17 @@ class NetworkConfig:
     train: TrainConfig
 
     def to_dict(self) -> dict[str, Any]:
-        own = {f.name: getattr(self, f.name) for f in fields(cast(Any, self))  # a subclass is the dataclass
-               if f.name != "train" and not (f.name in self.record_omits and getattr(self, f.name) == f.default)}
+        own = {
+            f.name: getattr(self, f.name)
+            for f in fields(cast(Any, self))  # a subclass is the dataclass
+            if f.name != "train" and not (f.name in self.record_omits and getattr(self, f.name) == f.default)
+        }
         default = TrainConfig()
-        training = {f.name: getattr(self.train, f.name) for f in fields(TrainConfig)
-                    if not (f.name in self.record_omits and getattr(self.train, f.name) == getattr(default, f.name))}
+        training = {
+            f.name: getattr(self.train, f.name)
+            for f in fields(TrainConfig)
+            if not (f.name in self.record_omits and getattr(self.train, f.name) == getattr(default, f.name))
+        }
         return {**own, **training}
 
     @classmethod
@@ -226,24 +246,37 @@ def plateau_2023(optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.R
     """The 2023 code's schedule: torch's ReduceLROnPlateau (factor 0.9, patience 10, relative
     threshold 1e-4, cooldown 5, floor 1e-5), to be stepped on each epoch's summed training loss."""
     return torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, mode="min", factor=0.9, patience=10, threshold=1e-4, threshold_mode="rel", cooldown=5,
-        min_lr=1e-5, eps=1e-8)
+        optimizer,
+        mode="min",
+        factor=0.9,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=5,
+        min_lr=1e-5,
+        eps=1e-8,
+    )
 
 
 def _check_config(config: TrainConfig) -> None:
     if config.batch_size < 1 or config.max_epochs < 1 or config.patience < 1:
         raise ValueError("batch_size, max_epochs and patience must be positive")
-    choices = {"stopping": ("previous", "best"), "monitor": ("loss", "auroc"),
-               "validation": ("clean", "noisy_batches", "none"), "restore": ("best", "last"),
-               "lr_schedule": ("constant", "plateau2023")}
+    choices = {
+        "stopping": ("previous", "best"),
+        "monitor": ("loss", "auroc"),
+        "validation": ("clean", "noisy_batches", "none"),
+        "restore": ("best", "last"),
+        "lr_schedule": ("constant", "plateau2023"),
+    }
     for name, valid in choices.items():
         if getattr(config, name) not in valid:
             raise ValueError(f"{name} must be one of {valid}, got {getattr(config, name)!r}")
     if config.l1_first_layer < 0:
         raise ValueError(f"l1_first_layer must be non-negative, got {config.l1_first_layer}")
     if config.validation == "none" and config.restore != "last":
-        raise ValueError("validation='none' trains without held-out rows and keeps the last weights; "
-                         "set restore='last'")
+        raise ValueError(
+            "validation='none' trains without held-out rows and keeps the last weights; set restore='last'"
+        )
 
 
 def first_linear(module: nn.Module) -> nn.Linear:
@@ -282,8 +315,9 @@ def _auroc(logits: torch.Tensor, y: torch.Tensor) -> float:
     return float((ranks[positive].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
-def _validate(module: nn.Module, X_val: torch.Tensor, y_val: torch.Tensor, config: TrainConfig,
-              generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _validate(
+    module: nn.Module, X_val: torch.Tensor, y_val: torch.Tensor, config: TrainConfig, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The epoch's validation loss as ``config.validation`` says, and the clean logits when stopping watches AUROC.
 
     ``"noisy_batches"`` (the 2023 code): measured before switching to eval mode, so the input
@@ -297,8 +331,10 @@ def _validate(module: nn.Module, X_val: torch.Tensor, y_val: torch.Tensor, confi
             order = torch.randperm(n_val, generator=generator, device=X_val.device)
             Xv, yv = X_val[order], y_val[order]
             # summed in order as the 2023 code did (a tensor: there is at least one batch)
-            loss = cast(torch.Tensor, sum(classification_loss(module(Xv[s : s + bs]), yv[s : s + bs])
-                                          for s in range(0, n_val, bs)))
+            loss = cast(
+                torch.Tensor,
+                sum(classification_loss(module(Xv[s : s + bs]), yv[s : s + bs]) for s in range(0, n_val, bs)),
+            )
         module.eval()
         logits = None
         if config.monitor == "auroc" or config.validation == "clean":
@@ -404,8 +440,11 @@ def fit_network(
     own = {id(q) for q in gate_params}
     groups = [
         {"params": [q for q in module.parameters() if id(q) not in own], "weight_decay": config.weight_decay},
-        {"params": [q for q in module.parameters() if id(q) in own], "weight_decay": 0.0,
-         "lr": config.lr if gate_lr is None else float(gate_lr)},
+        {
+            "params": [q for q in module.parameters() if id(q) in own],
+            "weight_decay": 0.0,
+            "lr": config.lr if gate_lr is None else float(gate_lr),
+        },
     ]
     optimizer = _adam([g for g in groups if g["params"]], config.lr, config.adam_eps, config.fused_adam)
     scheduler = plateau_2023(optimizer) if config.lr_schedule == "plateau2023" else None
@@ -477,11 +516,11 @@ def fit_network(
     if best_state:
         module.load_state_dict(best_state)
     elif config.restore == "best":
-        log.warning("training: no finite validation value in %d epochs; keeping the last weights",
-                    len(history["train_loss"]))
+        log.warning(
+            "training: no finite validation value in %d epochs; keeping the last weights", len(history["train_loss"])
+        )
     module.eval()
-    return TrainResult(module, len(history["train_loss"]), best_epoch, history,
-                       val_idx.numpy().astype(np.int64), step)
+    return TrainResult(module, len(history["train_loss"]), best_epoch, history, val_idx.numpy().astype(np.int64), step)
 
 
 def fit_classifier(
@@ -514,8 +553,17 @@ def fit_classifier(
     dev = select_device(device)
     with cpu_threads(dev, num_threads):
         gen = torch.Generator().manual_seed(int(seed))
-        result = fit_network(build(gen, k), X, y, config=config, generator=gen, device=dev,
-                             epoch_inputs=epoch_inputs, penalty=penalty, validation_rows=validation_rows)
+        result = fit_network(
+            build(gen, k),
+            X,
+            y,
+            config=config,
+            generator=gen,
+            device=dev,
+            epoch_inputs=epoch_inputs,
+            penalty=penalty,
+            validation_rows=validation_rows,
+        )
     return result, dev, k
 
 

@@ -93,8 +93,11 @@ class MLPConfig(NetworkConfig):
     screen_keep: float = 0.0
     train: TrainConfig = TrainConfig()
 
-    record_omits: ClassVar[tuple[str, ...]] = NetworkConfig.record_omits + ("basis_knots", "group_penalty",
-                                                                            "screen_keep")
+    record_omits: ClassVar[tuple[str, ...]] = NetworkConfig.record_omits + (
+        "basis_knots",
+        "group_penalty",
+        "screen_keep",
+    )
 
     @property
     def n_layers(self) -> int:
@@ -118,8 +121,9 @@ BIAS_INIT = 1e-3
 def check_config(config: MLPConfig) -> None:
     """ValueError for a config no MLP can be built or trained from (the grouped fields' ranges and combinations)."""
     if config.basis_knots < 0 or config.group_penalty < 0:
-        raise ValueError(f"basis_knots and group_penalty must be non-negative, got {config.basis_knots}, "
-                         f"{config.group_penalty}")
+        raise ValueError(
+            f"basis_knots and group_penalty must be non-negative, got {config.basis_knots}, {config.group_penalty}"
+        )
     if config.screen_keep and not 0.0 < config.screen_keep < 1.0:
         raise ValueError(f"screen_keep must be 0 (no screening) or lie in (0, 1), got {config.screen_keep}")
     if (config.group_penalty or config.screen_keep) and not config.basis_knots:
@@ -134,9 +138,15 @@ def check_config(config: MLPConfig) -> None:
 BASIS_LAYER = "1"
 
 
-def build_mlp(n_features: int, config: MLPConfig = MLPConfig(), *, generator: torch.Generator | None = None,
-              n_outputs: int = 1, knots: np.ndarray | None = None, features: np.ndarray | None = None,
-              ) -> nn.Sequential:
+def build_mlp(
+    n_features: int,
+    config: MLPConfig = MLPConfig(),
+    *,
+    generator: torch.Generator | None = None,
+    n_outputs: int = 1,
+    knots: np.ndarray | None = None,
+    features: np.ndarray | None = None,
+) -> nn.Sequential:
     """A fresh MLP for ``n_features`` inputs, initialised from ``generator`` as the 2023 benchmark does.
 
     Returns an ``nn.Sequential``: ``GaussianNoise``, with ``config.basis_knots`` the fixed hinge
@@ -197,8 +207,14 @@ def _n_outputs(n_classes: int) -> int:
     return 1 if n_classes <= 2 else int(n_classes)
 
 
-def build_seeded_mlp(n_features: int, config: MLPConfig, generator: torch.Generator, n_outputs: int = 1,
-                     knots: np.ndarray | None = None, features: np.ndarray | None = None) -> nn.Sequential:
+def build_seeded_mlp(
+    n_features: int,
+    config: MLPConfig,
+    generator: torch.Generator,
+    n_outputs: int = 1,
+    knots: np.ndarray | None = None,
+    features: np.ndarray | None = None,
+) -> nn.Sequential:
     """``build_mlp`` without side effects on torch's global generator.
 
     ``nn.Linear``'s constructor draws a default initialisation from the global generator
@@ -272,8 +288,13 @@ class TrainedMLP(TrainedNetwork):
         return super().predict_proba(X)
 
     def _architecture(self) -> nn.Module:
-        return build_seeded_mlp(self.n_features_in_, self.config, torch.Generator().manual_seed(0),
-                                n_outputs=_n_outputs(len(self.classes_)), features=self.features)
+        return build_seeded_mlp(
+            self.n_features_in_,
+            self.config,
+            torch.Generator().manual_seed(0),
+            n_outputs=_n_outputs(len(self.classes_)),
+            features=self.features,
+        )
 
 
 def train_mlp(
@@ -332,24 +353,51 @@ def train_mlp(
     p = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 0
     check_config(config)
     if config.basis_knots:
-        return _train_grouped(X_train, y_train, config=config, seed=seed, device=device, num_threads=num_threads,
-                              n_classes=n_classes, epoch_inputs=epoch_inputs)
+        return _train_grouped(
+            X_train,
+            y_train,
+            config=config,
+            seed=seed,
+            device=device,
+            num_threads=num_threads,
+            n_classes=n_classes,
+            epoch_inputs=epoch_inputs,
+        )
 
     def build(generator: torch.Generator, k: int) -> nn.Sequential:
         return build_seeded_mlp(p, config, generator, n_outputs=_n_outputs(k))
 
-    result, dev, k = fit_classifier(build, X_train, y_train, config=config.train, seed=seed, device=device,
-                                    n_classes=n_classes, num_threads=num_threads, epoch_inputs=epoch_inputs)
+    result, dev, k = fit_classifier(
+        build,
+        X_train,
+        y_train,
+        config=config.train,
+        seed=seed,
+        device=device,
+        n_classes=n_classes,
+        num_threads=num_threads,
+        epoch_inputs=epoch_inputs,
+    )
     log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, len(y_train), result.epochs_run, result.best_epoch)
     return _trained(result.module, result, config, p, dev, k)
 
 
-def _trained(module: nn.Module, result: TrainResult, config: MLPConfig, p: int, dev: torch.device, k: int,
-             **chosen: Any) -> TrainedMLP:
+def _trained(
+    module: nn.Module, result: TrainResult, config: MLPConfig, p: int, dev: torch.device, k: int, **chosen: Any
+) -> TrainedMLP:
     """The :class:`TrainedMLP` of ``module`` (in eval mode, on ``dev``), with ``result``'s training record."""
-    return TrainedMLP(module=cast(nn.Sequential, module), config=config, n_features_in_=p, epochs_run=result.epochs_run,
-                      best_epoch=result.best_epoch, history=result.history,
-                      validation_indices=result.validation_indices, device=dev, classes_=np.arange(k), **chosen)
+    return TrainedMLP(
+        module=cast(nn.Sequential, module),
+        config=config,
+        n_features_in_=p,
+        epochs_run=result.epochs_run,
+        best_epoch=result.best_epoch,
+        history=result.history,
+        validation_indices=result.validation_indices,
+        device=dev,
+        classes_=np.arange(k),
+        **chosen,
+    )
 
 
 #: Scale of the drawn initialisation of a basis network's first trained layer (see :func:`_train_grouped`).
@@ -365,9 +413,17 @@ def _monitored(result: TrainResult, config: TrainConfig) -> float:
     return -float(result.history["val_loss"][result.best_epoch])
 
 
-def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfig, seed: int,
-                   device: str | torch.device, num_threads: int | None, n_classes: int | None,
-                   epoch_inputs: EpochInputs | None) -> TrainedMLP:
+def _train_grouped(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    *,
+    config: MLPConfig,
+    seed: int,
+    device: str | torch.device,
+    num_threads: int | None,
+    n_classes: int | None,
+    epoch_inputs: EpochInputs | None,
+) -> TrainedMLP:
     """:func:`train_mlp` with a hinge basis (see the module docstring).
 
     The network after the basis (a plain MLP of the basis units) trains on the units computed
@@ -389,14 +445,19 @@ def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfi
     after = replace(config, basis_knots=0, group_penalty=0.0, screen_keep=0.0)
     penalty = None
     if config.group_penalty:
+
         def penalty(module: nn.Module, xb: torch.Tensor, loss: torch.Tensor) -> torch.Tensor:
             return config.group_penalty * group_norms(first_linear(module).weight, units, eps=1e-12).sum()
+
     held: list[np.ndarray] = []
 
     def fit(features: np.ndarray) -> tuple[tuple[TrainResult, torch.device, int], float, np.ndarray]:
         cols = group_columns(features, units)
-        inputs = None if epoch_inputs is None else (
-            lambda epoch: expand(np.asarray(epoch_inputs(epoch))[:, features], knots[features]))
+        inputs = (
+            None
+            if epoch_inputs is None
+            else (lambda epoch: expand(np.asarray(epoch_inputs(epoch))[:, features], knots[features]))
+        )
 
         def build(gen: torch.Generator, k: int) -> nn.Sequential:
             net = build_seeded_mlp(len(cols), after, gen, n_outputs=_n_outputs(k))
@@ -405,8 +466,18 @@ def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfi
             return net
 
         result, dev, k = fit_classifier(
-            build, Z[:, cols], y, config=config.train, seed=seed, device=device, n_classes=n_classes,
-            num_threads=num_threads, epoch_inputs=inputs, penalty=penalty, validation_rows=held[0] if held else None)
+            build,
+            Z[:, cols],
+            y,
+            config=config.train,
+            seed=seed,
+            device=device,
+            n_classes=n_classes,
+            num_threads=num_threads,
+            epoch_inputs=inputs,
+            penalty=penalty,
+            validation_rows=held[0] if held else None,
+        )
         if not held:
             held.append(result.validation_indices)
         with torch.no_grad():
@@ -420,8 +491,9 @@ def _train_grouped(X_train: np.ndarray, y_train: np.ndarray, *, config: MLPConfi
         features = np.arange(p)
         (result, dev, k), _, _ = fit(features)
         screening = []
-    module = build_seeded_mlp(p, config, torch.Generator().manual_seed(0), n_outputs=_n_outputs(k),
-                              knots=knots[features], features=features)
+    module = build_seeded_mlp(
+        p, config, torch.Generator().manual_seed(0), n_outputs=_n_outputs(k), knots=knots[features], features=features
+    )
     trained = [m for m in module if isinstance(m, nn.Linear) and m.weight.requires_grad]
     with torch.no_grad():
         fitted = cast(nn.Sequential, result.module)  # built by build_seeded_mlp

@@ -23,8 +23,16 @@ from synthbench.protocol import FoldData
 __all__ = ["train_fold_mlp", "train_fold_cnn", "MLP", "CNN"]
 
 
-def _train_fold(kind: str, trainer: Trainer, data: FoldData, settings: TrainSettings, preset: str, replicate: int,
-                epoch_inputs: EpochInputs | None, training: Mapping[str, Any] | None):
+def _train_fold(
+    kind: str,
+    trainer: Trainer,
+    data: FoldData,
+    settings: TrainSettings,
+    preset: str,
+    replicate: int,
+    epoch_inputs: EpochInputs | None,
+    training: Mapping[str, Any] | None,
+):
     chosen = get_preset(preset)
     if chosen.kind != kind:
         raise ValueError(f"preset {preset!r} configures a {chosen.kind}, not a {kind}")
@@ -32,14 +40,27 @@ def _train_fold(kind: str, trainer: Trainer, data: FoldData, settings: TrainSett
     if training:
         config = dataclasses.replace(config, train=dataclasses.replace(config.train, **training))
     return cached_train(
-        trainer, data.X_train, data.y_train, config=config, n_classes=data.n_classes,
+        trainer,
+        data.X_train,
+        data.y_train,
+        config=config,
+        n_classes=data.n_classes,
         seed=data.random_state("model", kind, *((replicate,) if replicate else ())),
-        device=select_device(settings.device), cache_dir=settings.cache_dir, epoch_inputs=epoch_inputs,
+        device=select_device(settings.device),
+        cache_dir=settings.cache_dir,
+        epoch_inputs=epoch_inputs,
     )
 
 
-def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESET, *, replicate: int = 0,
-                   epoch_inputs: EpochInputs | None = None, training: Mapping[str, Any] | None = None):
+def train_fold_mlp(
+    data: FoldData,
+    settings: TrainSettings,
+    preset: str = DEFAULT_PRESET,
+    *,
+    replicate: int = 0,
+    epoch_inputs: EpochInputs | None = None,
+    training: Mapping[str, Any] | None = None,
+):
     """The MLP of ``preset`` (:mod:`synthbench.models.presets`) trained on the fold's training part.
 
     Seeded from the fold (the same seed for every preset) and, for ``replicate > 0``, the
@@ -52,9 +73,15 @@ def train_fold_mlp(data: FoldData, settings: TrainSettings, preset: str = DEFAUL
     return _train_fold("mlp", train_mlp, data, settings, preset, replicate, epoch_inputs, training)
 
 
-def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAULT_PRESETS["cnn"], *,
-                   replicate: int = 0, epoch_inputs: EpochInputs | None = None,
-                   training: Mapping[str, Any] | None = None):
+def train_fold_cnn(
+    data: FoldData,
+    settings: TrainSettings,
+    preset: str = DEFAULT_PRESETS["cnn"],
+    *,
+    replicate: int = 0,
+    epoch_inputs: EpochInputs | None = None,
+    training: Mapping[str, Any] | None = None,
+):
     """The CNN of ``preset`` trained on the fold's training images, seeded and cached like :func:`train_fold_mlp`.
 
     Returns a :class:`~synthbench.models.cnn.TrainedCNN` with one logit per class of the data set.
@@ -62,9 +89,29 @@ def train_fold_cnn(data: FoldData, settings: TrainSettings, preset: str = DEFAUL
     return _train_fold("cnn", train_cnn, data, settings, preset, replicate, epoch_inputs, training)
 
 
-MLP = register_model(ModelKind("mlp", train_fold_mlp, "the shared MLP of the cell's preset (see --list)",
-                               accelerated=True, uses_preset=True, epoch_inputs=True, training=True,
-                               layers=mlp_layers, record=screening_record))
-CNN = register_model(ModelKind("cnn", train_fold_cnn, "the shared CNN of the cell's image preset (see --list)",
-                               accelerated=True, uses_preset=True, epoch_inputs=True, training=True, inputs=("image",),
-                               layers=cnn_layers))
+MLP = register_model(
+    ModelKind(
+        "mlp",
+        train_fold_mlp,
+        "the shared MLP of the cell's preset (see --list)",
+        accelerated=True,
+        uses_preset=True,
+        epoch_inputs=True,
+        training=True,
+        layers=mlp_layers,
+        record=screening_record,
+    )
+)
+CNN = register_model(
+    ModelKind(
+        "cnn",
+        train_fold_cnn,
+        "the shared CNN of the cell's image preset (see --list)",
+        accelerated=True,
+        uses_preset=True,
+        epoch_inputs=True,
+        training=True,
+        inputs=("image",),
+        layers=cnn_layers,
+    )
+)

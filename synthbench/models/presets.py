@@ -59,9 +59,18 @@ from synthbench.models.loop import TrainConfig
 from synthbench.models.mlp import MLPConfig
 from synthbench.registry import Registry
 
-__all__ = ["ModelPreset", "PRESETS", "register_preset", "mlp_config",
-           "DEFAULT_PRESET", "DEFAULT_PRESETS", "RUN_PRESETS",
-           "preset_names", "get_preset", "presets_for"]
+__all__ = [
+    "ModelPreset",
+    "PRESETS",
+    "register_preset",
+    "mlp_config",
+    "DEFAULT_PRESET",
+    "DEFAULT_PRESETS",
+    "RUN_PRESETS",
+    "preset_names",
+    "get_preset",
+    "presets_for",
+]
 
 
 @dataclass(frozen=True)
@@ -98,30 +107,56 @@ for _preset in (
         "sparse_mlp",
         "competent, L1-sparse input: 1×256 LeakyReLU, no noise, Adam 3e-3 with the plateau schedule, L1 3e-4 on the "
         "first layer, stops on validation AUROC (search trial 26)",
-        MLPConfig(width=256, depth=1, noise_sigma=0.0,
-                  train=TrainConfig(lr=3e-3, weight_decay=0.0, l1_first_layer=3e-4, lr_schedule="plateau2023",
-                                    monitor="auroc", stopping="best", patience=30, max_epochs=400)),
+        MLPConfig(
+            width=256,
+            depth=1,
+            noise_sigma=0.0,
+            train=TrainConfig(
+                lr=3e-3,
+                weight_decay=0.0,
+                l1_first_layer=3e-4,
+                lr_schedule="plateau2023",
+                monitor="auroc",
+                stopping="best",
+                patience=30,
+                max_epochs=400,
+            ),
+        ),
     ),
     ModelPreset(
         "screened_mlp",
         "learns what the booster learns: a fixed hinge basis of 6 knots per input, 2×64 ReLU, a group penalty 1e-3 "
         "per input, inputs halved on their group norms down to one and the round chosen on validation AUROC; Adam 2e-3",
-        MLPConfig(width=64, depth=2, activation="relu", noise_sigma=0.0, basis_knots=6, group_penalty=1e-3,
-                  screen_keep=0.5,
-                  train=TrainConfig(lr=2e-3, weight_decay=0.0, monitor="auroc", stopping="best", patience=100,
-                                    max_epochs=300)),
+        MLPConfig(
+            width=64,
+            depth=2,
+            activation="relu",
+            noise_sigma=0.0,
+            basis_knots=6,
+            group_penalty=1e-3,
+            screen_keep=0.5,
+            train=TrainConfig(
+                lr=2e-3, weight_decay=0.0, monitor="auroc", stopping="best", patience=100, max_epochs=300
+            ),
+        ),
     ),
     ModelPreset(
         "dense_mlp",
         "the search's best dense-input MLP: 3×64 LeakyReLU, noise 0.05, Adam 1e-3, weight decay 1e-3, stops on "
         "validation AUROC (search trial 29; learns far less than sparse_mlp)",
-        MLPConfig(width=64, depth=3, noise_sigma=0.05,
-                  train=TrainConfig(lr=1e-3, weight_decay=1e-3, monitor="auroc", stopping="best", patience=30,
-                                    max_epochs=400)),
+        MLPConfig(
+            width=64,
+            depth=3,
+            noise_sigma=0.05,
+            train=TrainConfig(
+                lr=1e-3, weight_decay=1e-3, monitor="auroc", stopping="best", patience=30, max_epochs=400
+            ),
+        ),
     ),
     ModelPreset(
         "cnn",
-        "the image CNN: 3 conv layers (16, 32, 32; 3x3, ReLU, max pooling), global max pooling, 64-unit head, Adam 2e-3",
+        "the image CNN: 3 conv layers (16, 32, 32; 3x3, ReLU, max pooling), global max pooling, 64-unit head, "
+        "Adam 2e-3",
         CNNConfig(),
         kind="cnn",
     ),

@@ -54,9 +54,11 @@ def sequential_layers(module: nn.Sequential, initialise: Initialiser) -> tuple[L
     Every such child is initialised by ``initialise``; normalisation layers
     (:data:`NORMALISATION_LAYERS`) are left out (see the module docstring).
     """
-    return tuple(Layer(name, initialise) for name, child in module.named_children()
-                 if any(q.requires_grad for q in child.parameters(recurse=False))
-                 and not isinstance(child, NORMALISATION_LAYERS))
+    return tuple(
+        Layer(name, initialise)
+        for name, child in module.named_children()
+        if any(q.requires_grad for q in child.parameters(recurse=False)) and not isinstance(child, NORMALISATION_LAYERS)
+    )
 
 
 def randomised(model: Any, layers: Sequence[Layer], names: Iterable[str], seeds: Mapping[str, int]) -> Any:

@@ -37,8 +37,11 @@ class Round(Generic[T]):
     model: T
 
 
-def successive_halving(fit: Callable[[np.ndarray], tuple[T, float, np.ndarray]], n_features: int, keep: float,
-                       ) -> tuple[Round[T], list[tuple[int, float]]]:
+def successive_halving(
+    fit: Callable[[np.ndarray], tuple[T, float, np.ndarray]],
+    n_features: int,
+    keep: float,
+) -> tuple[Round[T], list[tuple[int, float]]]:
     """The best round of halving ``n_features`` inputs, and every round's (input count, score).
 
     Parameters
@@ -83,5 +86,7 @@ def screening_record(model: Any) -> dict[str, Any]:
     model whose ``features`` is None (it reads every input, unscreened)."""
     if model.features is None:
         return {}
-    return {"inputs_read": [int(j) for j in model.features],
-            "screening": [[int(n), float(v) if np.isfinite(v) else None] for n, v in model.screening]}
+    return {
+        "inputs_read": [int(j) for j in model.features],
+        "screening": [[int(n), float(v) if np.isfinite(v) else None] for n, v in model.screening],
+    }

@@ -67,7 +67,8 @@ class ModelKind:
     relevant inputs only; :mod:`synthbench.models.competence`). Only kinds that are cheap to train
     on a few columns and take no preset should declare it.
     ``record``: ``record(model) -> dict`` of JSON values stored with the model's quality in
-    :attr:`SharedModels.info` (what training chose: the screened inputs of the MLP and the booster); None records nothing.
+    :attr:`SharedModels.info` (what training chose: the screened inputs of the MLP and the booster); None records
+    nothing.
     """
 
     name: str
@@ -135,8 +136,11 @@ class SharedModels:
         relevant inputs only with the seed it has on the whole fold. With a disk cache in the settings, once per
         fold whatever the tasks that ask (:func:`~synthbench.models.cache.cached_ceiling`)."""
         if self._ceiling is None:
-            trainers = {name: (lambda d, k=kind: k.train(d, self._settings, replicate=0))
-                        for name, kind in MODEL_KINDS.items() if kind.ceiling and self._data.kind in kind.inputs}
+            trainers = {
+                name: (lambda d, k=kind: k.train(d, self._settings, replicate=0))
+                for name, kind in MODEL_KINDS.items()
+                if kind.ceiling and self._data.kind in kind.inputs
+            }
             compute = partial(learnability_ceiling, self._data, trainers)
             cache = self._settings.cache_dir
             self._ceiling = compute() if cache is None else cached_ceiling(self._data, trainers, compute, cache)
@@ -195,8 +199,14 @@ class SharedModels:
         model_kind(name)  # UnknownName for a kind that is not registered
         return _ModelView(self, {name: model})
 
-    def train_on(self, name: str, data: FoldData, replicate: int = 0,
-                 epoch_inputs: EpochInputs | None = None, training: Mapping[str, Any] | None = None) -> Any:
+    def train_on(
+        self,
+        name: str,
+        data: FoldData,
+        replicate: int = 0,
+        epoch_inputs: EpochInputs | None = None,
+        training: Mapping[str, Any] | None = None,
+    ) -> Any:
         """A fresh model of kind ``name`` trained on ``data`` with this fold's settings and preset; not kept.
 
         ``data`` is this fold changed (remove-and-retrain: inputs replaced); the replicate's seed

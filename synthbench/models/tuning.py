@@ -4,7 +4,8 @@
 call returns the same trials) from a space of :data:`SPACES`, trains each on a *search* part of the fold's
 training rows (itself early-stopped on the inner validation split the trainer draws from it) and
 scores it by accuracy on the rest of the training rows (the *selection* part, stratified and
-seeded). Optuna reports each trial on its own logger (``optuna.logging`` sets how much). The fold's held-out rows (``X_test``, ``y_test``) and explained rows are never read:
+seeded). Optuna reports each trial on its own logger (``optuna.logging`` sets how much). The fold's held-out rows
+(``X_test``, ``y_test``) and explained rows are never read:
 what is chosen cannot have seen the rows a model is judged on. The chosen configuration is then
 meant to be trained on the whole training part, as every preset is.
 
@@ -28,6 +29,7 @@ from synthbench.models.presets import get_preset
 __all__ = ["SPACES", "Space", "Trial", "search_mlp", "config_of"]
 
 log = logging.getLogger(__name__)
+
 
 def _params_of(preset: str, names: tuple[str, ...]) -> dict[str, Any]:
     """The values of ``names`` in a preset's flat configuration."""
@@ -74,10 +76,19 @@ SPACES: dict[str, Space] = {
             "screen_keep": ("float", 0.3, 0.75),
             "patience": ("choice", (40, 100)),
         },
-        {"activation": "relu", "noise_sigma": 0.0, "weight_decay": 0.0, "monitor": "auroc", "stopping": "best",
-         "restore": "best", "max_epochs": 300},
-        first=_params_of("screened_mlp", ("width", "depth", "lr", "batch_size", "basis_knots", "group_penalty",
-                                          "screen_keep", "patience")),
+        {
+            "activation": "relu",
+            "noise_sigma": 0.0,
+            "weight_decay": 0.0,
+            "monitor": "auroc",
+            "stopping": "best",
+            "restore": "best",
+            "max_epochs": 300,
+        },
+        first=_params_of(
+            "screened_mlp",
+            ("width", "depth", "lr", "batch_size", "basis_knots", "group_penalty", "screen_keep", "patience"),
+        ),
     ),
 }
 
@@ -111,8 +122,16 @@ def _suggest(trial: Any, name: str, spec: tuple) -> Any:
     return trial.suggest_float(name, spec[1], spec[2], log=kind == "log")
 
 
-def search_mlp(X_train: np.ndarray, y_train: np.ndarray, *, budget: int, seed: int, selection_fraction: float = 0.25,
-               n_classes: int | None = None, space: str = "plain") -> tuple[MLPConfig, list[Trial]]:
+def search_mlp(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    *,
+    budget: int,
+    seed: int,
+    selection_fraction: float = 0.25,
+    n_classes: int | None = None,
+    space: str = "plain",
+) -> tuple[MLPConfig, list[Trial]]:
     """The best of ``budget`` MLP configurations on a fold's training rows, and every trial.
 
     Parameters

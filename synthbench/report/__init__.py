@@ -17,15 +17,40 @@ drawn or a test computed.
 from synthbench.report.document import Report, build_report, overview_figures, write_report
 from synthbench.report.results import ReportError, Results, load_results
 from synthbench.report.statistics import RankTest, block_means, rank_test
-from synthbench.report.tables import (BREAKPOINT_LEVEL, breakpoints, decoy_table, mean_ci, model_table, pareto_front,
-                                     summary_table)
 from synthbench.report.summary import store_summary
+from synthbench.report.tables import (
+    BREAKPOINT_LEVEL,
+    breakpoints,
+    decoy_table,
+    mean_ci,
+    model_table,
+    pareto_front,
+    summary_table,
+)
 from synthbench.runner.judged import control_verdict
 
-__all__ = ["load_results", "Results", "ReportError", "summary_table", "decoy_table", "model_table", "breakpoints", "mean_ci",
-           "BREAKPOINT_LEVEL", "pareto_front", "rank_test", "RankTest", "block_means", "build_report", "write_report", "Report",
-           "store_summary", "overview_figures",
-           "figures", "control_verdict"]
+__all__ = [
+    "load_results",
+    "Results",
+    "ReportError",
+    "summary_table",
+    "decoy_table",
+    "model_table",
+    "breakpoints",
+    "mean_ci",
+    "BREAKPOINT_LEVEL",
+    "pareto_front",
+    "rank_test",
+    "RankTest",
+    "block_means",
+    "build_report",
+    "write_report",
+    "Report",
+    "store_summary",
+    "overview_figures",
+    "figures",
+    "control_verdict",
+]
 
 
 def __getattr__(name: str):

@@ -44,8 +44,17 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urldefrag
 
-__all__ = ["CHROMIUM_ENV", "CHROMIUM_NAMES", "BrowserError", "Browser", "Page", "find_chromium", "not_found_reason",
-           "install_chromium", "main"]
+__all__ = [
+    "CHROMIUM_ENV",
+    "CHROMIUM_NAMES",
+    "BrowserError",
+    "Browser",
+    "Page",
+    "find_chromium",
+    "not_found_reason",
+    "install_chromium",
+    "main",
+]
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +107,22 @@ def install_chromium(timeout: float = 600.0) -> str:
         command = " ".join(args[1:])
         log.info("running apt-get %s", command)
         try:
-            done = subprocess.run(args, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL,
-                                  timeout=max(deadline - time.monotonic(), 1.0))
+            done = subprocess.run(
+                args,
+                capture_output=True,
+                text=True,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                timeout=max(deadline - time.monotonic(), 1.0),
+            )
         except subprocess.TimeoutExpired:
             raise BrowserError(f"cannot install Chromium: apt-get {command} took more than {timeout:g} s") from None
         if done.returncode != 0:
             output = (done.stderr.strip() or done.stdout.strip()).splitlines()[-3:]
-            raise BrowserError(f"cannot install Chromium: apt-get {command} failed with exit code "
-                               f"{done.returncode}: {' / '.join(output)}")
+            raise BrowserError(
+                f"cannot install Chromium: apt-get {command} failed with exit code "
+                f"{done.returncode}: {' / '.join(output)}"
+            )
     found = find_chromium()
     if found is None:
         raise BrowserError(f"apt-get installed chromium, yet {not_found_reason()}")
@@ -146,8 +163,9 @@ class Browser:
     :class:`BrowserError` when Chromium is not found or does not start.
     """
 
-    def __init__(self, executable: str | None = None, *, width: int = 1280, height: int = 900,
-                 timeout: float = 60.0) -> None:
+    def __init__(
+        self, executable: str | None = None, *, width: int = 1280, height: int = 900, timeout: float = 60.0
+    ) -> None:
         if executable is None:
             executable = find_chromium()
             if executable is None:
@@ -166,23 +184,47 @@ class Browser:
         self._tmpdir = tempfile.mkdtemp(prefix="synthbench-chromium-")
         self.user_data_dir = Path(self._tmpdir) / "profile"
         self._stderr_path = Path(self._tmpdir) / "chromium.log"
-        args = [executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
-                f"--user-data-dir={self.user_data_dir}", "--no-first-run", "--no-default-browser-check",
-                # offline: names resolve to nothing, connections to IP addresses go to a closed port
-                "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9",
-                "--proxy-bypass-list=<-loopback>",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-extensions", "--disable-default-apps", "--disable-crash-reporter", "--disable-breakpad",
-                "--no-service-autorun", "--password-store=basic", "--use-mock-keychain", "--mute-audio",
-                # renderers as children of the browser, which reaps them when it quits (a zygote's are orphaned)
-                "--no-zygote",
-                "--hide-scrollbars", f"--window-size={width},{height}", "about:blank"]
+        args = [
+            executable,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={self.user_data_dir}",
+            "--no-first-run",
+            "--no-default-browser-check",
+            # offline: names resolve to nothing, connections to IP addresses go to a closed port
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--proxy-server=http://127.0.0.1:9",
+            "--proxy-bypass-list=<-loopback>",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--disable-default-apps",
+            "--disable-crash-reporter",
+            "--disable-breakpad",
+            "--no-service-autorun",
+            "--password-store=basic",
+            "--use-mock-keychain",
+            "--mute-audio",
+            # renderers as children of the browser, which reaps them when it quits (a zygote's are orphaned)
+            "--no-zygote",
+            "--hide-scrollbars",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ]
         to_chromium, self._write_fd = os.pipe()
         self._read_fd, from_chromium = os.pipe()
         try:
             with open(self._stderr_path, "wb") as stderr:
-                self.process = subprocess.Popen(["/bin/sh", "-c", _PIPE_SHIM, *args], stdin=to_chromium,
-                                                stdout=from_chromium, stderr=stderr, start_new_session=True)
+                self.process = subprocess.Popen(
+                    ["/bin/sh", "-c", _PIPE_SHIM, *args],
+                    stdin=to_chromium,
+                    stdout=from_chromium,
+                    stderr=stderr,
+                    start_new_session=True,
+                )
         except OSError as e:
             for fd in (to_chromium, from_chromium, self._read_fd, self._write_fd):
                 os.close(fd)
@@ -190,8 +232,9 @@ class Browser:
             raise BrowserError(f"cannot start {executable}: {e}") from e
         os.close(to_chromium)
         os.close(from_chromium)
-        self._finalizer = weakref.finalize(self, _terminate, self.process, [self._read_fd, self._write_fd],
-                                           self._tmpdir)
+        self._finalizer = weakref.finalize(
+            self, _terminate, self.process, [self._read_fd, self._write_fd], self._tmpdir
+        )
         try:
             self.version = self._call("Browser.getVersion").get("product", "?")
         except BaseException:
@@ -263,8 +306,10 @@ class Browser:
         try:
             for domain in ("Runtime", "Log", "Network", "Page"):
                 page._call(f"{domain}.enable")
-            page._call("Emulation.setDeviceMetricsOverride",
-                       {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False})
+            page._call(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+            )
             page._navigate()
         except BaseException:
             with contextlib.suppress(BrowserError):  # the error that matters is the first one
@@ -285,13 +330,14 @@ class Browser:
         data = memoryview(json.dumps(message).encode() + b"\0")
         try:
             while data:
-                data = data[os.write(self._write_fd, data):]
+                data = data[os.write(self._write_fd, data) :]
         except (BrokenPipeError, OSError) as e:
             raise BrowserError(f"cannot send {method} to Chromium ({e}){self._exit_note()}") from e
         return message_id
 
-    def _call(self, method: str, params: dict | None = None, session_id: str | None = None,
-              timeout: float | None = None) -> dict:
+    def _call(
+        self, method: str, params: dict | None = None, session_id: str | None = None, timeout: float | None = None
+    ) -> dict:
         """Send a command and wait for its reply (events meanwhile are dispatched); its result."""
         message_id = self._send(method, params, session_id)
         self._pending.add(message_id)
@@ -306,8 +352,9 @@ class Browser:
             raise BrowserError(f"{method} failed: {error.get('message', error)}{detail}")
         return reply.get("result", {})
 
-    def _pump(self, until: Callable[[], bool], what: str, timeout: float | None = None, *,
-              until_eof: bool = False) -> None:
+    def _pump(
+        self, until: Callable[[], bool], what: str, timeout: float | None = None, *, until_eof: bool = False
+    ) -> None:
         """Read and dispatch messages until ``until()`` holds; :class:`BrowserError` naming ``what`` on
         timeout or when Chromium closes the pipe (with ``until_eof``, the end of the pipe is the goal)."""
         timeout = self.timeout if timeout is None else timeout
@@ -327,7 +374,7 @@ class Browser:
             self._buffer += chunk
             while (end := self._buffer.find(b"\0", self._scanned)) >= 0:
                 message = bytes(self._buffer[:end])
-                del self._buffer[:end + 1]
+                del self._buffer[: end + 1]
                 self._scanned = 0
                 self._dispatch(json.loads(message))
             self._scanned = len(self._buffer)
@@ -348,7 +395,9 @@ class Browser:
     def _exit_note(self) -> str:
         code = self._exit_code()
         tail = self._stderr_tail(600)
-        return (f"; Chromium exited with code {code}" if code is not None else "") + (f"; stderr: {tail}" if tail else "")
+        return (f"; Chromium exited with code {code}" if code is not None else "") + (
+            f"; stderr: {tail}" if tail else ""
+        )
 
     def _stderr_tail(self, n: int) -> str:
         try:
@@ -403,15 +452,21 @@ class Page:
     def requests(self) -> list[str]:
         """The URLs the page asked for that would leave it (see the class), in order, once each."""
         own = urldefrag(self.url).url
-        urls = (url for request_id, url in self._sent
-                if request_id != self._loader_id and urldefrag(url).url != own and not url.startswith(_LOCAL_SCHEMES))
+        urls = (
+            url
+            for request_id, url in self._sent
+            if request_id != self._loader_id and urldefrag(url).url != own and not url.startswith(_LOCAL_SCHEMES)
+        )
         return list(dict.fromkeys(urls))
 
     def evaluate(self, expression: str, *, timeout: float | None = None) -> Any:
         """The value of a JavaScript expression (a promise is awaited), as JSON-like Python values (None for
         ``undefined``); :class:`BrowserError` with the exception's text when it throws or rejects."""
-        result = self._call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                 "awaitPromise": True, "userGesture": True}, timeout=timeout)
+        result = self._call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True, "userGesture": True},
+            timeout=timeout,
+        )
         details = result.get("exceptionDetails")
         if details is not None:
             text = _remote_text(details["exception"]) if "exception" in details else details.get("text", "?")
@@ -426,8 +481,10 @@ class Page:
         if full_page:
             metrics = self._call("Page.getLayoutMetrics")
             size = metrics.get("cssContentSize") or metrics["contentSize"]
-            params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1})
+            params.update(
+                captureBeyondViewport=True,
+                clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+            )
         data = base64.b64decode(self._call("Page.captureScreenshot", params)["data"])
         path = Path(path)
         path.write_bytes(data)
@@ -436,8 +493,10 @@ class Page:
     def wait_idle(self, quiet: float = 0.2, max_wait: float = 5.0) -> bool:
         """Collect events until no request is in flight and nothing has happened for ``quiet`` seconds, at most
         ``max_wait`` seconds; whether the page went idle."""
+
         def idle() -> bool:
             return self._crashed or (not self._in_flight and time.monotonic() - self._last_event >= quiet)
+
         try:
             self._browser._pump(idle, f"{self.url} to be idle", max_wait)
         except BrowserError as e:
@@ -491,8 +550,9 @@ class Page:
             text = details.get("text", "Uncaught")
             if "exception" in details:
                 text = f"{text} {_remote_text(details['exception'])}"
-            self.errors.append(text + _location(details.get("url"), details.get("lineNumber"),
-                                                details.get("columnNumber")))
+            self.errors.append(
+                text + _location(details.get("url"), details.get("lineNumber"), details.get("columnNumber"))
+            )
         elif method == "Runtime.consoleAPICalled" and params["type"] in ("error", "assert"):
             text = " ".join(_remote_text(arg) for arg in params.get("args", []))
             frames = params.get("stackTrace", {}).get("callFrames", [])
@@ -500,7 +560,9 @@ class Page:
             self.errors.append(f"console.{params['type']}: {text}{where}")
         elif method == "Log.entryAdded" and params["entry"]["level"] == "error":
             entry = params["entry"]
-            self.errors.append(f"{entry['source']}: {entry['text']}{_location(entry.get('url'), entry.get('lineNumber'))}")
+            self.errors.append(
+                f"{entry['source']}: {entry['text']}{_location(entry.get('url'), entry.get('lineNumber'))}"
+            )
         elif method == "Page.javascriptDialogOpening":  # alert() & co. would block the page: dismiss them
             log.info("%s: dismissing a %s dialog: %s", self.url, params.get("type"), params.get("message"))
             self._browser._send("Page.handleJavaScriptDialog", {"accept": True}, self._session_id)
@@ -516,14 +578,19 @@ def main(argv: list[str] | None = None) -> int:
     from synthbench.cli import OneLineParser, UsageError, print_error, setup_logging
 
     prog = "python -m synthbench.report.browser"
-    parser = OneLineParser(prog=prog, description="Check a self-contained HTML page in headless Chromium: script "
-                                                  "errors and requests that would leave the page; a screenshot.")
+    parser = OneLineParser(
+        prog=prog,
+        description="Check a self-contained HTML page in headless Chromium: script "
+        "errors and requests that would leave the page; a screenshot.",
+    )
     parser.add_argument("page", type=Path, help="the HTML file")
     parser.add_argument("--screenshot", type=Path, metavar="OUT.png", help="write a PNG of the top of the page")
     parser.add_argument("--full-page", action="store_true", help="with --screenshot: the whole page")
     parser.add_argument("--width", type=int, default=1280, help="viewport width (default: %(default)s)")
     parser.add_argument("--height", type=int, default=900, help="viewport height (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for Chromium (default: %(default)s)")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for Chromium (default: %(default)s)"
+    )
     parser.add_argument("--debug", action="store_true", help="log the debug messages (Chromium's stderr at exit)")
     try:
         args = parser.parse_args(argv)

@@ -23,8 +23,21 @@ from synthbench.catalogue import MetricInfo
 from synthbench.report.statistics import RankTest
 from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front, setting_label
 
-__all__ = ["Style", "entry_family", "method_styles", "decoy_curves", "sample_curves", "model_sample_curves", "breakpoint_figure", "cost_quality", "cd_diagram", "scorer_curves", "truth_scatter", "overview_heatmap",
-           "TOL_MUTED"]
+__all__ = [
+    "Style",
+    "entry_family",
+    "method_styles",
+    "decoy_curves",
+    "sample_curves",
+    "model_sample_curves",
+    "breakpoint_figure",
+    "cost_quality",
+    "cd_diagram",
+    "scorer_curves",
+    "truth_scatter",
+    "overview_heatmap",
+    "TOL_MUTED",
+]
 
 #: Paul Tol's "muted" qualitative scheme (colour-blind safe), without its pale grey.
 TOL_MUTED = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
@@ -78,8 +91,9 @@ def method_styles(methods: list[str], families: Mapping[str, str]) -> dict[str, 
     for f, family in enumerate(sorted(grouped, key=_family_key)):
         members = grouped[family]
         for i, m in enumerate(members):
-            styles[m] = Style(TOL_MUTED[i % n], _MARKERS[(used + i // n) % len(_MARKERS)], _LINES[f % len(_LINES)],
-                              family)
+            styles[m] = Style(
+                TOL_MUTED[i % n], _MARKERS[(used + i // n) % len(_MARKERS)], _LINES[f % len(_LINES)], family
+            )
         used += -(-len(members) // n)
     return styles
 
@@ -93,12 +107,28 @@ def _families(styles: dict[str, Style]) -> dict[str, list[str]]:
 
 
 def _legend_right(fig: Figure, handles: list, labels: list) -> None:
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=8,
-               ncol=1 if len(labels) <= 28 else 2)
+    fig.legend(
+        handles,
+        labels,
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        frameon=False,
+        fontsize=8,
+        ncol=1 if len(labels) <= 28 else 2,
+    )
 
 
-def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panels: list[str], panel: str,
-                metric: MetricInfo, xlabel: str, title: str) -> Figure:
+def _curve_grid(
+    curves: pd.DataFrame,
+    styles: dict[str, Style],
+    *,
+    x: str,
+    panels: list[str],
+    panel: str,
+    metric: MetricInfo,
+    xlabel: str,
+    title: str,
+) -> Figure:
     """``metric`` against ``x``: one row of panels per family, one column per value of ``panel``.
 
     In each panel the family's methods are drawn in their styles with 95 % CI bands, every other
@@ -125,8 +155,16 @@ def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panel
                 if g.empty:
                     continue
                 s = styles[method]
-                (line,) = ax.plot(g[x], g["mean"], color=s.color, marker=s.marker, linestyle=s.linestyle,
-                                  markersize=4, linewidth=1.3, zorder=3)
+                (line,) = ax.plot(
+                    g[x],
+                    g["mean"],
+                    color=s.color,
+                    marker=s.marker,
+                    linestyle=s.linestyle,
+                    markersize=4,
+                    linewidth=1.3,
+                    zorder=3,
+                )
                 ax.fill_between(g[x], g["lo"], g["hi"], color=s.color, alpha=band_alpha, linewidth=0, zorder=2)
                 handles.setdefault(method, line)
             chance = part.groupby(x)["chance"].mean()
@@ -141,8 +179,15 @@ def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panel
         for j in range(len(panels), blocks * ncols):
             axes[f * blocks + j // ncols, j % ncols].set_visible(False)
         row = axes[f * blocks, ncols - 1]
-        row.legend([handles[m] for m in handles], list(handles), loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                   frameon=False, fontsize=7, ncol=1 if len(handles) <= 12 else 2)
+        row.legend(
+            [handles[m] for m in handles],
+            list(handles),
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            frameon=False,
+            fontsize=7,
+            ncol=1 if len(handles) <= 12 else 2,
+        )
     for ax in axes[:, 0]:
         ax.set_ylabel(_axis_label(metric), fontsize=8)
     fig.suptitle(title, fontsize=11)
@@ -150,8 +195,14 @@ def _curve_grid(curves: pd.DataFrame, styles: dict[str, Style], *, x: str, panel
     return fig
 
 
-def decoy_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: MetricInfo,
-                 settings: list[str] | None = None, decoys: str = "decoy features") -> Figure:
+def decoy_curves(
+    curves: pd.DataFrame,
+    styles: dict[str, Style],
+    *,
+    metric: MetricInfo,
+    settings: list[str] | None = None,
+    decoys: str = "decoy features",
+) -> Figure:
     """``metric`` against decoy count: one row of panels per method family, one column per setting.
 
     ``curves`` is :func:`synthbench.report.tables.decoy_table`'s output, ``metric`` what its values are
@@ -160,10 +211,17 @@ def decoy_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: Metr
     ``decoys`` names what is counted (``"distractor patches"`` for images).
     """
     settings = settings or list(dict.fromkeys(curves["setting"]))
-    return _curve_grid(curves, styles, x="n_decoys", panels=settings, panel="setting", metric=metric,
-                       xlabel=f"{decoys} (log scale)",
-                       title=f"{metric.name} against the number of {decoys}, by method family "
-                             "(bands: 95 % CI over folds and seeds; grey: the other families)")
+    return _curve_grid(
+        curves,
+        styles,
+        x="n_decoys",
+        panels=settings,
+        panel="setting",
+        metric=metric,
+        xlabel=f"{decoys} (log scale)",
+        title=f"{metric.name} against the number of {decoys}, by method family "
+        "(bands: 95 % CI over folds and seeds; grey: the other families)",
+    )
 
 
 def sample_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: MetricInfo) -> Figure:
@@ -173,10 +231,17 @@ def sample_curves(curves: pd.DataFrame, styles: dict[str, Style], *, metric: Met
     the dataset and decoy count).
     """
     panels = list(dict.fromkeys(curves["panel"]))
-    return _curve_grid(curves, styles, x="n_samples", panels=panels, panel="panel", metric=metric,
-                       xlabel="samples (log scale)",
-                       title=f"{metric.name} against the number of samples, by method family "
-                             "(bands: 95 % CI over folds and seeds; grey: the other families)")
+    return _curve_grid(
+        curves,
+        styles,
+        x="n_samples",
+        panels=panels,
+        panel="panel",
+        metric=metric,
+        xlabel="samples (log scale)",
+        title=f"{metric.name} against the number of samples, by method family "
+        "(bands: 95 % CI over folds and seeds; grey: the other families)",
+    )
 
 
 def model_sample_curves(models: pd.DataFrame) -> Figure:
@@ -201,16 +266,22 @@ def model_sample_curves(models: pd.DataFrame) -> Figure:
             if g.empty:
                 continue
             err = np.vstack([g["auroc"] - g["auroc_lo"], g["auroc_hi"] - g["auroc"]])
-            handles[kind] = ax.errorbar(g["n_samples"], g["auroc"], yerr=np.nan_to_num(err),
-                                        color=TOL_MUTED[i % len(TOL_MUTED)],
-                                        marker=_MARKERS[i // len(TOL_MUTED) % len(_MARKERS)], capsize=2, linewidth=1.2)
+            handles[kind] = ax.errorbar(
+                g["n_samples"],
+                g["auroc"],
+                yerr=np.nan_to_num(err),
+                color=TOL_MUTED[i % len(TOL_MUTED)],
+                marker=_MARKERS[i // len(TOL_MUTED) % len(_MARKERS)],
+                capsize=2,
+                linewidth=1.2,
+            )
         ax.axhline(0.5, color="black", linestyle="--", linewidth=1)
         ax.set_xscale("log")
         ax.set_ylim(0.4, 1.02)
         ax.set_title(f"{dataset}, {decoys} decoys", fontsize=9)
         ax.set_xlabel("samples (log scale)", fontsize=8)
         ax.grid(True, alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel("held-out AUROC", fontsize=8)
@@ -220,8 +291,9 @@ def model_sample_curves(models: pd.DataFrame) -> Figure:
     return fig
 
 
-def breakpoint_figure(points: pd.DataFrame, *, level: float = BREAKPOINT_LEVEL,
-                      methods: list[str] | None = None) -> Figure:
+def breakpoint_figure(
+    points: pd.DataFrame, *, level: float = BREAKPOINT_LEVEL, methods: list[str] | None = None
+) -> Figure:
     """Heat map of breakpoints (largest decoy count with best_k ≥ ``level``), methods × settings, labelled.
 
     Colour is the breakpoint on a symmetric-log scale (``cividis``, colour-blind safe); grey: below
@@ -263,7 +335,8 @@ def breakpoint_figure(points: pd.DataFrame, *, level: float = BREAKPOINT_LEVEL,
 
 
 def cost_quality(summary: pd.DataFrame, styles: dict[str, Style], *, metric: MetricInfo) -> Figure:
-    """Mean ``metric`` (95 % CI bars) against mean seconds per cell (log), one point per method; Pareto front drawn and labelled.
+    """Mean ``metric`` (95 % CI bars) against mean seconds per cell (log), one point per method; Pareto front drawn
+    and labelled.
 
     ``summary`` is :func:`synthbench.report.tables.summary_table`'s output.
     """
@@ -277,8 +350,16 @@ def cost_quality(summary: pd.DataFrame, styles: dict[str, Style], *, metric: Met
     for method in [m for m in styles if m in data.index]:
         r, s = data.loc[method], styles[method]
         err = np.array([[r[name] - r[f"{name}_lo"]], [r[f"{name}_hi"] - r[name]]])
-        bars = ax.errorbar(r["seconds"], r[name], yerr=None if np.isnan(err).any() else err, color=s.color,
-                           marker=s.marker, markersize=6, capsize=2, linestyle="none")
+        bars = ax.errorbar(
+            r["seconds"],
+            r[name],
+            yerr=None if np.isnan(err).any() else err,
+            color=s.color,
+            marker=s.marker,
+            markersize=6,
+            capsize=2,
+            linestyle="none",
+        )
         handles.append(bars)
         labels.append(method)
         if method in front.index:  # only the front is labelled in the plot; the legend names every point
@@ -295,7 +376,8 @@ def cost_quality(summary: pd.DataFrame, styles: dict[str, Style], *, metric: Met
 
 
 def cd_diagram(test: RankTest, styles: dict[str, Style]) -> Figure:
-    """Critical-difference diagram of average ranks (scikit-posthocs): methods joined by a bar do not differ significantly."""
+    """Critical-difference diagram of average ranks (scikit-posthocs): methods joined by a bar do not differ
+    significantly."""
     import scikit_posthocs as sp
 
     fig = Figure(figsize=(10, 0.24 * len(test.ranks) + 1.8))
@@ -310,24 +392,33 @@ def cd_diagram(test: RankTest, styles: dict[str, Style]) -> Figure:
     names = list(test.ranks.index)
     ranks = pd.Series(test.ranks.to_numpy(), index=range(len(names)))
     pairwise = pd.DataFrame(test.pairwise.loc[names, names].to_numpy(), index=ranks.index, columns=ranks.index)
-    drawn = sp.critical_difference_diagram(ranks, pairwise, ax=ax, alpha=test.alpha,
-                                           color_palette={i: styles[m].color for i, m in enumerate(names)},
-                                           label_props={"fontsize": 8}, label_fmt_left="{label}",
-                                           label_fmt_right="{label}")
+    drawn = sp.critical_difference_diagram(
+        ranks,
+        pairwise,
+        ax=ax,
+        alpha=test.alpha,
+        color_palette={i: styles[m].color for i, m in enumerate(names)},
+        label_props={"fontsize": 8},
+        label_fmt_left="{label}",
+        label_fmt_right="{label}",
+    )
     for label in drawn["labels"]:
         i = int(label.get_text())
         rank = f"({ranks[i]:.1f})"
         label.set_text(f"{names[i]} {rank}" if label.get_ha() == "right" else f"{rank} {names[i]}")
         label.set_color("#222222")  # the method's colour stays on its marker and line; pale text is hard to read
-    ax.set_title(f"Average rank on mean {test.metric} over {test.blocks} blocks (dataset × decoy count; 1 = best)\n"
-                 f"bars join methods the Nemenyi test cannot separate (α = {test.alpha}); Friedman p = {test.p_value:.2g}",
-                 fontsize=9)
+    ax.set_title(
+        f"Average rank on mean {test.metric} over {test.blocks} blocks (dataset × decoy count; 1 = best)\n"
+        f"bars join methods the Nemenyi test cannot separate (α = {test.alpha}); Friedman p = {test.p_value:.2g}",
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig
 
 
-def example_maps(images: np.ndarray | None, masks: np.ndarray | None, maps: dict[str, np.ndarray], *,
-                 title: str = "") -> Figure:
+def example_maps(
+    images: np.ndarray | None, masks: np.ndarray | None, maps: dict[str, np.ndarray], *, title: str = ""
+) -> Figure:
     """Example attribution maps: the images with their masks outlined, then one row per method.
 
     Parameters
@@ -357,8 +448,9 @@ def example_maps(images: np.ndarray | None, masks: np.ndarray | None, maps: dict
     for i, (method, values) in enumerate(maps.items(), start=top):
         for j in range(m):
             ax = axes[i, j]
-            ax.imshow(values[j], cmap="inferno", vmin=0, vmax=max(float(values[j].max()), 1e-12),
-                      interpolation="nearest")
+            ax.imshow(
+                values[j], cmap="inferno", vmin=0, vmax=max(float(values[j].max()), 1e-12), interpolation="nearest"
+            )
             outline(ax, j)
         axes[i, 0].set_ylabel(method, rotation=0, ha="right", va="center", fontsize=8)
     for ax in axes.flat:
@@ -383,8 +475,14 @@ def _panel_grid(n: int, width: float, *, sharey: bool = False) -> tuple[Figure, 
     return fig, axes
 
 
-def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str = "accuracy",
-                  limits: tuple[float, float] = (0.0, 1.0), xlabel: str = "share of inputs removed") -> Figure:
+def scorer_curves(
+    curves: pd.DataFrame,
+    styles: dict[str, Style],
+    *,
+    ylabel: str = "accuracy",
+    limits: tuple[float, float] = (0.0, 1.0),
+    xlabel: str = "share of inputs removed",
+) -> Figure:
     """A scorer's stored curves: one panel per (setting, decoy count) and curve name, one line per method.
 
     ``curves`` is :func:`synthbench.report.tables.scorer_curve_table`'s output; x is ``xlabel`` (by
@@ -398,10 +496,18 @@ def scorer_curves(curves: pd.DataFrame, styles: dict[str, Style], *, ylabel: str
         part = curves[(curves["setting"] == setting) & (curves["n_decoys"] == decoys) & (curves["curve"] == curve)]
         for method, g in part.groupby("method", sort=False):
             st = styles.get(method, Style("#777777", "o", "-"))
-            (line,) = ax.plot(g["x"], g["mean"], color=st.color, marker=st.marker, linestyle=st.linestyle,
-                              markersize=3.5, linewidth=1.2)
-            ax.fill_between(g["x"], g["lo"].clip(*limits), g["hi"].clip(*limits), color=st.color, alpha=0.12,
-                            linewidth=0)
+            (line,) = ax.plot(
+                g["x"],
+                g["mean"],
+                color=st.color,
+                marker=st.marker,
+                linestyle=st.linestyle,
+                markersize=3.5,
+                linewidth=1.2,
+            )
+            ax.fill_between(
+                g["x"], g["lo"].clip(*limits), g["hi"].clip(*limits), color=st.color, alpha=0.12, linewidth=0
+            )
             handles.setdefault(method, line)
         ax.set_title(f"{setting_label(setting, decoys)} — {curve}", fontsize=9)
         ax.set_xlabel(xlabel, fontsize=8)
@@ -438,8 +544,14 @@ def truth_scatter(table: pd.DataFrame, styles: dict[str, Style], *, truth: str, 
 OVERVIEW_ANNOTATE_COLUMNS = 24
 
 
-def overview_heatmap(table: pd.DataFrame, *, metric: MetricInfo, methods: list[str],
-                     controls: frozenset[str] | set[str] = frozenset(), title: str = "") -> Figure:
+def overview_heatmap(
+    table: pd.DataFrame,
+    *,
+    metric: MetricInfo,
+    methods: list[str],
+    controls: frozenset[str] | set[str] = frozenset(),
+    title: str = "",
+) -> Figure:
     """The overview: ``metric`` of every method (rows, in the order of ``methods``: best overall first) in every
     setting and decoy count (columns, in store order), one glance for the whole part.
 
@@ -485,17 +597,23 @@ def overview_heatmap(table: pd.DataFrame, *, metric: MetricInfo, methods: list[s
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#DDDDDD", edgecolor="white", linewidth=0.5))
                 greyed = True
             if r.incompetent:
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", edgecolor="#555555",
-                                       linewidth=0))
+                ax.add_patch(
+                    Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="////", edgecolor="#555555", linewidth=0)
+                )
                 hatched = True
             if annotate:  # dark text on the bright (yellow) end of viridis and on grey
                 position = norm(r.mean) if higher else 1 - norm(r.mean)
                 light = at_chance or position > 0.6
-                ax.text(j, i, f"{r.mean:.2f}", ha="center", va="center", fontsize=6.5,
-                        color="#222222" if light else "white")
+                ax.text(
+                    j, i, f"{r.mean:.2f}", ha="center", va="center", fontsize=6.5, color="#222222" if light else "white"
+                )
     ax.set_xticks(range(len(columns)))
-    ax.set_xticklabels([c if np.isnan(chance[c]) else f"{c}\nchance {chance[c]:.2f}" for c in columns], fontsize=7,
-                       rotation=45 if len(columns) > 6 else 0, ha="right" if len(columns) > 6 else "center")
+    ax.set_xticklabels(
+        [c if np.isnan(chance[c]) else f"{c}\nchance {chance[c]:.2f}" for c in columns],
+        fontsize=7,
+        rotation=45 if len(columns) > 6 else 0,
+        ha="right" if len(columns) > 6 else "center",
+    )
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows, fontsize=7.5)
     for label in ax.get_yticklabels():
@@ -512,12 +630,27 @@ def overview_heatmap(table: pd.DataFrame, *, metric: MetricInfo, methods: list[s
     levels = sorted({round(float(v), 3) for v in chance.dropna()})
     for level in levels:
         bar.ax.axhline(level, color="#CC3311", linewidth=1.2)
-    legend = [Patch(facecolor="#DDDDDD", edgecolor="#999999", label="no better than chance (95 % CI reaches it)")] if greyed else []
-    legend += [Patch(facecolor="white", edgecolor="#555555", hatch="////", label="some folds' model below competence")] if hatched else []
+    legend = (
+        [Patch(facecolor="#DDDDDD", edgecolor="#999999", label="no better than chance (95 % CI reaches it)")]
+        if greyed
+        else []
+    )
+    legend += (
+        [Patch(facecolor="white", edgecolor="#555555", hatch="////", label="some folds' model below competence")]
+        if hatched
+        else []
+    )
     legend += [Patch(facecolor="#CC3311", label="chance level (colour bar)")] if levels else []
     if legend:
-        ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False,
-                  ncol=len(legend), borderaxespad=0.3)
+        ax.legend(
+            handles=legend,
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.0),
+            fontsize=7,
+            frameon=False,
+            ncol=len(legend),
+            borderaxespad=0.3,
+        )
     ax.set_title(title or f"Mean {m.name} per setting (best methods on top)", fontsize=10, pad=22 if legend else 6)
     fig.tight_layout()
     return fig

@@ -17,7 +17,8 @@ import re
 
 __all__ = ["html_page", "CSS", "SCRIPT"]
 
-CSS = """body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+CSS = """body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222;
+line-height:1.45}
 table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 7px}
 th{background:#f3f3f3;cursor:pointer;user-select:none}th[aria-sort=ascending]::after{content:" \\25B2"}
 th[aria-sort=descending]::after{content:" \\25BC"}td{text-align:right}td:first-child{text-align:left}
@@ -67,7 +68,8 @@ $$("table").forEach(table => {
 const family = {};
 $$("dt[data-family]").forEach(d => { family[d.dataset.method] = d.dataset.family; });
 const methodTables = $$("table").filter(t => t.tHead && /^method/.test(t.tHead.rows[0].cells[0].textContent.trim()));
-const settingColumn = t => t.tHead ? Array.from(t.tHead.rows[0].cells).findIndex(c => c.textContent.trim() === "setting") : -1;
+const settingColumn = t => t.tHead ?
+    Array.from(t.tHead.rows[0].cells).findIndex(c => c.textContent.trim() === "setting") : -1;
 const settingTables = $$("table").filter(t => settingColumn(t) >= 0);
 const entry = row => row.cells[0].textContent.trim().split(" ")[0];
 const presets = new Set(), datasets = new Set();
@@ -153,6 +155,8 @@ def html_page(markdown_text: str, images: dict[str, bytes], *, title: str = "syn
         return f'src="data:image/png;base64,{data}"'
 
     body = re.sub(r'src="([^"]+\.png)"', embed, body)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<style>{CSS}</style></head><body>\n{body}\n<script>{SCRIPT}</script>\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<style>{CSS}</style></head><body>\n{body}\n<script>{SCRIPT}</script>\n</body></html>\n"
+    )

@@ -18,8 +18,18 @@ from synthbench.report import tables
 from synthbench.report.results import Results
 from synthbench.report.trust import rank_agreement
 
-__all__ = ["Part", "slug", "method_anchor", "method_link", "store_parts", "truth_of", "scored_metrics", "headline",
-           "verdict_agreement", "IMAGE_METRICS"]
+__all__ = [
+    "Part",
+    "slug",
+    "method_anchor",
+    "method_link",
+    "store_parts",
+    "truth_of",
+    "scored_metrics",
+    "headline",
+    "verdict_agreement",
+    "IMAGE_METRICS",
+]
 
 #: The localisation metrics of the image leaderboard, headline first.
 IMAGE_METRICS = ("rank_accuracy", "mass_accuracy", "pointing_game", "map_auroc", "top_k_intersection")
@@ -78,9 +88,14 @@ def store_parts(results: Results) -> list[Part]:
     several = {scorer for (_, scorer), n in variants.items() if n > 1}  # scorers run at several settings
     out = []
     for i, (kind, scorer, setting, explain) in enumerate(keys):
+
         def pick(frame: pd.DataFrame) -> pd.DataFrame:
-            keep = ((frame["kind"] == kind) & (frame["scorer"] == scorer) & (frame["explain"] == explain)
-                    & (frame["scorer_params"].fillna("") == setting))
+            keep = (
+                (frame["kind"] == kind)
+                & (frame["scorer"] == scorer)
+                & (frame["explain"] == explain)
+                & (frame["scorer_params"].fillna("") == setting)
+            )
             return frame[keep].reset_index(drop=True)
 
         named = f"scorer {scorer}" + (f" {setting}" if scorer in several else "")
@@ -95,8 +110,11 @@ def truth_of(parts: list[Part], part: Part) -> Part | None:
     """The ground-truth part on the same input kind and explain mode as ``part``, if the store holds one."""
     explain = part.results.cells["explain"].iloc[0]
     for other in parts:
-        if (other.kind == part.kind and other.scorer == "ground_truth"
-                and other.results.cells["explain"].iloc[0] == explain):
+        if (
+            other.kind == part.kind
+            and other.scorer == "ground_truth"
+            and other.results.cells["explain"].iloc[0] == explain
+        ):
             return other
     return None
 
@@ -138,14 +156,20 @@ def verdict_agreement(parts: list[Part], metrics: tuple[str, ...]) -> pd.DataFra
         if paired.empty:
             continue
         paired = paired.assign(fold=[f"{s}/{f}" for s, f in zip(paired["seed"], paired["fold"])])
-        agree = rank_agreement(paired, part.results.metric(metric, part.scorer).direction,
-                               truth.results.metric(truth_metric, truth.scorer).direction,
-                               controls=set(paired.loc[paired["control"], "method"]))
+        agree = rank_agreement(
+            paired,
+            part.results.metric(metric, part.scorer).direction,
+            truth.results.metric(truth_metric, truth.scorer).direction,
+            controls=set(paired.loc[paired["control"], "method"]),
+        )
         params = part.results.cells["scorer_params"].fillna("").iloc[0]
         same = [other for other in parts if other.scorer == part.scorer]
         kinds = len({other.kind for other in same}) > 1  # the scorer on tables and on images
         settings = sum(other.kind == part.kind for other in same) > 1  # the scorer at several settings
-        name = (f"{part.scorer} `{metric}`" + (f" on {'images' if part.kind == 'image' else 'tables'}" if kinds else "")
-                + (f" ({params})" if settings and params else ""))
+        name = (
+            f"{part.scorer} `{metric}`"
+            + (f" on {'images' if part.kind == 'image' else 'tables'}" if kinds else "")
+            + (f" ({params})" if settings and params else "")
+        )
         frames.append(agree.assign(part=i, scorer=part.scorer, metric=metric, truth_metric=truth_metric, verdict=name))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -52,14 +52,16 @@ class Results:
         cells whose models reached the competence threshold (or whose competence is unknown).
     cells : one row per stored cell (any status) with ``setting``, ``method``, ``status``,
         ``model_preset``, ``seconds`` (as stored: the method and the training of the shared models it
-        needs), ``train_seconds`` (that training, :meth:`ResultStore.cells`), ``method_seconds`` (the method's own: ``seconds −
+        needs), ``train_seconds`` (that training, :meth:`ResultStore.cells`), ``method_seconds`` (the method's own:
+        ``seconds −
         train_seconds``), ``flags``, ``competence`` (of the least competent model the cell explains, or NaN),
         ``incompetent`` (below ``competence_threshold``), ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
     runs : one row per run (:meth:`ResultStore.runs`); empty for stores older than runs.
     path : the store's path.
     curves : the curve points of cells with status ``ok`` (:meth:`ResultStore.curves`: ``cell_id,
         curve, x, replicate, value``) with the cell's ``method``, ``base_method``, ``setting``,
-        ``n_decoys``, ``fold``, ``seed``, ``scorer``, ``scorer_params``, ``explain`` and ``kind``; empty when no scorer measured curves.
+        ``n_decoys``, ``fold``, ``seed``, ``scorer``, ``scorer_params``, ``explain`` and ``kind``; empty when no
+        scorer measured curves.
     datasets : one row per dataset of the cells, indexed by name: ``kind``, ``decoys``, ``family``,
         ``description``, ``plugin`` (what ``--plugin`` must name to register it; None for synthbench's
         own).
@@ -126,8 +128,14 @@ class Results:
         return merged.loc[merged["_merge"] == "left_only", ["method", *_CONFIG]].reset_index(drop=True)
 
 
-def load_results(store: str | Path, *, suite: str | None = None, data_dir: str | Path | None = None,
-                 competence: float = COMPETENCE_THRESHOLD, all_models: bool = False) -> Results:
+def load_results(
+    store: str | Path,
+    *,
+    suite: str | None = None,
+    data_dir: str | Path | None = None,
+    competence: float = COMPETENCE_THRESHOLD,
+    all_models: bool = False,
+) -> Results:
     """Read a results database (read-only) for reporting.
 
     Parameters
@@ -155,32 +163,64 @@ def load_results(store: str | Path, *, suite: str | None = None, data_dir: str |
     if suite is not None:
         cells, scores = cells[cells["suite"] == suite], scores[scores["suite"] == suite]
     if cells.empty:
-        raise ReportError(f"store {store} holds no cells{f' of suite {suite!r}' if suite else ''}; run "
-                          f"python -m synthbench.run --store {store} first")
+        raise ReportError(
+            f"store {store} holds no cells{f' of suite {suite!r}' if suite else ''}; run "
+            f"python -m synthbench.run --store {store} first"
+        )
     unknown = sorted(set(cells["scorer"]) - set(catalogue.scorers))
     if unknown:
-        raise ReportError(f"store {store} holds cells of scorer(s) {', '.join(unknown)} that neither it records "
-                          "nor this process knows; import the plugin that registers them (--plugin MODULE|PATH.py)")
+        raise ReportError(
+            f"store {store} holds cells of scorer(s) {', '.join(unknown)} that neither it records "
+            "nor this process knows; import the plugin that registers them (--plugin MODULE|PATH.py)"
+        )
     info = _dataset_info(described, list(dict.fromkeys(cells["dataset"])), store)
     cells, scores = _entries(cells), _entries(scores)
-    cells = cells.assign(kind=cells["dataset"].map(info["kind"]), method_seconds=cells["seconds"] - cells["train_seconds"],
-                         incompetent=below_competence(cells, competence))
+    cells = cells.assign(
+        kind=cells["dataset"].map(info["kind"]),
+        method_seconds=cells["seconds"] - cells["train_seconds"],
+        incompetent=below_competence(cells, competence),
+    )
     scores = scores.assign(kind=scores["dataset"].map(info["kind"]), incompetent=below_competence(scores, competence))
     labels = _setting_labels(cells)
     cells = cells.assign(setting=labels.loc[cells["cell_id"]].to_numpy())
+
     def kept(frame: pd.DataFrame) -> pd.Series:  # finished, of a model that learned unless every model is asked for
         return (frame["status"] == "ok") & (all_models | ~frame["incompetent"])
 
     scores = scores[kept(scores)]
     scores = scores.assign(setting=labels.loc[scores["cell_id"]].to_numpy()).reset_index(drop=True)
-    ok = cells.loc[kept(cells), ["cell_id", "method", "base_method", "setting", "n_decoys", "fold", "seed", "scorer",
-                                 "scorer_params", "explain", "kind"]]
+    ok = cells.loc[
+        kept(cells),
+        [
+            "cell_id",
+            "method",
+            "base_method",
+            "setting",
+            "n_decoys",
+            "fold",
+            "seed",
+            "scorer",
+            "scorer_params",
+            "explain",
+            "kind",
+        ],
+    ]
     curves = curves.merge(ok, on="cell_id")
     about = _method_info(methods, sorted(cells["base_method"].unique()))
-    return Results(scores=scores, cells=cells.reset_index(drop=True), runs=runs, path=Path(store), curves=curves,
-                   datasets=info, catalogue=catalogue, methods_info=about, families=about["family"].dropna().to_dict(),
-                   data_dir=None if data_dir is None else str(data_dir), competence_threshold=competence,
-                   all_models=all_models)
+    return Results(
+        scores=scores,
+        cells=cells.reset_index(drop=True),
+        runs=runs,
+        path=Path(store),
+        curves=curves,
+        datasets=info,
+        catalogue=catalogue,
+        methods_info=about,
+        families=about["family"].dropna().to_dict(),
+        data_dir=None if data_dir is None else str(data_dir),
+        competence_threshold=competence,
+        all_models=all_models,
+    )
 
 
 _DATASET_COLUMNS = ["kind", "decoys", "family", "description", "plugin"]
@@ -193,9 +233,16 @@ def _dataset_info(described: pd.DataFrame, names: list[str], store: str | Path) 
     ReportError for a dataset neither knows (its input kind would be a guess).
     """
     stored = described.set_index("dataset")
-    rows = {name: [row["kind"], bool(row["decoys"]), row["family"], row["description"],
-                   None if pd.isna(row["plugin"]) else row["plugin"]]
-            for name, row in stored.loc[[n for n in names if n in stored.index]].iterrows()}
+    rows = {
+        name: [
+            row["kind"],
+            bool(row["decoys"]),
+            row["family"],
+            row["description"],
+            None if pd.isna(row["plugin"]) else row["plugin"],
+        ]
+        for name, row in stored.loc[[n for n in names if n in stored.index]].iterrows()
+    }
     if len(rows) < len(names):
         from synthbench import datasets
 
@@ -204,9 +251,11 @@ def _dataset_info(described: pd.DataFrame, names: list[str], store: str | Path) 
             rows[name] = [here.kind, here.decoys, here.family, here.description, plugin_of(here.fn)]
     unknown = [n for n in names if n not in rows]
     if unknown:
-        raise ReportError(f"store {store} does not record what dataset(s) {', '.join(unknown)} are (its cells were "
-                          "written before synthbench recorded it) and this process does not know them; import the "
-                          "plugin that registers them (--plugin MODULE|PATH.py)")
+        raise ReportError(
+            f"store {store} does not record what dataset(s) {', '.join(unknown)} are (its cells were "
+            "written before synthbench recorded it) and this process does not know them; import the "
+            "plugin that registers them (--plugin MODULE|PATH.py)"
+        )
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=_DATASET_COLUMNS).rename_axis("dataset")
     return frame.loc[names]
 

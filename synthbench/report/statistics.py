@@ -51,16 +51,20 @@ class RankTest:
         if self.pairwise.empty or not self.p_value < self.alpha:
             return []
         order = list(self.ranks.index)
-        return [(a, b) for i, a in enumerate(order) for b in order[i + 1:] if self.pairwise.loc[a, b] < self.alpha]
+        return [(a, b) for i, a in enumerate(order) for b in order[i + 1 :] if self.pairwise.loc[a, b] < self.alpha]
 
     def sentence(self) -> str:
         """Plain-language summary of which differences are significant."""
         left = f" ({', '.join(self.left_out)} left out: too few complete blocks)" if self.left_out else ""
         if not self.tested:
-            return (f"Too little data for a rank test: {len(self.ranks)} methods over {self.blocks} complete blocks "
-                    f"(at least 3 methods and 2 blocks are needed){left}.")
-        head = (f"Friedman test over {self.blocks} blocks (dataset × decoy count) and {len(self.ranks)} methods on "
-                f"mean {self.metric}: χ² = {self.statistic:.1f}, p = {self.p_value:.2g}{left}.")
+            return (
+                f"Too little data for a rank test: {len(self.ranks)} methods over {self.blocks} complete blocks "
+                f"(at least 3 methods and 2 blocks are needed){left}."
+            )
+        head = (
+            f"Friedman test over {self.blocks} blocks (dataset × decoy count) and {len(self.ranks)} methods on "
+            f"mean {self.metric}: χ² = {self.statistic:.1f}, p = {self.p_value:.2g}{left}."
+        )
         if not self.p_value < self.alpha:
             return head + f" At α = {self.alpha} the methods' ranks are not distinguishable; no pairwise test is made."
         pairs = self.significant_pairs()

@@ -71,7 +71,8 @@ def leaders(results: Results, metric: str, setting: str, *, alpha: float = 0.05)
     best = str(table.index[0])
     sel = results.scores[(results.scores["metric"] == metric) & (results.scores["setting"] == setting)]
     wide = sel.assign(n_decoys=sel["n_decoys"].fillna(-1)).pivot_table(
-        index=["n_decoys", "seed", "fold"], columns="method", values="value", aggfunc="mean")
+        index=["n_decoys", "seed", "fold"], columns="method", values="value", aggfunc="mean"
+    )
     raw = {}
     for method in table.index[1:]:
         both = wide[[best, method]].dropna()
@@ -97,8 +98,11 @@ def duration(seconds: float) -> str:
 
 def used_runs(results: Results) -> pd.DataFrame:
     """The runs that wrote the cells of ``results`` (empty for a store written before runs were recorded)."""
-    return results.runs[results.runs["run_id"].isin(results.cells["run_id"].dropna())] if not results.runs.empty \
+    return (
+        results.runs[results.runs["run_id"].isin(results.cells["run_id"].dropna())]
+        if not results.runs.empty
         else results.runs
+    )
 
 
 def wall_seconds(runs: pd.DataFrame) -> float:
@@ -124,15 +128,17 @@ def _setting_sentence(part: Part, found: Leaders, setting: str, alpha: float) ->
     link = part.anchor("setting", setting)
     t, metric = found.table, found.metric
     cells = int(t.loc[found.best, "cells"])
-    head = f"**{setting}** ({cells} cells per method): {method_link(found.best)} leads with {_value(t, found.best, metric, link)}"
+    lead = _value(t, found.best, metric, link)
+    head = f"**{setting}** ({cells} cells per method): {method_link(found.best)} leads with {lead}"
     if not found.tied:
         return head + ("; it is significantly ahead of every other method" if found.below else "") + "."
     shown = [f"{method_link(m)} {_value(t, m, metric, link)}" for m in found.tied[:NAMED]]
     more = len(found.tied) - len(shown)
     shown += [f"{more} more"] if more else []
     rest = f"; {found.below} other{' is' if found.below == 1 else 's are'} significantly below" if found.below else ""
-    return (f"{head}; not significantly apart from it (paired t-test over folds, Holm, α = {alpha}): "
-            f"{_names(shown)}{rest}.")
+    return (
+        f"{head}; not significantly apart from it (paired t-test over folds, Holm, α = {alpha}): {_names(shown)}{rest}."
+    )
 
 
 def _unlearnable_sentence(part: Part) -> str:
@@ -147,14 +153,19 @@ def _unlearnable_sentence(part: Part) -> str:
         return ""
     where = []
     for r in table.itertuples():
-        at = (f"learnt at n = {int(r.learnable_at)}" if np.isfinite(r.learnable_at)
-              else "at no sample size of this store")
+        at = (
+            f"learnt at n = {int(r.learnable_at)}" if np.isfinite(r.learnable_at) else "at no sample size of this store"
+        )
         decoys = f"/{r.n_decoys}" if r.n_decoys >= 0 else ""
-        where.append(f"{r.dataset}{decoys} at n = {r.n_samples} (best: `{r.best_model}` at competence "
-                     f"[{r.best_competence:.2f}](#{part.anchor('models')}); {at})")
-    return (f"**Not learnable at this sample size:** {_names(where)}: no model of this store reaches a competence of "
-            f"{threshold:g} there, so no method can be judged on it; a larger `--n-samples` (or a model kind that "
-            "learns it) is where the question becomes answerable.")
+        where.append(
+            f"{r.dataset}{decoys} at n = {r.n_samples} (best: `{r.best_model}` at competence "
+            f"[{r.best_competence:.2f}](#{part.anchor('models')}); {at})"
+        )
+    return (
+        f"**Not learnable at this sample size:** {_names(where)}: no model of this store reaches a competence of "
+        f"{threshold:g} there, so no method can be judged on it; a larger `--n-samples` (or a model kind that "
+        "learns it) is where the question becomes answerable."
+    )
 
 
 def _incompetent_sentence(part: Part) -> str:
@@ -167,12 +178,16 @@ def _incompetent_sentence(part: Part) -> str:
     if near.empty:
         known = models.dropna(subset=["competence"])
         if known.empty:
-            return ("No explained model's competence is known here (no fold records a learnability ceiling: the data "
-                    "have neither relevant columns nor a Bayes accuracy, or the cells predate ceilings).")
+            return (
+                "No explained model's competence is known here (no fold records a learnability ceiling: the data "
+                "have neither relevant columns nor a Bayes accuracy, or the cells predate ceilings)."
+            )
         worst = known.loc[known["competence"].idxmin()]
-        return (f"Every explained model learned what the data allow: no fit fell below a competence of {threshold:g} "
-                f"(lowest mean [{worst['competence']:.2f}](#{link}), `{worst['model']}` on "
-                f"{tables.setting_label(worst['setting'], int(worst['n_decoys']))}).")
+        return (
+            f"Every explained model learned what the data allow: no fit fell below a competence of {threshold:g} "
+            f"(lowest mean [{worst['competence']:.2f}](#{link}), `{worst['model']}` on "
+            f"{tables.setting_label(worst['setting'], int(worst['n_decoys']))})."
+        )
     where = []
     for model, g in models.groupby("model", sort=False):
         bad = g[g["incompetent"] > 0]
@@ -181,14 +196,23 @@ def _incompetent_sentence(part: Part) -> str:
         label = [tables.setting_label(r.setting, int(r.n_decoys)) for r in bad.itertuples()]
         every = [x for x, r in zip(label, bad.itertuples()) if r.incompetent == r.models]
         some = [x for x, r in zip(label, bad.itertuples()) if r.incompetent < r.models]
-        detail = "; ".join(filter(None, (f"every fit on {', '.join(every)}" if every else "",
-                                         f"some on {', '.join(some)}" if some else "")))
+        detail = "; ".join(
+            filter(
+                None,
+                (f"every fit on {', '.join(every)}" if every else "", f"some on {', '.join(some)}" if some else ""),
+            )
+        )
         where.append(f"`{model}` on [{bad['incompetent'].sum()} of {g['models'].sum()}](#{link}) fits ({detail})")
-    fate = ("averaged in on request: marked † in the tables, hatched in the overview" if part.results.all_models
-            else "left out of every mean and ordering here")
-    return (f"**Did not learn, nothing to say:** {_names(where)} fell below a competence of {threshold:g} "
-            "((accuracy − chance) / (learnability ceiling − chance) on held-out rows); the cells that explain those "
-            f"fits are {fate}, since they say more about the model than about the method.")
+    fate = (
+        "averaged in on request: marked † in the tables, hatched in the overview"
+        if part.results.all_models
+        else "left out of every mean and ordering here"
+    )
+    return (
+        f"**Did not learn, nothing to say:** {_names(where)} fell below a competence of {threshold:g} "
+        "((accuracy − chance) / (learnability ceiling − chance) on held-out rows); the cells that explain those "
+        f"fits are {fate}, since they say more about the model than about the method."
+    )
 
 
 def _verdict_sentences(parts: list[Part], metrics: tuple[str, ...]) -> list[str]:
@@ -199,20 +223,38 @@ def _verdict_sentences(parts: list[Part], metrics: tuple[str, ...]) -> list[str]
     for verdict, g in agree.groupby("verdict", sort=False):
         shown = g.dropna(subset=["spearman"])
         if shown.empty:
-            lines.append(f"- {verdict}: too few methods or folds to compare its ordering with the truth's "
-                         "([table](#trust)).")
+            lines.append(
+                f"- {verdict}: too few methods or folds to compare its ordering with the truth's ([table](#trust))."
+            )
             continue
         above = int((shown["spearman_lo"] > 0).sum())
         below = int((shown["spearman_hi"] < 0).sum())
         values = ", ".join(
-            f"[{r.spearman:+.2f}" + ("" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]")
-            + f"](#trust) on {tables.setting_label(r.setting, r.n_decoys)}" for r in shown.itertuples())
-        word = ("agrees with" if above == len(shown) else "reverses" if below == len(shown)
-                else "does not agree with" if above == 0 else "partly agrees with")
-        lines.append(f"- {verdict} {word} the ground truth: rank correlation ρ {values} (interval above 0 on "
-                     f"{above} of {len(shown)} settings, below 0 on {below}).")
-    return ["**Which verdict to trust.** Each verdict's ordering of the methods against the ground truth's on the "
-            "same cells (Spearman ρ, 95 % bootstrap interval over folds, controls left out):", "", *lines, ""]
+            f"[{r.spearman:+.2f}"
+            + ("" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]")
+            + f"](#trust) on {tables.setting_label(r.setting, r.n_decoys)}"
+            for r in shown.itertuples()
+        )
+        word = (
+            "agrees with"
+            if above == len(shown)
+            else "reverses"
+            if below == len(shown)
+            else "does not agree with"
+            if above == 0
+            else "partly agrees with"
+        )
+        lines.append(
+            f"- {verdict} {word} the ground truth: rank correlation ρ {values} (interval above 0 on "
+            f"{above} of {len(shown)} settings, below 0 on {below})."
+        )
+    return [
+        "**Which verdict to trust.** Each verdict's ordering of the methods against the ground truth's on the "
+        "same cells (Spearman ρ, 95 % bootstrap interval over folds, controls left out):",
+        "",
+        *lines,
+        "",
+    ]
 
 
 def _count_word(results: Results) -> str:
@@ -227,29 +269,38 @@ def _cost_sentence(results: Results, parts: list[Part]) -> str:
     ok = cells[cells["status"] == "ok"]
     fits = tables.model_fits(results)
     runs = used_runs(results)
-    wall = f"{duration(wall_seconds(runs))} of wall time over {len(runs)} run(s)" if len(runs) else "wall time not recorded"
+    wall = (
+        f"{duration(wall_seconds(runs))} of wall time over {len(runs)} run(s)"
+        if len(runs)
+        else "wall time not recorded"
+    )
     decoys = sorted(int(d) for d in cells["n_decoys"].dropna().unique())
-    size = (f"{len(cells)} cells ({status.get('ok', 0)} finished, {status.get('failed', 0)} failed, "
-            f"{status.get('skipped', 0)} skipped, {len(results.missing())} missing) of {len(results.methods)} method "
-            f"entries on {len(results.settings)} dataset setting(s)"
-            + (f" × {len(decoys)} {_count_word(results)} count(s) ({', '.join(map(str, decoys))})" if decoys else "")
-            + f", {cells['n_folds'].max()} folds × {cells['seed'].nunique()} seed(s); {wall}")
+    size = (
+        f"{len(cells)} cells ({status.get('ok', 0)} finished, {status.get('failed', 0)} failed, "
+        f"{status.get('skipped', 0)} skipped, {len(results.missing())} missing) of {len(results.methods)} method "
+        f"entries on {len(results.settings)} dataset setting(s)"
+        + (f" × {len(decoys)} {_count_word(results)} count(s) ({', '.join(map(str, decoys))})" if decoys else "")
+        + f", {cells['n_folds'].max()} folds × {cells['seed'].nunique()} seed(s); {wall}"
+    )
     cost_link = next((p.anchor("cost") for p in parts if p.is_truth and p.kind == "tabular"), "provenance")
     text = f"**The run.** [{size}](#provenance)."
     if not fits.empty:
         per_model = fits.groupby("model", sort=False)["train_seconds"].mean()
         each = _names([f"`{model}` {duration(s)}" for model, s in per_model.items()])
-        text += (f" Training the shared models took [{duration(fits['train_seconds'].sum())}](#{cost_link}) "
-                 f"({len(fits)} fits, once per fold and preset; per fit {each}), the methods' own time "
-                 f"[{duration(ok['method_seconds'].sum())}](#{cost_link})")
+        text += (
+            f" Training the shared models took [{duration(fits['train_seconds'].sum())}](#{cost_link}) "
+            f"({len(fits)} fits, once per fold and preset; per fit {each}), the methods' own time "
+            f"[{duration(ok['method_seconds'].sum())}](#{cost_link})"
+        )
     else:
         text += f" The methods' own time: [{duration(ok['method_seconds'].sum())}](#{cost_link})"
     scorer = ok["scorer_seconds"].fillna(0).sum() if "scorer_seconds" in ok else 0.0
     return text + (f" and the scorers' [{duration(scorer)}](#provenance)." if scorer >= 1 else ".")
 
 
-def summary_lines(results: Results, parts: list[Part], *, metrics: tuple[str, ...] = ("best_k", "best_2k"),
-                  alpha: float = 0.05) -> list[str]:
+def summary_lines(
+    results: Results, parts: list[Part], *, metrics: tuple[str, ...] = ("best_k", "best_2k"), alpha: float = 0.05
+) -> list[str]:
     """The summary as Markdown lines (the report's opening section, without its heading)."""
     md = []
     for part in parts:
@@ -258,14 +309,27 @@ def summary_lines(results: Results, parts: list[Part], *, metrics: tuple[str, ..
             continue
         what = part.results.metric(metric, part.scorer).description
         same_kind = sum(other.is_truth and other.kind == part.kind for other in parts) > 1
-        heading = f" ({part.label})" if same_kind else " on images" if part.kind == "image" else " on tables" if part.label else ""
+        heading = (
+            f" ({part.label})"
+            if same_kind
+            else " on images"
+            if part.kind == "image"
+            else " on tables"
+            if part.label
+            else ""
+        )
         sentences = []
         for setting in part.results.settings:
             found = leaders(part.results, metric, setting, alpha=alpha)
             if found is not None:
                 sentences.append(f"- {_setting_sentence(part, found, setting, alpha)}")
-        md += [f"**Best methods{heading}** on `{metric}` (the {what}; mean over the setting's cells with its 95 % "
-               "interval):", "", *sentences, ""]
+        md += [
+            f"**Best methods{heading}** on `{metric}` (the {what}; mean over the setting's cells with its 95 % "
+            "interval):",
+            "",
+            *sentences,
+            "",
+        ]
         for sentence in (_incompetent_sentence(part), _unlearnable_sentence(part)):
             md += [sentence, ""] if sentence else []
     md += _verdict_sentences(parts, metrics)

@@ -2,7 +2,8 @@
 
 Confidence intervals are Student-t intervals of the mean over cells (folds and seeds of the same
 configuration are the replicates): ``mean ± t(0.975, n - 1) · sd / sqrt(n)``, clipped to the
-metric's declared limits (best_k cannot exceed 1); undefined (NaN) for a single cell. Only cells with status ``ok`` enter a mean; failed, skipped (over a
+metric's declared limits (best_k cannot exceed 1); undefined (NaN) for a single cell. Only cells with status ``ok``
+enter a mean; failed, skipped (over a
 method's feature limit) and missing cells are counted beside it, never averaged as zeros.
 """
 
@@ -19,16 +20,31 @@ from synthbench.runner.competence import below_competence
 from synthbench.runner.competence import model_fits as runner_model_fits
 from synthbench.runner.judged import model_key
 
-__all__ = ["mean_ci", "summary_table", "scorer_curve_table", "beside_truth", "agreement", "setting_label", "decoy_table", "sample_table", "model_fits", "model_table",
-           "overview_table", "breakpoints", "pareto_front",
-           "example_maps", "BREAKPOINT_LEVEL"]
+__all__ = [
+    "mean_ci",
+    "summary_table",
+    "scorer_curve_table",
+    "beside_truth",
+    "agreement",
+    "setting_label",
+    "decoy_table",
+    "sample_table",
+    "model_fits",
+    "model_table",
+    "overview_table",
+    "breakpoints",
+    "pareto_front",
+    "example_maps",
+    "BREAKPOINT_LEVEL",
+]
 
 #: best_k a method must keep at every decoy count up to its breakpoint.
 BREAKPOINT_LEVEL = 0.9
 
 
-def mean_ci(values: pd.Series | np.ndarray, level: float = 0.95,
-            limits: tuple[float, float] = (-np.inf, np.inf)) -> tuple[float, float, float, int]:
+def mean_ci(
+    values: pd.Series | np.ndarray, level: float = 0.95, limits: tuple[float, float] = (-np.inf, np.inf)
+) -> tuple[float, float, float, int]:
     """Mean, lower and upper bound of its Student-t confidence interval (clipped to ``limits``), and the count.
 
     NaN values are dropped first; with fewer than two values the bounds are NaN, and with none the mean is NaN too.
@@ -66,8 +82,9 @@ def _metric_block(rows: pd.DataFrame, metric: str, results: Results) -> pd.DataF
     return pd.DataFrame.from_dict(out, orient="index", columns=columns)
 
 
-def summary_table(results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k"),
-                  setting: str | None = None) -> pd.DataFrame:
+def summary_table(
+    results: Results, *, metrics: tuple[str, ...] = ("best_k", "best_2k"), setting: str | None = None
+) -> pd.DataFrame:
     """One row per method: each metric's mean, 95 % CI and chance, cost and cell counts.
 
     Parameters
@@ -168,7 +185,8 @@ def model_fits(results: Results) -> pd.DataFrame:
     """
     fits = runner_model_fits(results.cells, results.catalogue)
     settings = results.cells.drop_duplicates(["dataset", "dataset_params", "n_samples"]).set_index(
-        ["dataset", "dataset_params", "n_samples"])["setting"]
+        ["dataset", "dataset_params", "n_samples"]
+    )["setting"]
     setting = [settings.get((d, p, n)) for d, p, n in zip(fits["dataset"], fits["dataset_params"], fits["n_samples"])]
     return fits.assign(setting=setting)[["model", "setting", *fits.columns[1:]]]
 
@@ -194,8 +212,23 @@ def model_table(results: Results) -> pd.DataFrame:
     ``methods`` (the methods that explain it, by name); sorted by model, setting (store order) and
     decoy count. Empty when no cell records a model.
     """
-    columns = ["model", "setting", "n_decoys", "dataset", "n_samples", "auroc", "auroc_lo", "auroc_hi", "accuracy",
-               "competence", "ceiling", "train_seconds", "models", "incompetent", "methods"]
+    columns = [
+        "model",
+        "setting",
+        "n_decoys",
+        "dataset",
+        "n_samples",
+        "auroc",
+        "auroc_lo",
+        "auroc_hi",
+        "accuracy",
+        "competence",
+        "ceiling",
+        "train_seconds",
+        "models",
+        "incompetent",
+        "methods",
+    ]
     fits = model_fits(results)
     keys = ["model", "setting", "n_decoys", "dataset", "n_samples"]
     out = []
@@ -204,16 +237,30 @@ def model_table(results: Results) -> pd.DataFrame:
         mean, lo, hi, _ = mean_ci(once["auroc"], limits=(0.0, 1.0))
         below = below_competence(once, results.competence_threshold)
         users = sorted({m for ms in g["methods"] for m in ms})
-        out.append((*key, mean, lo, hi, once["accuracy"].mean(), once["competence"].mean(), once["ceiling"].mean(),
-                    g["train_seconds"].mean(), len(once), int(below.sum()), users))
+        out.append(
+            (
+                *key,
+                mean,
+                lo,
+                hi,
+                once["accuracy"].mean(),
+                once["competence"].mean(),
+                once["ceiling"].mean(),
+                g["train_seconds"].mean(),
+                len(once),
+                int(below.sum()),
+                users,
+            )
+        )
     return _in_store_order(pd.DataFrame(out, columns=columns), results, "model")
 
 
 def _in_store_order(table: pd.DataFrame, results: Results, first: str) -> pd.DataFrame:
     """``table`` sorted by ``first``, then setting in the store's order, then decoy count."""
     order = {s: i for i, s in enumerate(results.settings)}
-    return table.sort_values([first, "setting", "n_decoys"], key=lambda c: c.map(order) if c.name == "setting" else c,
-                             ignore_index=True)
+    return table.sort_values(
+        [first, "setting", "n_decoys"], key=lambda c: c.map(order) if c.name == "setting" else c, ignore_index=True
+    )
 
 
 def breakpoints(curves: pd.DataFrame, level: float = BREAKPOINT_LEVEL) -> pd.DataFrame:
@@ -279,17 +326,26 @@ def example_maps(results: Results) -> dict[str, tuple[np.ndarray | None, np.ndar
     out: dict[str, tuple[np.ndarray | None, np.ndarray | None, dict[str, np.ndarray]]] = {}
     for setting, g in ok[ok["cell_id"].isin(list(stored))].groupby("setting", sort=False):
         first = g.sort_values(["n_decoys", "seed", "fold"], ascending=[False, True, True]).iloc[0]
-        same = g[(g["n_decoys"].fillna(-1) == (-1 if pd.isna(first.n_decoys) else first.n_decoys))
-                 & (g["seed"] == first.seed) & (g["fold"] == first.fold)]
+        same = g[
+            (g["n_decoys"].fillna(-1) == (-1 if pd.isna(first.n_decoys) else first.n_decoys))
+            & (g["seed"] == first.seed)
+            & (g["fold"] == first.fold)
+        ]
         maps = {row.method: stored[row.cell_id] for row in same.itertuples()}
         if not _can_make(results, first.dataset):
             out[setting] = (None, None, maps)
             continue
-        data, _ = cell_fold(first.dataset, n_samples=int(first.n_samples), seed=int(first.seed),
-                            n_folds=int(first.n_folds), fold=int(first.fold),
-                            n_decoys=None if pd.isna(first.n_decoys) else int(first.n_decoys),
-                            dataset_params=json.loads(first.dataset_params), explain=first.explain,
-                            data_dir=results.data_dir)
+        data, _ = cell_fold(
+            first.dataset,
+            n_samples=int(first.n_samples),
+            seed=int(first.seed),
+            n_folds=int(first.n_folds),
+            fold=int(first.fold),
+            n_decoys=None if pd.isna(first.n_decoys) else int(first.n_decoys),
+            dataset_params=json.loads(first.dataset_params),
+            explain=first.explain,
+            data_dir=results.data_dir,
+        )
         m = min(len(v) for v in maps.values())
         masks = None if data.relevant_local is None else pixel_masks(data.relevant_local[:m])
         out[setting] = (data.X_explain[:m], masks, {k: v[:m] for k, v in maps.items()})
@@ -305,8 +361,9 @@ def _can_make(results: Results, dataset: str) -> bool:
     if dataset not in datasets.names():
         return False
     here, info = datasets.spec(dataset), results.datasets
-    same = dataset not in info.index or (here.kind == info.at[dataset, "kind"]
-                                         and here.decoys == bool(info.at[dataset, "decoys"]))
+    same = dataset not in info.index or (
+        here.kind == info.at[dataset, "kind"] and here.decoys == bool(info.at[dataset, "decoys"])
+    )
     return same and (results.data_dir is not None or not here.reads_files)
 
 
@@ -353,13 +410,18 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
         pair = sel["method"].where(~sel["base_method"].isin(model_free), sel["base_method"])
         control = sel["control"].fillna(False).astype(bool)
         reads = sel["cell_id"].map(results.cells.set_index("cell_id")["model"].notna()).fillna(False).astype(bool)
-        return sel.assign(n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair, control=control,
-                          reads_model=reads)[[*keys, "method", "control", "reads_model", "value"]]
+        return sel.assign(
+            n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair, control=control, reads_model=reads
+        )[[*keys, "method", "control", "reads_model", "value"]]
 
-    paired = values(truth, truth_metric).drop(columns=["method", "control", "reads_model"]).merge(
-        values(verdict, metric), on=keys, suffixes=("_truth", "_verdict"))
+    paired = (
+        values(truth, truth_metric)
+        .drop(columns=["method", "control", "reads_model"])
+        .merge(values(verdict, metric), on=keys, suffixes=("_truth", "_verdict"))
+    )
     paired = paired.rename(columns={"value_truth": "truth", "value_verdict": "verdict"})[
-        ["setting", "n_decoys", "seed", "fold", "method", "control", "reads_model", "truth", "verdict"]]
+        ["setting", "n_decoys", "seed", "fold", "method", "control", "reads_model", "truth", "verdict"]
+    ]
     scorers = set(verdict.cells["scorer"])
     if any(verdict.catalogue.scorer(s).abilities.judges_parameters for s in scorers):
         paired = paired[paired["reads_model"] | paired["control"]].reset_index(drop=True)
@@ -371,7 +433,8 @@ def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: st
     method, truth, verdict, cells`` (means over the paired cells)."""
     paired = paired_cells(verdict, truth, metric, truth_metric)
     out = paired.groupby(["setting", "n_decoys", "method"], sort=False).agg(
-        truth=("truth", "mean"), verdict=("verdict", "mean"), cells=("truth", "size"))
+        truth=("truth", "mean"), verdict=("verdict", "mean"), cells=("truth", "size")
+    )
     return out.reset_index()
 
 
@@ -395,8 +458,9 @@ def agreement(table: pd.DataFrame, verdict_direction: str, truth_direction: str)
         rho, rho_p = stats.spearmanr(g["truth"], sign * g["verdict"])
         tau, tau_p = stats.kendalltau(g["truth"], sign * g["verdict"])
         rows.append((setting, decoys, n, float(rho), float(rho_p), float(tau), float(tau_p)))
-    return pd.DataFrame(rows, columns=["setting", "n_decoys", "methods", "spearman", "spearman_p", "kendall",
-                                       "kendall_p"])
+    return pd.DataFrame(
+        rows, columns=["setting", "n_decoys", "methods", "spearman", "spearman_p", "kendall", "kendall_p"]
+    )
 
 
 def overview_table(results: Results, metric: str, scorer: str | None = None) -> pd.DataFrame:
@@ -422,8 +486,9 @@ def overview_table(results: Results, metric: str, scorer: str | None = None) -> 
     for (method, setting, decoys), g in sel.groupby(["method", "setting", "n_decoys"], sort=False):
         mean, lo, hi, n = mean_ci(g["value"], limits=m.limits)
         rows.append((method, setting, decoys, mean, lo, hi, g["chance"].mean(), n, int(g["incompetent"].sum())))
-    table = pd.DataFrame(rows, columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells",
-                                       "incompetent"])
+    table = pd.DataFrame(
+        rows, columns=["method", "setting", "n_decoys", "mean", "lo", "hi", "chance", "cells", "incompetent"]
+    )
     if m.control is not None:
         controls = sel[sel["base_method"] == m.control].groupby(["setting", "n_decoys"])["value"].mean()
         table["chance"] = [controls.get((s, d), np.nan) for s, d in zip(table["setting"], table["n_decoys"])]

@@ -21,8 +21,18 @@ import pandas as pd
 __all__ = ["rank_agreement", "AGREEMENT_COLUMNS"]
 
 #: The columns of :func:`rank_agreement`'s table.
-AGREEMENT_COLUMNS = ["setting", "n_decoys", "methods", "folds", "spearman", "spearman_lo", "spearman_hi", "kendall",
-                     "ranked", "truth_spread"]
+AGREEMENT_COLUMNS = [
+    "setting",
+    "n_decoys",
+    "methods",
+    "folds",
+    "spearman",
+    "spearman_lo",
+    "spearman_hi",
+    "kendall",
+    "ranked",
+    "truth_spread",
+]
 
 
 def _correlations(truth: np.ndarray, verdict: np.ndarray) -> tuple[float, float]:
@@ -33,9 +43,16 @@ def _correlations(truth: np.ndarray, verdict: np.ndarray) -> tuple[float, float]
     return float(stats.spearmanr(truth, verdict)[0]), float(stats.kendalltau(truth, verdict)[0])
 
 
-def rank_agreement(paired: pd.DataFrame, verdict_direction: str, truth_direction: str, *,
-                   controls: Iterable[str] = (), level: float = 0.95, n_resamples: int = 999,
-                   seed: int = 0) -> pd.DataFrame:
+def rank_agreement(
+    paired: pd.DataFrame,
+    verdict_direction: str,
+    truth_direction: str,
+    *,
+    controls: Iterable[str] = (),
+    level: float = 0.95,
+    n_resamples: int = 999,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Rank agreement of a verdict with the ground truth per setting, with a bootstrap interval over folds.
 
     Parameters
@@ -69,12 +86,19 @@ def rank_agreement(paired: pd.DataFrame, verdict_direction: str, truth_direction
         rho, tau = _correlations(truth.mean(axis=0), verdict.mean(axis=0))
         lo = hi = np.nan
         if len(truth) > 1 and np.isfinite(rho):
+
             def statistic(folds: np.ndarray) -> float:
                 return _correlations(truth[folds].mean(axis=0), verdict[folds].mean(axis=0))[0]
 
-            result = stats.bootstrap((np.arange(len(truth)),), statistic, vectorized=False, method="percentile",
-                                     confidence_level=level, n_resamples=n_resamples,
-                                     random_state=np.random.default_rng(seed))
+            result = stats.bootstrap(
+                (np.arange(len(truth)),),
+                statistic,
+                vectorized=False,
+                method="percentile",
+                confidence_level=level,
+                n_resamples=n_resamples,
+                random_state=np.random.default_rng(seed),
+            )
             lo, hi = float(result.confidence_interval.low), float(result.confidence_interval.high)
         spread = float(np.ptp(truth.mean(axis=0))) if methods else np.nan
         rows.append((setting, decoys, len(methods), len(truth), rho, lo, hi, tau, tuple(methods), spread))

@@ -17,8 +17,14 @@ if TYPE_CHECKING:
     from synthbench.runner.store import ResultStore, StoreError
 
 #: Each public name and the module that defines it.
-_HOMES = {"Cell": "grid", "FoldTask": "grid", "GridSpec": "grid", "ResultStore": "store", "StoreError": "store",
-          "RunSummary": "execute"}
+_HOMES = {
+    "Cell": "grid",
+    "FoldTask": "grid",
+    "GridSpec": "grid",
+    "ResultStore": "store",
+    "StoreError": "store",
+    "RunSummary": "execute",
+}
 
 __all__ = ["Cell", "FoldTask", "GridSpec", "ResultStore", "StoreError", "RunSummary"]
 

@@ -29,8 +29,19 @@ log = logging.getLogger(__name__)
 #: for the report's example figure.
 EXAMPLE_IMAGES = 4
 
-_VERSIONED = ("synthbench", "numpy", "scipy", "scikit-learn", "pandas", "shap", "skrebate", "pymrmr", "torch", "lassonet",
-              "lightgbm")
+_VERSIONED = (
+    "synthbench",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "pandas",
+    "shap",
+    "skrebate",
+    "pymrmr",
+    "torch",
+    "lassonet",
+    "lightgbm",
+)
 
 
 def package_versions() -> dict[str, str]:
@@ -49,9 +60,17 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     head = task.head
     versions = package_versions()
     try:
-        data, fold = cell_fold(head.dataset, n_samples=head.n_samples, seed=head.seed, n_folds=head.n_folds,
-                               fold=head.fold, n_decoys=head.n_decoys, dataset_params=head.dataset_params,
-                               explain=head.explain, data_dir=head.data_dir)
+        data, fold = cell_fold(
+            head.dataset,
+            n_samples=head.n_samples,
+            seed=head.seed,
+            n_folds=head.n_folds,
+            fold=head.fold,
+            n_decoys=head.n_decoys,
+            dataset_params=head.dataset_params,
+            explain=head.explain,
+            data_dir=head.data_dir,
+        )
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
         for cell in task.cells:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
@@ -63,19 +82,37 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
         yield _run_cell(cell, data, models, cell.scorer_object, versions, permutation, outputs)
 
 
-def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, versions: dict[str, str],
-              permutation: list[int] | None, outputs: dict[str, tuple[MethodOutput, float, int | None]]) -> CellResult:
+def _run_cell(
+    cell: Cell,
+    data: FoldData,
+    models: SharedModels,
+    scorer: Scorer,
+    versions: dict[str, str],
+    permutation: list[int] | None,
+    outputs: dict[str, tuple[MethodOutput, float, int | None]],
+) -> CellResult:
     """Run the cell's method (or reuse its output for another scorer of the same task), then its scorer.
 
     A control judged on another model (:attr:`Cell.judged`) runs as it always does and is scored
     on that model (:attr:`Cell.spec`).
     """
     spec = cell.spec
-    base: dict[str, Any] = dict(n_features=data.n_features, k=data.k, permutation=permutation, versions=versions,
-                input_shape=data.input_shape, global_truth=data.relevant is not None, masks=data.relevant_local is not None)
+    base: dict[str, Any] = dict(
+        n_features=data.n_features,
+        k=data.k,
+        permutation=permutation,
+        versions=versions,
+        input_shape=data.input_shape,
+        global_truth=data.relevant is not None,
+        masks=data.relevant_local is not None,
+    )
     if spec.max_features is not None and data.n_features > spec.max_features:
-        return CellResult(cell, "skipped", f"{spec.name} declares a limit of {spec.max_features} features; "
-                          f"this cell has {data.n_features}", **base)
+        return CellResult(
+            cell,
+            "skipped",
+            f"{spec.name} declares a limit of {spec.max_features} features; this cell has {data.n_features}",
+            **base,
+        )
     needs = spec.needs_for(data.kind)
     cached = outputs.get(cell.method)
     with PeakMemory() as peak:
@@ -87,14 +124,19 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
                 elapsed = time.perf_counter() - t0
                 # Seconds as if the method ran alone: its own time plus the training of every model it needs.
                 trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
-                seconds = elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in needs if k in models.info)
+                seconds = (
+                    elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in needs if k in models.info)
+                )
             else:
                 output, seconds, _ = cached
             t1, trained_before = time.perf_counter(), set(models.info)
             scores = scorer.score(output, data, spec, models)
             # The scorer's own time: a shared model it asked for first is the fold's, not the scorer's.
-            scorer_seconds = time.perf_counter() - t1 - sum(
-                v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+            scorer_seconds = (
+                time.perf_counter()
+                - t1
+                - sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+            )
         except SkipCell as exc:  # the scorer cannot judge this method here: recorded with its reason
             return CellResult(cell, "skipped", f"{cell.scorer}: {exc}", **base)
         except MethodOutputError as exc:  # a defect of the method: the run stops (see run_grid)
@@ -110,7 +152,21 @@ def _run_cell(cell: Cell, data: FoldData, models: SharedModels, scorer: Scorer, 
     model_info = {k: models.info[k] for k in needs if k in models.info} or None
     maps = getattr(scores, "examples", None)  # a scorer's own maps (fragility: attacked), else the method's
     maps = output.local if maps is None else maps
-    examples = None if data.kind != "image" or maps is None else aggregate_channels(maps[:EXAMPLE_IMAGES]).astype("float32")
+    examples = (
+        None if data.kind != "image" or maps is None else aggregate_channels(maps[:EXAMPLE_IMAGES]).astype("float32")
+    )
     curves = scores.curves if isinstance(scores, Scores) else {}
-    return CellResult(cell, "ok", None, dict(scores), scorer.chance(data), seconds, peak_bytes, model=model_info,
-                      scorer_seconds=scorer_seconds, examples=examples, curves=curves, **base)
+    return CellResult(
+        cell,
+        "ok",
+        None,
+        dict(scores),
+        scorer.chance(data),
+        seconds,
+        peak_bytes,
+        model=model_info,
+        scorer_seconds=scorer_seconds,
+        examples=examples,
+        curves=curves,
+        **base,
+    )

@@ -36,8 +36,24 @@ def below_competence(frame: pd.DataFrame, threshold: float = COMPETENCE_THRESHOL
 
 
 #: The columns of :func:`model_fits`.
-FIT_COLUMNS = ["model", "dataset", "dataset_params", "n_samples", "n_decoys", "seed", "fold", "run_id", "auroc",
-               "accuracy", "competence", "ceiling", "bayes_accuracy", "train_seconds", "flags", "methods"]
+FIT_COLUMNS = [
+    "model",
+    "dataset",
+    "dataset_params",
+    "n_samples",
+    "n_decoys",
+    "seed",
+    "fold",
+    "run_id",
+    "auroc",
+    "accuracy",
+    "competence",
+    "ceiling",
+    "bayes_accuracy",
+    "train_seconds",
+    "flags",
+    "methods",
+]
 
 
 def model_label(kind: str, preset: str | None, catalogue: Catalogue) -> str:
@@ -61,13 +77,28 @@ def model_fits(cells: pd.DataFrame, catalogue: Catalogue) -> pd.DataFrame:
     the cells' order; ``n_decoys`` is -1 for a dataset without decoys.
     """
     done = cells[(cells["status"] == "ok") & cells["model"].notna()]
-    rows = [(model_label(kind, None if pd.isna(c.model_preset) else c.model_preset, catalogue), c.dataset,
-             c.dataset_params,
-             int(c.n_samples), -1 if pd.isna(c.n_decoys) else int(c.n_decoys), c.seed, c.fold,
-             -1 if pd.isna(c.run_id) else int(c.run_id), info.get("test_auroc", np.nan), info.get("test_accuracy", np.nan),
-             _number(info.get("competence")), _number(info.get("ceiling_accuracy")), _number(info.get("bayes_accuracy")),
-             info.get("train_seconds", np.nan), c.flags, c.method)
-            for c in done.itertuples() for kind, info in json.loads(c.model).items()]
+    rows = [
+        (
+            model_label(kind, None if pd.isna(c.model_preset) else c.model_preset, catalogue),
+            c.dataset,
+            c.dataset_params,
+            int(c.n_samples),
+            -1 if pd.isna(c.n_decoys) else int(c.n_decoys),
+            c.seed,
+            c.fold,
+            -1 if pd.isna(c.run_id) else int(c.run_id),
+            info.get("test_auroc", np.nan),
+            info.get("test_accuracy", np.nan),
+            _number(info.get("competence")),
+            _number(info.get("ceiling_accuracy")),
+            _number(info.get("bayes_accuracy")),
+            info.get("train_seconds", np.nan),
+            c.flags,
+            c.method,
+        )
+        for c in done.itertuples()
+        for kind, info in json.loads(c.model).items()
+    ]
     fits = pd.DataFrame(rows, columns=[*FIT_COLUMNS[:-1], "method"])
     keys = FIT_COLUMNS[:8]
     users = fits.groupby(keys, sort=False, dropna=False)["method"].unique().map(sorted).rename("methods")
@@ -75,7 +106,8 @@ def model_fits(cells: pd.DataFrame, catalogue: Catalogue) -> pd.DataFrame:
 
 
 def learnability(fits: pd.DataFrame, threshold: float = COMPETENCE_THRESHOLD) -> pd.DataFrame:
-    """Per setting (dataset, parameters, sample size, decoy count) of :func:`model_fits`: whether any model kind learns it.
+    """Per setting (dataset, parameters, sample size, decoy count) of :func:`model_fits`: whether any model kind
+    learns it.
 
     Returns ``dataset, dataset_params, n_samples, n_decoys, best_model, best_competence`` (the model with the
     highest mean competence over the setting's folds, NaN where none is known), ``learnable`` (it reaches
@@ -91,6 +123,7 @@ def learnability(fits: pd.DataFrame, threshold: float = COMPETENCE_THRESHOLD) ->
     table = pd.DataFrame(rows, columns=[*keys, "best_model", "best_competence", "learnable"])
     passing = table[table["learnable"] == True]  # noqa: E712 - None is unknown, not False
     smallest = passing.groupby(["dataset", "dataset_params", "n_decoys"])["n_samples"].min()
-    table["learnable_at"] = [smallest.get((d, p, k), np.nan)
-                             for d, p, k in zip(table["dataset"], table["dataset_params"], table["n_decoys"])]
+    table["learnable_at"] = [
+        smallest.get((d, p, k), np.nan) for d, p, k in zip(table["dataset"], table["dataset_params"], table["n_decoys"])
+    ]
     return table

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from synthbench import __version__
+from synthbench.machine import describe_machine
 from synthbench.models import TrainSettings
 from synthbench.protocol import MethodOutputError
 from synthbench.runner.cells import run_task
 from synthbench.runner.executors import Executor, SerialExecutor
 from synthbench.runner.grid import Cell, FoldTask, GridSpec
-from synthbench.machine import describe_machine
 from synthbench.runner.store import STALE_AFTER_SECONDS, CellResult, ResultStore, StoreError
 
 __all__ = ["execute", "RunSummary", "run_task"]
@@ -81,8 +81,13 @@ def execute(
     pending = [c for c in cells if c.cell_id not in done]
     summary = RunSummary(total=len(cells), skipped=len(cells) - len(pending))
     run_id = summary.run_id = store.start_run(
-        command=command, executor=_describe(executor), machine=describe_machine(),
-        package_version=__version__, cells_total=len(cells), cells_pending=len(pending))
+        command=command,
+        executor=_describe(executor),
+        machine=describe_machine(),
+        package_version=__version__,
+        cells_total=len(cells),
+        cells_pending=len(pending),
+    )
     if on_start is not None:
         on_start(len(pending))
 
@@ -104,8 +109,9 @@ def execute(
         summary.skipped += len(finished)
         summary.busy += len(busy)
         if busy:
-            log.info("%d cells of %s fold %d are being computed by another run", len(busy), task.head.dataset,
-                     task.head.fold)
+            log.info(
+                "%d cells of %s fold %d are being computed by another run", len(busy), task.head.dataset, task.head.fold
+            )
         return FoldTask(tuple(claimed)) if claimed else None
 
     stop = threading.Event()
@@ -131,8 +137,14 @@ def execute(
         heart.join()
         summary.wall_seconds = time.perf_counter() - t0
         try:
-            store.finish_run(summary.run_id, status=status, wall_seconds=summary.wall_seconds, ok=summary.ok,
-                             failed=summary.failed, skipped=summary.over_limit)
+            store.finish_run(
+                summary.run_id,
+                status=status,
+                wall_seconds=summary.wall_seconds,
+                ok=summary.ok,
+                failed=summary.failed,
+                skipped=summary.over_limit,
+            )
         except StoreError as exc:  # the store itself failed (full disk): the cells written before are kept
             log.warning("could not record the end of run %s: %s", summary.run_id, exc)
     return summary
@@ -140,6 +152,7 @@ def execute(
 
 def _describe(executor: Executor) -> dict[str, Any]:
     """The engine's name and, for the dataclass engines, its settings."""
-    settings: dict[str, Any] = (dataclasses.asdict(executor) if dataclasses.is_dataclass(executor)
-                                and not isinstance(executor, type) else {})
+    settings: dict[str, Any] = (
+        dataclasses.asdict(executor) if dataclasses.is_dataclass(executor) and not isinstance(executor, type) else {}
+    )
     return {**settings, "name": getattr(executor, "name", type(executor).__name__)}

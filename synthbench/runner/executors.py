@@ -68,8 +68,9 @@ class Executor(Protocol):
     def check(self) -> None:
         """Fail fast with :class:`ExecutorError` when the engine cannot run (before anything is written)."""
 
-    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
-            claim: Claim = _claim_all) -> None:
+    def run(
+        self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record, claim: Claim = _claim_all
+    ) -> None:
         """Run the part of each task that ``claim`` returns; call ``record`` once per cell, in this process."""
 
 
@@ -87,8 +88,9 @@ class SerialExecutor:
     def check(self) -> None:
         return None
 
-    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
-            claim: Claim = _claim_all) -> None:
+    def run(
+        self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record, claim: Claim = _claim_all
+    ) -> None:
         threads = replace(settings, n_jobs=usable_cores())
         for task in tasks:
             mine = claim(task)
@@ -190,8 +192,9 @@ class ProcessExecutor:
         if self.max_retries < 0:
             raise ExecutorError(f"max_retries must be non-negative, got {self.max_retries}")
 
-    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
-            claim: Claim = _claim_all) -> None:
+    def run(
+        self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record, claim: Claim = _claim_all
+    ) -> None:
         if not tasks:
             return
         ctx = multiprocessing.get_context("spawn")
@@ -347,11 +350,13 @@ class RayExecutor:
         """Ray options of one task: one CPU, and a share of a GPU for torch tasks where there is one."""
         per_cell = DEFAULT_GPUS_PER_CELL if self.gpus_per_cell is None else self.gpus_per_cell
         on_gpu = device != "cpu" and cluster_gpus > 0 and any(get_method(c.method).accelerated for c in task.cells)
-        return dict(num_cpus=1, num_gpus=per_cell if on_gpu else 0, max_retries=self.max_retries,
-                    retry_exceptions=False)
+        return dict(
+            num_cpus=1, num_gpus=per_cell if on_gpu else 0, max_retries=self.max_retries, retry_exceptions=False
+        )
 
-    def run(self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record,
-            claim: Claim = _claim_all) -> None:
+    def run(
+        self, tasks: Sequence[FoldTask], settings: TrainSettings, record: Record, claim: Claim = _claim_all
+    ) -> None:
         """Claim every task and submit it to Ray at once (the cluster schedules them)."""
         import ray
 

@@ -145,8 +145,17 @@ class Cell:
 
     @property
     def task_key(self) -> tuple:
-        return (self.dataset, self.dataset_params, self.n_samples, self.n_decoys, self.seed, self.n_folds, self.fold,
-                self.explain, self.model)
+        return (
+            self.dataset,
+            self.dataset_params,
+            self.n_samples,
+            self.n_decoys,
+            self.seed,
+            self.n_folds,
+            self.fold,
+            self.explain,
+            self.model,
+        )
 
 
 @dataclass(frozen=True)
@@ -209,8 +218,10 @@ class GridSpec:
         if not isinstance(self.decoys, Mapping):
             return tuple(self.decoys)
         if gen.kind not in self.decoys:
-            raise ValueError(f"no decoy counts for {dataset} ({gen.kind} data): the grid has them for "
-                             f"{', '.join(self.decoys) or 'no kind'}")
+            raise ValueError(
+                f"no decoy counts for {dataset} ({gen.kind} data): the grid has them for "
+                f"{', '.join(self.decoys) or 'no kind'}"
+            )
         return tuple(self.decoys[gen.kind])
 
     def methods_for(self, dataset: str) -> tuple[str, ...]:
@@ -219,9 +230,11 @@ class GridSpec:
         kind = datasets.spec(dataset).kind
         refused = [m for m in self.methods if kind not in get_method(m).inputs]
         if refused and not self.skip_inapplicable:
-            raise ValueError(f"{', '.join(refused)} cannot run on {dataset} ({kind} data): "
-                             f"{'it accepts' if len(refused) == 1 else 'they accept'} "
-                             f"{' / '.join(sorted({k for m in refused for k in get_method(m).inputs}))} inputs only")
+            raise ValueError(
+                f"{', '.join(refused)} cannot run on {dataset} ({kind} data): "
+                f"{'it accepts' if len(refused) == 1 else 'they accept'} "
+                f"{' / '.join(sorted({k for m in refused for k in get_method(m).inputs}))} inputs only"
+            )
         return tuple(m for m in self.methods if m not in refused)
 
     def presets_for(self, method: str, kind: str, scorer: str | None = None) -> tuple[str | None, ...]:
@@ -255,8 +268,11 @@ class GridSpec:
         if not spec.control or not get_scorer(scorer).abilities.judges_model:
             return ()
         own = explained_kind(spec, kind)
-        explained = (explained_kind(get_method(m), kind) for m in self.methods_for(dataset)
-                     if m != method and self._randomisable(m, kind, scorer))
+        explained = (
+            explained_kind(get_method(m), kind)
+            for m in self.methods_for(dataset)
+            if m != method and self._randomisable(m, kind, scorer)
+        )
         return tuple(k for k in dict.fromkeys(explained) if k != own and not model_kind(k).uses_preset)
 
     def _models_for(self, method: str, dataset: str, scorer: str) -> list[tuple[str | None, str | None]]:
@@ -272,7 +288,9 @@ class GridSpec:
         taken = {k for name in self.scorers for k in scorer_options(name)}
         stray = sorted(set(self.scorer_options) - taken)
         if stray:
-            raise ValueError(f"no scorer of the grid ({', '.join(self.scorers)}) takes the option(s) {', '.join(stray)}")
+            raise ValueError(
+                f"no scorer of the grid ({', '.join(self.scorers)}) takes the option(s) {', '.join(stray)}"
+            )
         for name in self.scorers:
             scorer = configure_scorer(name, self.options_for(name))  # ValueError when the scorer refuses a value
             for kind in sorted({datasets.spec(d).kind for d in self.datasets}):
@@ -280,9 +298,23 @@ class GridSpec:
         self._check_retrainable()
         self._check_randomisable()
         return [
-            Cell(d, n, n_decoys, self.seed, self.n_folds, fold, m, self.explain, scorer,
-                 dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())), suite=self.suite, model=preset,
-                 scorer_options=self.options_for(scorer), judged=judged, data_dir=self.data_dir)
+            Cell(
+                d,
+                n,
+                n_decoys,
+                self.seed,
+                self.n_folds,
+                fold,
+                m,
+                self.explain,
+                scorer,
+                dataset_params=tuple(sorted(self.dataset_params.get(d, {}).items())),
+                suite=self.suite,
+                model=preset,
+                scorer_options=self.options_for(scorer),
+                judged=judged,
+                data_dir=self.data_dir,
+            )
             for d in self.datasets
             for methods in (self.methods_for(d),)
             for n in self.sizes
@@ -313,8 +345,10 @@ class GridSpec:
                 for m in self.methods_for(d):
                     if not self._randomisable(m, kind, name) and not self.skip_inapplicable:
                         model = explained_kind(get_method(m), kind)
-                        raise ValueError(f"{name} randomises the layers of the model each method explains, and {m} on "
-                                         f"{d} explains a {model!r} model, which has none; drop {m} from the methods")
+                        raise ValueError(
+                            f"{name} randomises the layers of the model each method explains, and {m} on "
+                            f"{d} explains a {model!r} model, which has none; drop {m} from the methods"
+                        )
                     if not self._randomisable(m, kind, name):
                         continue
                     for preset in self.presets_for(m, kind, name):
@@ -332,8 +366,10 @@ class GridSpec:
             for m in self.methods_for(d):
                 model = explained_kind(get_method(m), kind)
                 if not model_kind(model).retrainable:
-                    raise ValueError(f"{', '.join(retraining)} retrain the model each method explains, and {m} on {d} "
-                                     f"explains a {model!r} model, which cannot be retrained")
+                    raise ValueError(
+                        f"{', '.join(retraining)} retrain the model each method explains, and {m} on {d} "
+                        f"explains a {model!r} model, which cannot be retrained"
+                    )
 
     @staticmethod
     def tasks(cells: list[Cell]) -> list[FoldTask]:

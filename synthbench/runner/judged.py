@@ -66,8 +66,11 @@ def control_verdict(rows: pd.DataFrame, metric: str, catalogue: Catalogue) -> st
     sel = rows[(rows["metric"] == metric) & rows["value"].notna()]
     if "status" in sel:
         sel = sel[sel["status"] == "ok"]
-    sel = sel.assign(model=model_key(sel, catalogue), n_decoys=sel["n_decoys"].fillna(-1),
-                     scorer_params=sel["scorer_params"].fillna(""))
+    sel = sel.assign(
+        model=model_key(sel, catalogue),
+        n_decoys=sel["n_decoys"].fillna(-1),
+        scorer_params=sel["scorer_params"].fillna(""),
+    )
     table = sel.pivot_table(index=[*_CONFIG, "model"], columns="method", values="value", aggfunc="mean")
     controls = sorted(set(sel.loc[sel["control"], "method"]))
     higher = catalogue.metric(metric).direction == "higher"
@@ -85,6 +88,8 @@ def control_verdict(rows: pd.DataFrame, metric: str, catalogue: Catalogue) -> st
     if not compared:
         return ""
     names = sorted(set(sel.loc[sel["control"], "base_method"]))
-    return (f"Controls {', '.join(names)} do as well as {len(matched)} of {len(compared)} methods on `{metric}` "
-            f"(each method beside the controls on the cells both hold, judged on the same model)"
-            + (f": {', '.join(matched)}." if matched else "."))
+    return (
+        f"Controls {', '.join(names)} do as well as {len(matched)} of {len(compared)} methods on `{metric}` "
+        f"(each method beside the controls on the cells both hold, judged on the same model)"
+        + (f": {', '.join(matched)}." if matched else ".")
+    )

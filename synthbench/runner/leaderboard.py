@@ -20,13 +20,21 @@ def _column_label(frame: pd.DataFrame):
     variants = frame.groupby("dataset")["dataset_params"].nunique()
 
     def label(d: str, p: str, n: int, k: int) -> str:
-        return f"{d}{f' {p}' if variants[d] > 1 else ''}{f' n={n}' if several[d] > 1 else ''}{f'/{k}' if k >= 0 else ''}"
+        return (
+            f"{d}{f' {p}' if variants[d] > 1 else ''}{f' n={n}' if several[d] > 1 else ''}{f'/{k}' if k >= 0 else ''}"
+        )
 
     return label
 
 
-def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, catalogue: Catalogue,
-                competence: float = COMPETENCE_THRESHOLD, all_models: bool = False) -> pd.DataFrame:
+def leaderboard(
+    rows: pd.DataFrame,
+    metric: str = "best_k",
+    *,
+    catalogue: Catalogue,
+    competence: float = COMPETENCE_THRESHOLD,
+    all_models: bool = False,
+) -> pd.DataFrame:
     """Mean ``metric`` over folds for each method (rows) and ``dataset/n_decoys`` (columns; ``dataset n=N/n_decoys``
     for a dataset run at several sample sizes).
 
@@ -38,7 +46,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, catalogue: Catalo
     reference is a control method such as ROAD's ``random``, that control's mean in ``rows``; one
     row per model it was judged on, ``chance@sparse_mlp``, ``chance@forest``, when several: each
     method's chance is the row of its own model), a ``s/cell`` column (the method's own mean
-    wall seconds per finished cell, without training the shared model it explains), ``failed`` and ``skipped`` (over the method's
+    wall seconds per finished cell, without training the shared model it explains), ``failed`` and ``skipped`` (over
+    the method's
     declared feature limit) counts, and an ``incompetent`` column counting the finished cells whose model's
     competence is below ``competence`` (:mod:`synthbench.models.competence`): left out of the means, unless
     ``all_models`` (then averaged in, and the column marks them). Methods are sorted best first by their
@@ -83,7 +92,8 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, catalogue: Catalo
         # the control judged on each model (preset or kind): one chance row per model when it ran on several
         controls = ok[ok["base_method"] == control]
         chance = controls.assign(model=model_key(controls, catalogue)).pivot_table(
-            index="model", columns=by, values="value", aggfunc="mean")
+            index="model", columns=by, values="value", aggfunc="mean"
+        )
     else:
         chance = ok.pivot_table(columns=by, values="chance", aggfunc="mean")
     chance = chance.reindex(columns=table.columns)
@@ -96,8 +106,9 @@ def leaderboard(rows: pd.DataFrame, metric: str = "best_k", *, catalogue: Catalo
     table["s/cell"] = (finished["seconds"] - finished["train_seconds"]).groupby(finished["method"]).mean()
     for status in ("failed", "skipped"):
         table[status] = cells.groupby("method")["status"].apply(lambda s, st=status: int((s == st).sum()))
-    table["incompetent"] = (finished["incompetent"].groupby(finished["method"]).sum()
-                            .reindex(table.index, fill_value=0).astype(int))
+    table["incompetent"] = (
+        finished["incompetent"].groupby(finished["method"]).sum().reindex(table.index, fill_value=0).astype(int)
+    )
     chance.index = ["chance"] if len(chance) == 1 else [entry_label("chance", p or None) for p in chance.index]
     board = pd.concat([table, chance])
     board.attrs["controls"] = control_verdict(rows if all_models else rows[~rows["incompetent"]], metric, catalogue)
@@ -120,10 +131,13 @@ def format_leaderboard(table: pd.DataFrame, metric: str = "best_k") -> str:
     direction = table.attrs["direction"]
     verdict = table.attrs.get("controls")
     threshold, shown = table.attrs.get("competence", (COMPETENCE_THRESHOLD, False))
-    note = (f"incompetent: finished cells whose model reached a competence below {threshold:g} (accuracy − chance "
-            f"over ceiling − chance), {'averaged in' if shown else 'left out of the means'}")
+    note = (
+        f"incompetent: finished cells whose model reached a competence below {threshold:g} (accuracy − chance "
+        f"over ceiling − chance), {'averaged in' if shown else 'left out of the means'}"
+    )
     return f"mean {metric} over folds (columns: dataset/decoys; {direction} is better)\n{body}\n{note}" + (
-        f"\n{verdict}" if verdict else "")
+        f"\n{verdict}" if verdict else ""
+    )
 
 
 def competence_table(fits: pd.DataFrame) -> pd.DataFrame:
@@ -134,8 +148,9 @@ def competence_table(fits: pd.DataFrame) -> pd.DataFrame:
     fits = fits.sort_values(["dataset", "dataset_params", "n_samples", "n_decoys"], kind="stable")
     label = _column_label(fits)
     column = [label(*key) for key in zip(fits["dataset"], fits["dataset_params"], fits["n_samples"], fits["n_decoys"])]
-    table = fits.assign(column=column).pivot_table(index="model", columns="column", values="competence",
-                                                   aggfunc="mean", sort=False, dropna=False)
+    table = fits.assign(column=column).pivot_table(
+        index="model", columns="column", values="competence", aggfunc="mean", sort=False, dropna=False
+    )
     table = table.reindex(columns=list(dict.fromkeys(column)))
     table.columns.name = None
     return table
@@ -150,14 +165,21 @@ def format_competence(cells: pd.DataFrame, catalogue: Catalogue, threshold: floa
     if table.empty:
         return ""
     body = table.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
-    head = (f"\ncompetence of the explained models, mean over folds ((accuracy − chance) / (ceiling − chance); the "
-            f"ceiling: the best of the forest and the booster on the relevant features alone; threshold {threshold:g})")
+    head = (
+        f"\ncompetence of the explained models, mean over folds ((accuracy − chance) / (ceiling − chance); the "
+        f"ceiling: the best of the forest and the booster on the relevant features alone; threshold {threshold:g})"
+    )
     lines = [head, body]
     unlearnt = learnability(fits, threshold)
     for r in unlearnt[unlearnt["learnable"] == False].itertuples():  # noqa: E712 - None is unknown
         where = r.dataset + (f"/{r.n_decoys}" if r.n_decoys >= 0 else "")
-        at = (f"some model reaches it at n = {int(r.learnable_at)}" if np.isfinite(r.learnable_at)
-              else "no sample size run here reaches it")
-        lines.append(f"no model here learns {where} at n = {r.n_samples} (best: {r.best_model} at competence "
-                     f"{r.best_competence:.2f} < {threshold:g}; {at})")
+        at = (
+            f"some model reaches it at n = {int(r.learnable_at)}"
+            if np.isfinite(r.learnable_at)
+            else "no sample size run here reaches it"
+        )
+        lines.append(
+            f"no model here learns {where} at n = {r.n_samples} (best: {r.best_model} at competence "
+            f"{r.best_competence:.2f} < {threshold:g}; {at})"
+        )
     return "\n".join(lines)

@@ -85,9 +85,11 @@ CREATE TABLE {name} (
     finished_at TEXT NOT NULL,
     suite TEXT, suite_hash TEXT{extra}
 )"""
-_CELLS_V4_COLUMNS = ("cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
-                     "n_folds, seed, explain, scorer, status, message, flags, seconds, peak_memory_bytes, model, "
-                     "permutation, versions, package_version, finished_at, suite, suite_hash, run_id, model_preset")
+_CELLS_V4_COLUMNS = (
+    "cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
+    "n_folds, seed, explain, scorer, status, message, flags, seconds, peak_memory_bytes, model, "
+    "permutation, versions, package_version, finished_at, suite, suite_hash, run_id, model_preset"
+)
 _CELLS_V5 = """
 CREATE TABLE {name} (
     cell_id TEXT PRIMARY KEY,
@@ -127,9 +129,11 @@ CREATE TABLE claims (
     run_id INTEGER NOT NULL REFERENCES runs(run_id),
     claimed_at REAL NOT NULL
 )"""
-_V1_COLUMNS = ("cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
-               "n_folds, seed, explain, scorer, status, message, flags, seconds, peak_memory_bytes, model, "
-               "permutation, versions, package_version, finished_at")
+_V1_COLUMNS = (
+    "cell_id, dataset, dataset_params, n_samples, n_decoys, n_features, k, method, method_params, fold, "
+    "n_folds, seed, explain, scorer, status, message, flags, seconds, peak_memory_bytes, model, "
+    "permutation, versions, package_version, finished_at"
+)
 _EXAMPLES = """
 CREATE TABLE examples (
     cell_id TEXT PRIMARY KEY REFERENCES cells(cell_id) ON DELETE CASCADE,
@@ -218,8 +222,10 @@ UPGRADES = {
     ),
     "5": (_CURVES,),
     "6": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V7_COLUMNS), _DATASETS, _METHODS.format(extra="")),
-    "7": (*(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V8_COLUMNS),
-          *(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V8_COLUMNS)),
+    "7": (
+        *(f"ALTER TABLE cells ADD COLUMN {c}" for c in _CELLS_V8_COLUMNS),
+        *(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V8_COLUMNS),
+    ),
     "8": tuple(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V9_COLUMNS),
     "9": (_SCORERS, _MODELS),
 }

@@ -38,20 +38,29 @@ import numpy as np
 import pandas as pd
 
 from synthbench.catalogue import Catalogue, ModelInfo, ScorerInfo, scorer_from_json, scorer_to_json
-from synthbench.runner.schema import APPLICATION, SCHEMA_VERSION, SCHEMA, UPGRADES
+from synthbench.runner.schema import APPLICATION, SCHEMA, SCHEMA_VERSION, UPGRADES
 
 if TYPE_CHECKING:  # the grid imports every registry; reading a store needs none
     from synthbench.runner.grid import Cell
 
-__all__ = ["ResultStore", "StoreError", "CellResult", "SCHEMA_VERSION", "RUN_STATUSES", "STALE_AFTER_SECONDS", "plugin_of"]
+__all__ = [
+    "ResultStore",
+    "StoreError",
+    "CellResult",
+    "SCHEMA_VERSION",
+    "RUN_STATUSES",
+    "STALE_AFTER_SECONDS",
+    "plugin_of",
+]
 
 #: How a run ends (its status is ``running`` until then).
 RUN_STATUSES = ("finished", "interrupted", "failed")
 
 #: The seconds a cell spent training the shared models it needs: the sum of the ``train_seconds`` of each model
 #: its ``model`` JSON records (SQLite's json_each; 0 when it records none).
-_TRAIN_SECONDS = ("(SELECT total(json_extract(j.value, '$.train_seconds')) FROM json_each({table}.model) j)"
-                  " AS train_seconds")
+_TRAIN_SECONDS = (
+    "(SELECT total(json_extract(j.value, '$.train_seconds')) FROM json_each({table}.model) j) AS train_seconds"
+)
 
 #: The competence of the least competent model a cell needs (:mod:`synthbench.models.competence`), from its ``model``
 #: JSON; null when it records none (a method that explains no model, data without a ceiling, an older cell).
@@ -210,7 +219,9 @@ class ResultStore:
                         self._con.execute(stmt)
                     if self._con.execute("PRAGMA foreign_key_check").fetchall():
                         raise sqlite3.IntegrityError("scores without a cell after the upgrade")
-                    self._con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(int(version) + 1),))
+                    self._con.execute(
+                        "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(int(version) + 1),)
+                    )
             finally:
                 self._con.execute("PRAGMA foreign_keys = ON")
 
@@ -223,13 +234,21 @@ class ResultStore:
         from synthbench.methods import METHODS
 
         missing = {
-            table: [r[0] for r in self._con.execute(
-                f"SELECT DISTINCT {column} FROM cells WHERE {column} NOT IN (SELECT {column} FROM {table})")
-                if r[0] in registry]
+            table: [
+                r[0]
+                for r in self._con.execute(
+                    f"SELECT DISTINCT {column} FROM cells WHERE {column} NOT IN (SELECT {column} FROM {table})"
+                )
+                if r[0] in registry
+            ]
             for table, column, registry in (("datasets", "dataset", datasets.DATASETS), ("methods", "method", METHODS))
         }
-        unflagged = [r[0] for r in self._con.execute("SELECT method FROM methods WHERE control IS NULL") if r[0] in METHODS]
-        uncited = [r[0] for r in self._con.execute("SELECT method FROM methods WHERE reference IS NULL") if r[0] in METHODS]
+        unflagged = [
+            r[0] for r in self._con.execute("SELECT method FROM methods WHERE control IS NULL") if r[0] in METHODS
+        ]
+        uncited = [
+            r[0] for r in self._con.execute("SELECT method FROM methods WHERE reference IS NULL") if r[0] in METHODS
+        ]
         scorers = _registered_scorers(self._unrecorded("scorers"))
         models = _registered_models(self._unrecorded("models"))
         if not any(missing.values()) and not unflagged and not uncited and not scorers and not models:
@@ -239,18 +258,26 @@ class ResultStore:
                 self._con.execute("INSERT OR IGNORE INTO datasets VALUES (?, ?, ?, ?, ?, ?)", _dataset_row(name))
             for name in missing["methods"]:
                 self._con.execute("INSERT OR IGNORE INTO methods VALUES (?, ?, ?, ?, ?, ?, ?)", _method_row(name))
-            self._con.executemany("UPDATE methods SET control = ? WHERE method = ? AND control IS NULL",
-                                  [(int(METHODS[name].control), name) for name in unflagged])
-            self._con.executemany("UPDATE methods SET reference = ? WHERE method = ? AND reference IS NULL",
-                                  [(METHODS[name].reference, name) for name in uncited])
-            self._con.executemany("INSERT OR IGNORE INTO scorers VALUES (?, ?, ?, ?)",
-                                  map(_scorer_row, scorers.values()))
+            self._con.executemany(
+                "UPDATE methods SET control = ? WHERE method = ? AND control IS NULL",
+                [(int(METHODS[name].control), name) for name in unflagged],
+            )
+            self._con.executemany(
+                "UPDATE methods SET reference = ? WHERE method = ? AND reference IS NULL",
+                [(METHODS[name].reference, name) for name in uncited],
+            )
+            self._con.executemany(
+                "INSERT OR IGNORE INTO scorers VALUES (?, ?, ?, ?)", map(_scorer_row, scorers.values())
+            )
             self._con.executemany("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?)", map(_model_row, models.values()))
 
     def _unrecorded(self, table: str) -> list[str]:
         """The scorers (``table="scorers"``) or model kinds (``"models"``) of stored cells that ``table`` lacks."""
-        used = ("SELECT DISTINCT scorer FROM cells" if table == "scorers"
-                else "SELECT DISTINCT j.key FROM cells, json_each(cells.model) j WHERE json_valid(cells.model)")
+        used = (
+            "SELECT DISTINCT scorer FROM cells"
+            if table == "scorers"
+            else "SELECT DISTINCT j.key FROM cells, json_each(cells.model) j WHERE json_valid(cells.model)"
+        )
         column = table[:-1] if table == "scorers" else "model"
         return [r[0] for r in self._con.execute(f"{used} EXCEPT SELECT {column} FROM {table}")]
 
@@ -260,8 +287,9 @@ class ResultStore:
         store opened read-only) are taken from this process's registries, which are then imported; a scorer or
         model kind neither knows is absent."""
         scorers = {r[0]: scorer_from_json(*r) for r in self._con.execute("SELECT * FROM scorers")}
-        models = {r[0]: ModelInfo(r[0], bool(r[1]), r[2] or "", r[3])
-                  for r in self._con.execute("SELECT * FROM models")}
+        models = {
+            r[0]: ModelInfo(r[0], bool(r[1]), r[2] or "", r[3]) for r in self._con.execute("SELECT * FROM models")
+        }
         scorers.update(_registered_scorers(self._unrecorded("scorers")))
         models.update(_registered_models(self._unrecorded("models")))
         return Catalogue(scorers, models)
@@ -284,20 +312,42 @@ class ResultStore:
         done: set[str] = set()
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
-            q = f"SELECT cell_id FROM cells WHERE status IN ('ok', 'skipped') AND cell_id IN ({','.join('?' * len(chunk))})"
+            marks = ",".join("?" * len(chunk))
+            q = f"SELECT cell_id FROM cells WHERE status IN ('ok', 'skipped') AND cell_id IN ({marks})"
             done.update(r[0] for r in self._con.execute(q, chunk))
         return done
 
-    def start_run(self, *, command: str | None, executor: dict[str, Any] | None, machine: dict[str, Any] | None,
-                  package_version: str, cells_total: int, cells_pending: int) -> int:
+    def start_run(
+        self,
+        *,
+        command: str | None,
+        executor: dict[str, Any] | None,
+        machine: dict[str, Any] | None,
+        package_version: str,
+        cells_total: int,
+        cells_pending: int,
+    ) -> int:
         """Record the start of a run (status ``running``) and return its ``run_id``."""
-        row = (_now(), "running", command, _json(executor), _json(machine), package_version, cells_total, cells_pending,
-               socket.gethostname(), os.getpid(), time.time())
+        row = (
+            _now(),
+            "running",
+            command,
+            _json(executor),
+            _json(machine),
+            package_version,
+            cells_total,
+            cells_pending,
+            socket.gethostname(),
+            os.getpid(),
+            time.time(),
+        )
         try:
             with self._transaction():
                 cur = self._con.execute(
                     "INSERT INTO runs (started_at, status, command, executor, machine, package_version, cells_total,"
-                    " cells_pending, host, pid, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                    " cells_pending, host, pid, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
         return int(cur.lastrowid or 0)  # a row was inserted: its id
@@ -311,23 +361,52 @@ class ResultStore:
                 self._con.execute("DELETE FROM claims WHERE run_id = ?", (run_id,))
                 self._con.execute(
                     "UPDATE runs SET finished_at = ?, status = ?, wall_seconds = ?, cells_ok = ?, cells_failed = ?,"
-                    " cells_skipped = ? WHERE run_id = ?", (_now(), status, wall_seconds, ok, failed, skipped, run_id))
+                    " cells_skipped = ? WHERE run_id = ?",
+                    (_now(), status, wall_seconds, ok, failed, skipped, run_id),
+                )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
 
     def write(self, result: CellResult, run_id: int | None = None) -> None:
-        """Store one cell and its scores atomically (as part of run ``run_id``), replacing any earlier row of that cell."""
+        """Store one cell and its scores atomically (as part of run ``run_id``), replacing any earlier row of that
+        cell."""
         c = result.cell
         config = c.config()
         row = (
-            c.cell_id, c.dataset, json.dumps(dict(c.dataset_params), sort_keys=True), c.n_samples, c.n_decoys,
-            result.n_features, result.k, c.method, json.dumps(c.method_params, sort_keys=True), c.fold,
-            c.n_folds, c.seed, c.explain, c.scorer, result.status, result.message, ",".join(result.flags), result.seconds,
-            result.peak_memory_bytes, _json(result.model), _json(result.permutation), _json(result.versions),
-            config["version"], _now(), *(c.suite or (None, None)), run_id, c.model, result.scorer_seconds,
+            c.cell_id,
+            c.dataset,
+            json.dumps(dict(c.dataset_params), sort_keys=True),
+            c.n_samples,
+            c.n_decoys,
+            result.n_features,
+            result.k,
+            c.method,
+            json.dumps(c.method_params, sort_keys=True),
+            c.fold,
+            c.n_folds,
+            c.seed,
+            c.explain,
+            c.scorer,
+            result.status,
+            result.message,
+            ",".join(result.flags),
+            result.seconds,
+            result.peak_memory_bytes,
+            _json(result.model),
+            _json(result.permutation),
+            _json(result.versions),
+            config["version"],
+            _now(),
+            *(c.suite or (None, None)),
+            run_id,
+            c.model,
+            result.scorer_seconds,
             _json(config.get("scorer_params")),
             None if result.input_shape is None else json.dumps([int(d) for d in result.input_shape]),
-            _flag(result.global_truth), _flag(result.masks), c.judged, c.judged_model,
+            _flag(result.global_truth),
+            _flag(result.masks),
+            c.judged,
+            c.judged_model,
         )
         described = (_dataset_row(c.dataset), _method_row(c.method))
         scorer, models = _registered_scorers([c.scorer]).values(), _registered_models(result.model or {}).values()
@@ -346,19 +425,25 @@ class ResultStore:
                 )
                 self._con.executemany(
                     "INSERT INTO curves VALUES (?, ?, ?, ?, ?)",
-                    [(c.cell_id, name, float(x), r, _finite_or_none(float(v)))
-                     for name, curve in result.curves.items() for x, row in zip(curve.x, curve.values)
-                     for r, v in enumerate(row)],
+                    [
+                        (c.cell_id, name, float(x), r, _finite_or_none(float(v)))
+                        for name, curve in result.curves.items()
+                        for x, row in zip(curve.x, curve.values)
+                        for r, v in enumerate(row)
+                    ],
                 )
                 if result.examples is not None:
                     maps = np.ascontiguousarray(result.examples, dtype=np.float32)
-                    self._con.execute("INSERT INTO examples VALUES (?, ?, ?)",
-                                      (c.cell_id, json.dumps(list(maps.shape)), maps.tobytes()))
+                    self._con.execute(
+                        "INSERT INTO examples VALUES (?, ?, ?)",
+                        (c.cell_id, json.dumps(list(maps.shape)), maps.tobytes()),
+                    )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
 
-    def claim(self, cells: Sequence[Cell], run_id: int, *, force: bool = False,
-              stale_after: float = STALE_AFTER_SECONDS) -> tuple[list[Cell], list[Cell], list[Cell]]:
+    def claim(
+        self, cells: Sequence[Cell], run_id: int, *, force: bool = False, stale_after: float = STALE_AFTER_SECONDS
+    ) -> tuple[list[Cell], list[Cell], list[Cell]]:
         """Claim ``cells`` for run ``run_id`` before computing them, in one transaction.
 
         Parameters
@@ -385,19 +470,27 @@ class ResultStore:
                 holders: dict[str, tuple[Any, ...]] = {}  # cell id -> (run, status, host, pid, heartbeat)
                 for i in range(0, len(ids), 500):
                     chunk = ids[i : i + 500]
-                    holders.update((r[0], r[1:]) for r in self._con.execute(
-                        "SELECT k.cell_id, k.run_id, r.status, r.host, r.pid, r.heartbeat_at FROM claims k"
-                        f" LEFT JOIN runs r ON r.run_id = k.run_id WHERE k.cell_id IN ({','.join('?' * len(chunk))})",
-                        chunk))
-                busy = {cid for cid, (holder, status, h, pid, beat) in holders.items()
-                        if holder != run_id and _alive(status, h, pid, beat, host, now, stale_after)}
+                    holders.update(
+                        (r[0], r[1:])
+                        for r in self._con.execute(
+                            "SELECT k.cell_id, k.run_id, r.status, r.host, r.pid, r.heartbeat_at FROM claims k"
+                            " LEFT JOIN runs r ON r.run_id = k.run_id"
+                            f" WHERE k.cell_id IN ({','.join('?' * len(chunk))})",
+                            chunk,
+                        )
+                    )
+                busy = {
+                    cid
+                    for cid, (holder, status, h, pid, beat) in holders.items()
+                    if holder != run_id and _alive(status, h, pid, beat, host, now, stale_after)
+                }
                 claimed = [cid for cid in ids if cid not in done and cid not in busy]
-                self._con.executemany("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
-                                      [(cid, run_id, now) for cid in claimed])
+                self._con.executemany(
+                    "INSERT OR REPLACE INTO claims VALUES (?, ?, ?)", [(cid, run_id, now) for cid in claimed]
+                )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to store {self.path}: {exc}") from exc
-        return ([by_id[c] for c in claimed], [by_id[c] for c in ids if c in done],
-                [by_id[c] for c in ids if c in busy])
+        return ([by_id[c] for c in claimed], [by_id[c] for c in ids if c in done], [by_id[c] for c in ids if c in busy])
 
     def heartbeat(self, run_id: int) -> None:
         """Mark run ``run_id`` alive now; safe from any thread (it uses a connection of its own)."""
@@ -418,7 +511,9 @@ class ResultStore:
         """
         return pd.read_sql_query(
             "SELECT r.*, (SELECT MAX(c.finished_at) FROM cells c WHERE c.run_id = r.run_id) AS last_cell_at"
-            " FROM runs r ORDER BY r.run_id", self._con)
+            " FROM runs r ORDER BY r.run_id",
+            self._con,
+        )
 
     def cells(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """One row per stored cell (all, or those of ``cell_ids``): its columns, then ``train_seconds``
@@ -427,8 +522,10 @@ class ResultStore:
         0 for a method that needs no model), so ``seconds - train_seconds`` is the method's own time, and
         ``competence`` (of the least competent model the cell needs, :mod:`synthbench.models.competence`; null
         when unknown)."""
-        return self._query(f"SELECT *, {_TRAIN_SECONDS.format(table='cells')}, {_COMPETENCE.format(table='cells')} "
-                           "FROM cells", cell_ids)
+        return self._query(
+            f"SELECT *, {_TRAIN_SECONDS.format(table='cells')}, {_COMPETENCE.format(table='cells')} FROM cells",
+            cell_ids,
+        )
 
     def scores(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
         """Tidy rows, one per cell and metric, with the cell's configuration and status.
@@ -447,7 +544,8 @@ class ResultStore:
         """
         sql = (
             "SELECT c.cell_id, c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.n_features, c.k, c.method,"
-            " c.model_preset, c.judged, c.judged_model, m.control, c.explain, c.scorer, c.scorer_params, c.fold, c.seed,"
+            " c.model_preset, c.judged, c.judged_model, m.control, c.explain, c.scorer, c.scorer_params, c.fold,"
+            " c.seed,"
             f" s.metric, s.value, s.chance, c.seconds, {_TRAIN_SECONDS.format(table='c')},"
             f" {_COMPETENCE.format(table='c')}, c.scorer_seconds,"
             " c.peak_memory_bytes, c.status, c.message, c.flags, c.suite, c.suite_hash, c.run_id"
@@ -503,8 +601,11 @@ class ResultStore:
             return pd.read_sql_query(sql, self._con)
         ids = list(cell_ids)
         frames = [
-            pd.read_sql_query(f"{sql} WHERE {alias}cell_id IN ({','.join('?' * len(ids[i:i + 500]))})", self._con,
-                              params=ids[i : i + 500])
+            pd.read_sql_query(
+                f"{sql} WHERE {alias}cell_id IN ({','.join('?' * len(ids[i : i + 500]))})",
+                self._con,
+                params=ids[i : i + 500],
+            )
             for i in range(0, len(ids), 500)
         ]
         return pd.concat(frames, ignore_index=True) if frames else pd.read_sql_query(sql + " WHERE 0", self._con)
@@ -524,8 +625,15 @@ class _Transaction:
             self._con.execute("ROLLBACK")
 
 
-def _alive(status: str | None, host: str | None, pid: int | None, heartbeat: float | None, this_host: str,
-           now: float, stale_after: float) -> bool:
+def _alive(
+    status: str | None,
+    host: str | None,
+    pid: int | None,
+    heartbeat: float | None,
+    this_host: str,
+    now: float,
+    stale_after: float,
+) -> bool:
     """Whether a claim's run may still be computing its cell."""
     if status != "running" or heartbeat is None or now - heartbeat > stale_after:
         return False
@@ -568,8 +676,15 @@ def _method_row(name: str) -> tuple:
     from synthbench.methods import METHODS
 
     spec = METHODS[name]
-    return (name, spec.family, spec.description, json.dumps(list(spec.inputs)), plugin_of(spec.fn), int(spec.control),
-            spec.reference)
+    return (
+        name,
+        spec.family,
+        spec.description,
+        json.dumps(list(spec.inputs)),
+        plugin_of(spec.fn),
+        int(spec.control),
+        spec.reference,
+    )
 
 
 def _registered_scorers(names: Iterable[str]) -> dict[str, ScorerInfo]:
@@ -580,8 +695,9 @@ def _registered_scorers(names: Iterable[str]) -> dict[str, ScorerInfo]:
         return {}
     from synthbench.scoring import SCORERS
 
-    return {n: ScorerInfo(n, SCORERS[n].metrics, SCORERS[n].abilities, plugin_of(SCORERS[n])) for n in names
-            if n in SCORERS}
+    return {
+        n: ScorerInfo(n, SCORERS[n].metrics, SCORERS[n].abilities, plugin_of(SCORERS[n])) for n in names if n in SCORERS
+    }
 
 
 def _registered_models(names: Iterable[str]) -> dict[str, ModelInfo]:
@@ -592,8 +708,11 @@ def _registered_models(names: Iterable[str]) -> dict[str, ModelInfo]:
     from synthbench.models import kinds, model_kind
 
     known = set(kinds())
-    return {n: ModelInfo(n, model_kind(n).uses_preset, model_kind(n).description, plugin_of(model_kind(n).train))
-            for n in names if n in known}
+    return {
+        n: ModelInfo(n, model_kind(n).uses_preset, model_kind(n).description, plugin_of(model_kind(n).train))
+        for n in names
+        if n in known
+    }
 
 
 def _scorer_row(info: ScorerInfo) -> tuple:

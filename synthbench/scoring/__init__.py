@@ -19,9 +19,22 @@ rerun a method or train models) and below the runner. Registered scorers:
   random and adversarial, move the maps, and off the ground truth.
 """
 
-from synthbench.scoring.base import (SCORERS, Abilities, Curve, Scorer, Scores, SkipCell, configure_scorer,
-                                     explained_kind, explained_model, get_metric, get_scorer, register_scorer,
-                                     scorer_names, scorer_options)
+from synthbench.scoring.base import (
+    SCORERS,
+    Abilities,
+    Curve,
+    Scorer,
+    Scores,
+    SkipCell,
+    configure_scorer,
+    explained_kind,
+    explained_model,
+    get_metric,
+    get_scorer,
+    register_scorer,
+    scorer_names,
+    scorer_options,
+)
 from synthbench.scoring.truth.ground_truth import GROUND_TRUTH, GroundTruthScorer
 from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.removal.road import ROAD, RoadScorer
@@ -31,9 +44,37 @@ from synthbench.scoring.randomisation.random_logit import RANDOM_LOGIT, RandomLo
 from synthbench.scoring.randomisation.data import DATA_RANDOMISATION, DataRandomisationScorer
 from synthbench.scoring.fragility.scorer import FRAGILITY, FragilityScorer
 
-__all__ = ["Scorer", "Abilities", "Scores", "Curve", "SCORERS", "Metric", "SkipCell", "GroundTruthScorer",
-           "GROUND_TRUTH", "RoadScorer", "ROAD", "RetrainScorer", "ROAR", "KAR", "RandomisationScorer", "RANDOMISATION",
-           "SMPRT", "EMPRT",
-           "RandomLogitScorer", "RANDOM_LOGIT", "DataRandomisationScorer", "DATA_RANDOMISATION",
-           "FragilityScorer", "FRAGILITY", "explained_kind", "explained_model",
-           "configure_scorer", "scorer_options", "get_scorer", "get_metric", "register_scorer", "scorer_names"]
+__all__ = [
+    "Scorer",
+    "Abilities",
+    "Scores",
+    "Curve",
+    "SCORERS",
+    "Metric",
+    "SkipCell",
+    "GroundTruthScorer",
+    "GROUND_TRUTH",
+    "RoadScorer",
+    "ROAD",
+    "RetrainScorer",
+    "ROAR",
+    "KAR",
+    "RandomisationScorer",
+    "RANDOMISATION",
+    "SMPRT",
+    "EMPRT",
+    "RandomLogitScorer",
+    "RANDOM_LOGIT",
+    "DataRandomisationScorer",
+    "DATA_RANDOMISATION",
+    "FragilityScorer",
+    "FRAGILITY",
+    "explained_kind",
+    "explained_model",
+    "configure_scorer",
+    "scorer_options",
+    "get_scorer",
+    "get_metric",
+    "register_scorer",
+    "scorer_names",
+]

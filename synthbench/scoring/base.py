@@ -11,8 +11,8 @@ scoring (judging the explained model, retraining, re-drawing layers, its curves)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -26,9 +26,22 @@ from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
 from synthbench.scoring.truth.metrics import Metric
 
-__all__ = ["Scorer", "Abilities", "Scores", "Curve", "SkipCell", "SCORERS", "register_scorer", "get_scorer",
-           "scorer_names", "get_metric", "configure_scorer", "scorer_options", "explained_kind",
-           "explained_model"]
+__all__ = [
+    "Scorer",
+    "Abilities",
+    "Scores",
+    "Curve",
+    "SkipCell",
+    "SCORERS",
+    "register_scorer",
+    "get_scorer",
+    "scorer_names",
+    "get_metric",
+    "configure_scorer",
+    "scorer_options",
+    "explained_kind",
+    "explained_model",
+]
 
 
 class SkipCell(Exception):
@@ -67,13 +80,15 @@ class Scores(dict[str, float]):
     the method's own. A scorer that measures no curve may return a plain ``dict``.
     """
 
-    def __init__(self, values: Mapping[str, float] | None = None, curves: Mapping[str, Curve] | None = None,
-                 examples: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        values: Mapping[str, float] | None = None,
+        curves: Mapping[str, Curve] | None = None,
+        examples: np.ndarray | None = None,
+    ) -> None:
         super().__init__(values or {})
         self.curves: dict[str, Curve] = dict(curves or {})
         self.examples = examples
-
-
 
 
 def explained_kind(spec: MethodSpec, kind: str) -> str:
@@ -144,8 +159,10 @@ def register_scorer(scorer: Scorer) -> Scorer:
     """Add ``scorer`` to the registry under its ``name`` (ValueError when the name is taken, TypeError for an object
     that does not derive from :class:`Scorer`)."""
     if not isinstance(scorer, Scorer):
-        raise TypeError(f"a scorer derives from synthbench.scoring.Scorer (its abilities and defaults); "
-                        f"{type(scorer).__name__} does not")
+        raise TypeError(
+            f"a scorer derives from synthbench.scoring.Scorer (its abilities and defaults); "
+            f"{type(scorer).__name__} does not"
+        )
     return SCORERS.add(scorer.name, scorer)
 
 
@@ -169,8 +186,9 @@ def scorer_options(name: str) -> list[str]:
     scorer = get_scorer(name)
     if not dataclasses.is_dataclass(scorer):
         return []
-    return [f.name for f in dataclasses.fields(scorer)
-            if f.name not in ("name", "metrics") and not f.metadata.get("fixed")]
+    return [
+        f.name for f in dataclasses.fields(scorer) if f.name not in ("name", "metrics") and not f.metadata.get("fixed")
+    ]
 
 
 def configure_scorer(name: str, options: Mapping[str, Any] | tuple[tuple[str, Any], ...] = ()) -> Scorer:
@@ -188,8 +206,9 @@ def configure_scorer(name: str, options: Mapping[str, Any] | tuple[tuple[str, An
     valid = scorer_options(name)
     unknown = sorted(set(options) - set(valid))
     if unknown:
-        raise ValueError(f"scorer {name!r} has no option {', '.join(map(repr, unknown))}; "
-                         f"its options: {', '.join(valid) or 'none'}")
+        raise ValueError(
+            f"scorer {name!r} has no option {', '.join(map(repr, unknown))}; its options: {', '.join(valid) or 'none'}"
+        )
     try:
         configured: Scorer = dataclasses.replace(cast(Any, scorer), **options)  # a dataclass: it has options
         return configured

@@ -71,7 +71,7 @@ def top_k_mask(scores: np.ndarray, k: int, rng: np.random.Generator, *, signed: 
         raise ValueError(f"k must satisfy 0 <= k <= m = {m}, got {k}")
     if k in (0, m):
         return np.full(key.shape, bool(k))
-    kth = np.partition(key, m - k, axis=-1)[..., m - k:m - k + 1]
+    kth = np.partition(key, m - k, axis=-1)[..., m - k : m - k + 1]
     mask = key > kth
     tied = key == kth
     need = k - mask.sum(axis=-1)  # at least 1: the k-th largest itself is tied with itself

@@ -28,23 +28,47 @@ __all__ = ["explain_again"]
 
 
 @overload
-def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
-                  stream: tuple[int | str, ...] = (), target: str | None = None,
-                  targets: np.ndarray | None = None, inputs: torch.Tensor | None = None,
-                  differentiable: Literal[False] = False) -> np.ndarray: ...
+def explain_again(
+    spec: MethodSpec,
+    data: FoldData,
+    models: SharedModels,
+    *,
+    model: Any = None,
+    stream: tuple[int | str, ...] = (),
+    target: str | None = None,
+    targets: np.ndarray | None = None,
+    inputs: torch.Tensor | None = None,
+    differentiable: Literal[False] = False,
+) -> np.ndarray: ...
 
 
 @overload
-def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
-                  stream: tuple[int | str, ...] = (), target: str | None = None,
-                  targets: np.ndarray | None = None, inputs: torch.Tensor | None = None,
-                  differentiable: Literal[True]) -> torch.Tensor: ...
+def explain_again(
+    spec: MethodSpec,
+    data: FoldData,
+    models: SharedModels,
+    *,
+    model: Any = None,
+    stream: tuple[int | str, ...] = (),
+    target: str | None = None,
+    targets: np.ndarray | None = None,
+    inputs: torch.Tensor | None = None,
+    differentiable: Literal[True],
+) -> torch.Tensor: ...
 
 
-def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, model: Any = None,
-                  stream: tuple[int | str, ...] = (), target: str | None = None,
-                  targets: np.ndarray | None = None, inputs: torch.Tensor | None = None,
-                  differentiable: bool = False) -> np.ndarray | torch.Tensor:
+def explain_again(
+    spec: MethodSpec,
+    data: FoldData,
+    models: SharedModels,
+    *,
+    model: Any = None,
+    stream: tuple[int | str, ...] = (),
+    target: str | None = None,
+    targets: np.ndarray | None = None,
+    inputs: torch.Tensor | None = None,
+    differentiable: bool = False,
+) -> np.ndarray | torch.Tensor:
     """The method's maps of ``data.X_explain``, float64 ``(n, *input_shape)``, or ``(1, *input_shape)``
     holding its global scores when it draws no maps (tables: filters, the ``random`` control); with
     ``differentiable``, the maps of ``inputs`` as a tensor in the autograd graph.
@@ -89,12 +113,21 @@ def explain_again(spec: MethodSpec, data: FoldData, models: SharedModels, *, mod
             network = models.get(explains)
         else:
             raise ValueError(f"{spec.name} has an attribution recipe but explains no model on {data.kind} inputs")
-        maps = recipe.explain(network, data, method_rng(spec, data, stream), spec.params_for(data.kind),
-                              inputs=inputs, create_graph=differentiable, targets=targets)
+        maps = recipe.explain(
+            network,
+            data,
+            method_rng(spec, data, stream),
+            spec.params_for(data.kind),
+            inputs=inputs,
+            create_graph=differentiable,
+            targets=targets,
+        )
         return maps if differentiable else maps.detach().cpu().numpy().astype(np.float64)
     if explains is not None and (targets is not None or target not in (None, "label")):
-        raise SkipCell(f"{spec.name} explains the {explains} without an attribution recipe, so the explained class "
-                       "cannot be chosen for it")
+        raise SkipCell(
+            f"{spec.name} explains the {explains} without an attribution recipe, so the explained class "
+            "cannot be chosen for it"
+        )
     out = run_method(spec, data, models, model=model if explains is not None else None, stream=stream)
     if out.local is not None:
         return out.local

@@ -37,7 +37,11 @@ __all__ = [
 
 
 def uniform_knockoffs(
-    X: np.ndarray, rng: np.random.Generator, *, low: np.ndarray | float | None = None, high: np.ndarray | float | None = None
+    X: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    low: np.ndarray | float | None = None,
+    high: np.ndarray | float | None = None,
 ) -> np.ndarray:
     """Independent uniform redraws, column by column.
 
@@ -126,8 +130,9 @@ def gaussian_knockoffs(
     return cond_mean + rng.standard_normal((n, p)) @ root.T
 
 
-def gaussian_knockoffs_2023(X: np.ndarray, rng: np.random.Generator, *, shrink: float = 0.8,
-                            eps: float = 1e-3) -> np.ndarray:
+def gaussian_knockoffs_2023(
+    X: np.ndarray, rng: np.random.Generator, *, shrink: float = 0.8, eps: float = 1e-3
+) -> np.ndarray:
     """The 2023 benchmark's Gaussian knockoffs of ``X`` (n, p), float64 (n, p).
 
     With ``mu`` the column means, ``C`` the sample covariance (``ddof = 1``), ``sigma = shrink *

@@ -283,9 +283,7 @@ def _validate(X_discrete: np.ndarray, y: np.ndarray, k: int, scheme: str) -> tup
     if k > p:
         raise ValueError(f"k={k} exceeds the number of features p={p}")
     if k > POOL_SIZE:
-        raise ValueError(
-            f"k={k} exceeds the reference implementation's candidate pool of {POOL_SIZE} features"
-        )
+        raise ValueError(f"k={k} exceeds the reference implementation's candidate pool of {POOL_SIZE} features")
     return np.ascontiguousarray(X), yv, k
 
 

@@ -31,8 +31,9 @@ from sklearn.preprocessing import scale
 __all__ = ["mutual_info_classif_1d"]
 
 
-def mutual_info_classif_1d(X: np.ndarray, y: np.ndarray, *, n_neighbors: int = 3,
-                           random_state: int | None = None) -> np.ndarray:
+def mutual_info_classif_1d(
+    X: np.ndarray, y: np.ndarray, *, n_neighbors: int = 3, random_state: int | None = None
+) -> np.ndarray:
     """Mutual information (nats, non-negative) of each column of ``X`` ``(n, p)`` with the labels ``y`` ``(n,)``.
 
     Equal to ``mutual_info_classif(X, y, n_neighbors=n_neighbors, random_state=random_state)`` with
@@ -67,8 +68,12 @@ def mutual_info_classif_1d(X: np.ndarray, y: np.ndarray, *, n_neighbors: int = 3
     m_all = _counts_within(Z, radius)
     n_kept = len(codes)
     # the means over rows, each column's rows contiguous (the pairwise sums of a 1-D mean)
-    mi = (digamma(n_kept) + np.mean(digamma(k_all)) - np.mean(digamma(counts[codes].astype(np.float64)))
-          - np.mean(digamma(np.ascontiguousarray(m_all.T, dtype=np.float64)), axis=1))
+    mi = (
+        digamma(n_kept)
+        + np.mean(digamma(k_all))
+        - np.mean(digamma(counts[codes].astype(np.float64)))
+        - np.mean(digamma(np.ascontiguousarray(m_all.T, dtype=np.float64)), axis=1)
+    )
     return np.maximum(0, mi)
 
 
@@ -79,8 +84,8 @@ def _kth_neighbour_distance(Z: np.ndarray, k: int) -> np.ndarray:
     order = np.argsort(Z, axis=0, kind="stable")
     S = np.take_along_axis(Z, order, axis=0)
     padded = np.full((n + 2 * k, Z.shape[1]), np.inf)
-    padded[k:k + n] = S
-    near = np.stack([np.abs(padded[k + s:k + s + n] - S) for s in (*range(-k, 0), *range(1, k + 1))])
+    padded[k : k + n] = S
+    near = np.stack([np.abs(padded[k + s : k + s + n] - S) for s in (*range(-k, 0), *range(1, k + 1))])
     kth = np.partition(near, k - 1, axis=0)[k - 1]
     out = np.empty_like(Z)
     np.put_along_axis(out, order, kth, axis=0)
@@ -110,8 +115,9 @@ def _counts_within(Z: np.ndarray, radius: np.ndarray) -> np.ndarray:
 
     # the first row inside on the left (in [0, i]) and the first row outside on the right (in [i + 1, n])
     left = _bisect(inside, np.zeros((n, p), dtype=np.int64), np.broadcast_to(position, (n, p)).copy(), first=True)
-    right = _bisect(inside, np.broadcast_to(position + 1, (n, p)).copy(), np.full((n, p), n, dtype=np.int64),
-                    first=False)
+    right = _bisect(
+        inside, np.broadcast_to(position + 1, (n, p)).copy(), np.full((n, p), n, dtype=np.int64), first=False
+    )
     counts_sorted = right - left
     out = np.empty((n, p), dtype=np.int64)
     np.put_along_axis(out, order, counts_sorted, axis=0)

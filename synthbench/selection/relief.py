@@ -156,7 +156,9 @@ def relieff(X: np.ndarray, y: np.ndarray, *, n_neighbors: int = 100, discrete_th
     return total / scale / n
 
 
-def skrebate_relieff(X: np.ndarray, y: np.ndarray, *, n_neighbors: int = 100, discrete_threshold: int = 10) -> np.ndarray:
+def skrebate_relieff(
+    X: np.ndarray, y: np.ndarray, *, n_neighbors: int = 100, discrete_threshold: int = 10
+) -> np.ndarray:
     """skrebate's own ``ReliefF.feature_importances_`` (the reference for :func:`relieff`).
 
     Same parameters and result as :func:`relieff`; runs skrebate on ``X.astype(float64)`` with
@@ -164,8 +166,12 @@ def skrebate_relieff(X: np.ndarray, y: np.ndarray, *, n_neighbors: int = 100, di
     """
     from skrebate import ReliefF
 
-    threshold_name = "categorical_threshold" if "categorical_threshold" in ReliefF().get_params() else "discrete_threshold"
-    model = ReliefF(n_neighbors=int(n_neighbors), n_features_to_select=1, n_jobs=1, **{threshold_name: int(discrete_threshold)})
+    threshold_name = (
+        "categorical_threshold" if "categorical_threshold" in ReliefF().get_params() else "discrete_threshold"
+    )
+    model = ReliefF(
+        n_neighbors=int(n_neighbors), n_features_to_select=1, n_jobs=1, **{threshold_name: int(discrete_threshold)}
+    )
     model.fit(np.asarray(X, dtype=np.float64), np.asarray(y))
     return np.asarray(model.feature_importances_, dtype=np.float64)
 
@@ -191,7 +197,9 @@ def _validate(X, y, n_neighbors, discrete_threshold) -> tuple[np.ndarray, np.nda
     if n_classes < 2:
         raise ValueError("y has a single class")
     if n_classes > MAX_CLASSES:
-        raise ValueError(f"y has {n_classes} distinct values; at most {MAX_CLASSES} (continuous labels are not supported)")
+        raise ValueError(
+            f"y has {n_classes} distinct values; at most {MAX_CLASSES} (continuous labels are not supported)"
+        )
     for name, value in (("n_neighbors", n_neighbors), ("discrete_threshold", discrete_threshold)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")

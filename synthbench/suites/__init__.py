@@ -31,8 +31,16 @@ from synthbench.scoring import scorer_names
 
 __all__ = ["Suite", "SuiteError", "load_suite", "suite_names"]
 
-_REQUIRED = {"name": str, "version": int, "description": str, "n_samples": int, "folds": int, "seed": int,
-             "methods": list, "grid": list}
+_REQUIRED = {
+    "name": str,
+    "version": int,
+    "description": str,
+    "n_samples": int,
+    "folds": int,
+    "seed": int,
+    "methods": list,
+    "grid": list,
+}
 
 
 class SuiteError(Exception):
@@ -79,7 +87,9 @@ def _read(name_or_path: str) -> tuple[str, str]:
             return path.read_text(encoding="utf-8"), str(path)
         except OSError as exc:
             raise SuiteError(f"cannot read suite file {path}: {exc.strerror}") from None
-    raise SuiteError(f"unknown suite {name_or_path!r}; shipped suites: {', '.join(suite_names())} (or a path to a .toml file)")
+    raise SuiteError(
+        f"unknown suite {name_or_path!r}; shipped suites: {', '.join(suite_names())} (or a path to a .toml file)"
+    )
 
 
 def _parse(raw: dict[str, Any], source: str) -> Suite:
@@ -94,12 +104,14 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
         raise SuiteError(f"suite {source}: unknown methods {', '.join(map(repr, unknown))}")
     models = raw.get("models", [DEFAULT_PRESET])
     if not isinstance(models, list) or not models or any(m not in preset_names() for m in models):
-        raise SuiteError(f"suite {source}: 'models' must be a non-empty list of MLP presets; valid: "
-                         f"{', '.join(preset_names())}")
+        raise SuiteError(
+            f"suite {source}: 'models' must be a non-empty list of MLP presets; valid: {', '.join(preset_names())}"
+        )
     scorers = raw.get("scorers", ["ground_truth"])
     if not isinstance(scorers, list) or not scorers or any(s not in scorer_names() for s in scorers):
-        raise SuiteError(f"suite {source}: 'scorers' must be a non-empty list of scorers; valid: "
-                         f"{', '.join(scorer_names())}")
+        raise SuiteError(
+            f"suite {source}: 'scorers' must be a non-empty list of scorers; valid: {', '.join(scorer_names())}"
+        )
     if raw["folds"] < 2 or raw["n_samples"] < raw["folds"]:
         raise SuiteError(f"suite {source}: need folds >= 2 and n_samples >= folds")
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
@@ -113,8 +125,9 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     return Suite(raw["name"], raw["version"], raw["description"], digest, grids, source)
 
 
-def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: Literal["test", "train"], digest: str,
-                 where: str) -> list[GridSpec]:
+def _block_grids(
+    block: dict[str, Any], raw: dict[str, Any], explain: Literal["test", "train"], digest: str, where: str
+) -> list[GridSpec]:
     names = block.get("datasets")
     if not isinstance(names, list) or not names:
         raise SuiteError(f"{where}: 'datasets' must be a non-empty list")
@@ -147,8 +160,19 @@ def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: Literal["t
             decoys = tuple(m - k for m in block["n_features"])
         if not decoys or any(not isinstance(d, int) or d < 0 for d in decoys):
             raise SuiteError(f"{where}: decoy counts must be non-negative integers")
-        out.append(GridSpec((name,), tuple(methods), decoys, raw["n_samples"], raw["folds"], raw["seed"],
-                            explain, {name: params} if params else {}, suite=(raw["name"], digest),
-                            models=tuple(raw.get("models", [DEFAULT_PRESET])), scorers=tuple(raw.get("scorers",
-                                                                                              ["ground_truth"]))))
+        out.append(
+            GridSpec(
+                (name,),
+                tuple(methods),
+                decoys,
+                raw["n_samples"],
+                raw["folds"],
+                raw["seed"],
+                explain,
+                {name: params} if params else {},
+                suite=(raw["name"], digest),
+                models=tuple(raw.get("models", [DEFAULT_PRESET])),
+                scorers=tuple(raw.get("scorers", ["ground_truth"])),
+            )
+        )
     return out

@@ -54,6 +54,7 @@ import numpy as np
 from scipy import special
 
 from synthbench.datasets.base import Dataset, register
+
 from .decoys import assemble, check_decoy_correlation, check_float, check_int, latent_decoys, standardise
 
 __all__ = ["DagGraph", "sample_dag_graph", "dag_graph", "simulate_dag", "simulate_dag_dataset", "TRUTHS", "SCALINGS"]
@@ -238,8 +239,10 @@ def simulate_dag_dataset(
     graph = sample_dag_graph(
         rng_graph, n_features=n_features, edge_prob=edge_prob, n_isolated=n_isolated, min_ancestors=min_ancestors
     )
-    noise = rng_noise.normal(0.0, noise_std, size=(n_samples, graph.n_nodes)) if noise_std > 0 else np.zeros(
-        (n_samples, graph.n_nodes)
+    noise = (
+        rng_noise.normal(0.0, noise_std, size=(n_samples, graph.n_nodes))
+        if noise_std > 0
+        else np.zeros((n_samples, graph.n_nodes))
     )
     return graph, simulate_dag(graph, noise)
 
@@ -301,7 +304,8 @@ def _generate(
         "n_edges": graph.n_edges,
         "target_node": graph.target,
         "scaling": scaling,
-        "marginal": "sigmoid(2*standardised node) centred by 2s-1" if scaling == "centred"
+        "marginal": "sigmoid(2*standardised node) centred by 2s-1"
+        if scaling == "centred"
         else "sigmoid(2*standardised node), each column standardised over all rows",
         "label": "target > median(target)",
     }

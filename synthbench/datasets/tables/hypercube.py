@@ -27,6 +27,7 @@ import numpy as np
 from sklearn.datasets import make_classification
 
 from synthbench.datasets.base import Dataset, register
+
 from .decoys import assemble, check_decoy_correlation, check_float, check_int, latent_decoys, standardise
 
 __all__ = ["hypercube"]
@@ -72,9 +73,7 @@ def hypercube(
     n_cls = check_int("n_classes", n_classes, minimum=2)
     n_clu = check_int("n_clusters_per_class", n_clusters_per_class, minimum=1)
     if n_cls * n_clu > 2**n_inf:
-        raise ValueError(
-            f"n_classes * n_clusters_per_class ({n_cls * n_clu}) must be <= 2**n_informative ({2**n_inf})"
-        )
+        raise ValueError(f"n_classes * n_clusters_per_class ({n_cls * n_clu}) must be <= 2**n_informative ({2**n_inf})")
     sep = check_float("class_sep", class_sep, low=0.0)
     flip = check_float("flip_y", flip_y, low=0.0, high=1.0)
     w_list: list[float] | None = None

@@ -43,6 +43,7 @@ import numpy as np
 from scipy import special
 
 from synthbench.datasets.base import Dataset, register
+
 from .decoys import assemble, check_decoy_correlation, latent_decoys
 
 __all__ = [
@@ -161,9 +162,7 @@ def _generate(name: str, n_samples: int, n_decoys: int, seed: int, decoy_correla
         "label": "y ~ Bernoulli(sigmoid(logit))",
     }
     if name == "switch":
-        params.update(
-            switch_column=SWITCH_COLUMN, orange_group=list(ORANGE_GROUP), additive_group=list(ADDITIVE_GROUP)
-        )
+        params.update(switch_column=SWITCH_COLUMN, orange_group=list(ORANGE_GROUP), additive_group=list(ADDITIVE_GROUP))
     return assemble(name=name, seed=seed, columns=[Xr, z], y=y, n_relevant=k, relevant_local=local, params=params)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from synthbench.datasets.base import Dataset, register
+
 from .decoys import (
     assemble,
     check_decoy_correlation,
@@ -188,8 +189,9 @@ def _generate(name: str, n_samples: int, n_decoys: int, seed: int, decoy_correla
         "marginal": "U(0,1) centred by 2u-1",
         "rule": _RULE_TEXT[name],
     }
-    return assemble(name=name, seed=seed, columns=[Xr, decoys], y=y, n_relevant=k, relevant_local=None, params=params,
-                    bayes=bayes)
+    return assemble(
+        name=name, seed=seed, columns=[Xr, decoys], y=y, n_relevant=k, relevant_local=None, params=params, bayes=bayes
+    )
 
 
 @register("ring", description="Passemiers 2023 ring: 2 relevant U(0,1) features, annulus label", family="nonlinear")
@@ -198,7 +200,9 @@ def ring(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float =
     return _generate("ring", n_samples, n_decoys, seed, decoy_correlation)
 
 
-@register("xor", description="Passemiers 2023 xor: 2 relevant U(0,1) features, quadrant-parity label", family="nonlinear")
+@register(
+    "xor", description="Passemiers 2023 xor: 2 relevant U(0,1) features, quadrant-parity label", family="nonlinear"
+)
 def xor(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
     """``xor`` (k=2); see the module docstring. Returns X of shape (n_samples, 2 + n_decoys)."""
     return _generate("xor", n_samples, n_decoys, seed, decoy_correlation)

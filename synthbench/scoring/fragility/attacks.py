@@ -37,8 +37,18 @@ import torch
 
 from synthbench.scoring.fragility.budget import Budget
 
-__all__ = ["Objective", "AttackResult", "relevance", "top_k_objective", "center_objective", "region_objective",
-           "center_of_mass", "gradient_attack", "random_search", "random_perturbation"]
+__all__ = [
+    "Objective",
+    "AttackResult",
+    "relevance",
+    "top_k_objective",
+    "center_objective",
+    "region_objective",
+    "center_of_mass",
+    "gradient_attack",
+    "random_search",
+    "random_perturbation",
+]
 
 #: maps ``(n, *input_shape)`` -> ``(n,)``, higher = further from the original explanation.
 Objective = Callable[[torch.Tensor], torch.Tensor]
@@ -127,9 +137,20 @@ def _value(objective: Objective, maps: np.ndarray) -> np.ndarray:
         return objective(torch.as_tensor(maps)).cpu().numpy()
 
 
-def gradient_attack(objective: Objective, budget: Budget, x0: np.ndarray, maps0: np.ndarray, labels: np.ndarray, *,
-                    surrogate: Callable[[torch.Tensor], torch.Tensor], explain: Explain, predict: Predict,
-                    iterations: int, step: float, device: torch.device | str = "cpu") -> AttackResult:
+def gradient_attack(
+    objective: Objective,
+    budget: Budget,
+    x0: np.ndarray,
+    maps0: np.ndarray,
+    labels: np.ndarray,
+    *,
+    surrogate: Callable[[torch.Tensor], torch.Tensor],
+    explain: Explain,
+    predict: Predict,
+    iterations: int,
+    step: float,
+    device: torch.device | str = "cpu",
+) -> AttackResult:
     """Iterative gradient ascent of ``objective`` inside ``budget``, keeping per example the best iterate
     whose predicted label is still ``labels``.
 
@@ -158,8 +179,18 @@ def gradient_attack(objective: Objective, budget: Budget, x0: np.ndarray, maps0:
     return best.result()
 
 
-def random_search(objective: Objective, budget: Budget, x0: np.ndarray, maps0: np.ndarray, labels: np.ndarray, *,
-                  explain: Explain, predict: Predict, steps: int, rng: np.random.Generator) -> AttackResult:
+def random_search(
+    objective: Objective,
+    budget: Budget,
+    x0: np.ndarray,
+    maps0: np.ndarray,
+    labels: np.ndarray,
+    *,
+    explain: Explain,
+    predict: Predict,
+    steps: int,
+    rng: np.random.Generator,
+) -> AttackResult:
     """Black-box search: per step, a random move of half the radius from each example's best point
     (:meth:`Budget.corner`), kept where the label stays and ``objective`` rises."""
     best = _Best(x0, maps0, objective)
@@ -171,8 +202,16 @@ def random_search(objective: Objective, budget: Budget, x0: np.ndarray, maps0: n
     return best.result()
 
 
-def random_perturbation(budget: Budget, x0: np.ndarray, maps0: np.ndarray, labels: np.ndarray, *,
-                        explain: Explain, predict: Predict, rng: np.random.Generator) -> AttackResult:
+def random_perturbation(
+    budget: Budget,
+    x0: np.ndarray,
+    maps0: np.ndarray,
+    labels: np.ndarray,
+    *,
+    explain: Explain,
+    predict: Predict,
+    rng: np.random.Generator,
+) -> AttackResult:
     """The baseline: one random point on the budget's boundary per example, kept where the label stays."""
     best = _Best(x0, maps0, None)
     candidate = budget.corner(torch.as_tensor(x0), rng).numpy()

@@ -54,8 +54,9 @@ class Budget:
         """The budget of radius ``eps`` on ``data``'s kind (see the module docstring)."""
         if data.kind == "tabular":
             return cls(eps, norm, data.X_train.std(axis=0).astype(np.float32))
-        return cls(eps, norm, np.ones(data.input_shape, dtype=np.float32),
-                   float(data.X_train.min()), float(data.X_train.max()))
+        return cls(
+            eps, norm, np.ones(data.input_shape, dtype=np.float32), float(data.X_train.min()), float(data.X_train.max())
+        )
 
     def _scale(self, like: torch.Tensor) -> torch.Tensor:
         return torch.as_tensor(self.scale, dtype=like.dtype, device=like.device)

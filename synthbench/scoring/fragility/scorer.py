@@ -67,18 +67,27 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.models.surrogate import smooth_surrogate
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.truth import metrics as M
-from synthbench.scoring.fragility.attacks import (AttackResult, center_objective, center_of_mass, gradient_attack,
-                                        random_perturbation, random_search, region_objective, relevance,
-                                        top_k_objective)
 from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, SkipCell, explained_model, register_scorer
+from synthbench.scoring.fragility.attacks import (
+    AttackResult,
+    center_objective,
+    center_of_mass,
+    gradient_attack,
+    random_perturbation,
+    random_search,
+    region_objective,
+    relevance,
+    top_k_objective,
+)
 from synthbench.scoring.fragility.budget import NORMS, Budget
-from synthbench.scoring.truth.localisation import pixel_masks, rank_accuracy, top_k as image_top_k
-from synthbench.scoring.truth.metrics import Metric
-from synthbench.scoring.ranking import top_k_mask
-from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.fragility.sensitivity import SENSITIVITY_MEASURES, sensitivities
 from synthbench.scoring.randomisation.similarity import spearman_rows, top_k_intersection
+from synthbench.scoring.ranking import top_k_mask
+from synthbench.scoring.reexplain import explain_again
+from synthbench.scoring.truth import metrics as M
+from synthbench.scoring.truth.localisation import pixel_masks, rank_accuracy
+from synthbench.scoring.truth.localisation import top_k as image_top_k
+from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["FragilityScorer", "FRAGILITY", "ATTACKS", "DEFAULT_EPS", "attack_access", "parse_eps"]
 
@@ -95,8 +104,13 @@ DEFAULT_EPS = {"tabular": (0.05, 0.1, 0.2), "image": (2 / 255, 8 / 255)}
 #: The gradient-attack steps on each kind when ``iterations`` is 0.
 DEFAULT_ITERATIONS = {"tabular": 100, "image": 20}
 
-_ATTACK_WORDS = {"random": "a random-sign perturbation", "topk": "the top-k attack", "center": "the centre-of-mass attack",
-                 "targeted": "the targeted attack", "truth": "the truth attack"}
+_ATTACK_WORDS = {
+    "random": "a random-sign perturbation",
+    "topk": "the top-k attack",
+    "center": "the centre-of-mass attack",
+    "targeted": "the targeted attack",
+    "truth": "the truth attack",
+}
 _AT = "at the largest eps"
 _TRUTH = "tables: the share of its true features in its top k; images: rank accuracy"
 #: The metrics a leaderboard shows first: the headline (robustness to the top-k attack), the truth attack's
@@ -137,31 +151,97 @@ def _metrics(name: str) -> dict[str, Metric]:
         kinds = ATTACK_KINDS.get(attack, ("tabular", "image"))
         words = f"{_ATTACK_WORDS[attack]} {_AT}"
         out += [
-            Metric(f"{name}_{attack}_intersection", "higher", f"top-k intersection of the maps before and after {words}",
-                   unit="share of top-k elements kept", kinds=kinds, control="random"),
-            Metric(f"{name}_{attack}_spearman_abs", "higher", f"Spearman correlation of |a| before and after {words}",
-                   limits=(-1.0, 1.0), unit="Spearman correlation", kinds=kinds, control="random"),
-            Metric(f"{name}_{attack}_sign_flips", "lower", f"share of the original top-k elements whose sign flipped "
-                   f"under {words}", unit="share of top-k elements", kinds=kinds, control="random"),
-            Metric(f"{name}_{attack}_success", "lower", f"share of examples with a kept label-preserving perturbation "
-                   f"under {words}", unit="share of examples", kinds=kinds, control="random"),
-            Metric(f"{name}_{attack}_truth", "higher", f"ground-truth score of each example's map after {words} "
-                   f"({_TRUTH})", kinds=kinds, control="random"),
-            Metric(f"{name}_{attack}_truth_drop", "lower", f"drop of the ground-truth score under {words}",
-                   limits=(-1.0, 1.0), kinds=kinds, control="random"),
-            Metric(f"{name}_{attack}_truth_auroc", "higher", f"AUROC of each example's |a| against its truth after "
-                   f"{words}",
-                   kinds=("tabular",) if "tabular" in kinds else (), control="random"),
-            Metric(f"{name}_{attack}_center_shift", "lower", f"shift of the relevance's centre of mass under {words}",
-                   limits=(0.0, np.inf), unit="pixels", kinds=("image",), control="random"),
+            Metric(
+                f"{name}_{attack}_intersection",
+                "higher",
+                f"top-k intersection of the maps before and after {words}",
+                unit="share of top-k elements kept",
+                kinds=kinds,
+                control="random",
+            ),
+            Metric(
+                f"{name}_{attack}_spearman_abs",
+                "higher",
+                f"Spearman correlation of |a| before and after {words}",
+                limits=(-1.0, 1.0),
+                unit="Spearman correlation",
+                kinds=kinds,
+                control="random",
+            ),
+            Metric(
+                f"{name}_{attack}_sign_flips",
+                "lower",
+                f"share of the original top-k elements whose sign flipped under {words}",
+                unit="share of top-k elements",
+                kinds=kinds,
+                control="random",
+            ),
+            Metric(
+                f"{name}_{attack}_success",
+                "lower",
+                f"share of examples with a kept label-preserving perturbation under {words}",
+                unit="share of examples",
+                kinds=kinds,
+                control="random",
+            ),
+            Metric(
+                f"{name}_{attack}_truth",
+                "higher",
+                f"ground-truth score of each example's map after {words} ({_TRUTH})",
+                kinds=kinds,
+                control="random",
+            ),
+            Metric(
+                f"{name}_{attack}_truth_drop",
+                "lower",
+                f"drop of the ground-truth score under {words}",
+                limits=(-1.0, 1.0),
+                kinds=kinds,
+                control="random",
+            ),
+            Metric(
+                f"{name}_{attack}_truth_auroc",
+                "higher",
+                f"AUROC of each example's |a| against its truth after {words}",
+                kinds=("tabular",) if "tabular" in kinds else (),
+                control="random",
+            ),
+            Metric(
+                f"{name}_{attack}_center_shift",
+                "lower",
+                f"shift of the relevance's centre of mass under {words}",
+                limits=(0.0, np.inf),
+                unit="pixels",
+                kinds=("image",),
+                control="random",
+            ),
         ]
-    out += [Metric(f"{name}_truth_before", "higher", f"ground-truth score of each attacked example's map before any "
-                   f"attack ({_TRUTH})", kinds=("tabular", "image"), control="random")]
-    sensitivity = {"max_sensitivity": "max-sensitivity ||a' - a|| / ||a|| over uniform draws",
-             "avg_sensitivity": "average-sensitivity ||a' - a|| / ||a|| over uniform draws",
-             "local_lipschitz": "local Lipschitz estimate ||a' - a|| / ||x' - x|| over uniform draws"}
-    out += [Metric(f"{name}_{m}", "lower", f"{sensitivity[m]} {_AT}", limits=(0.0, np.inf), unit="ratio",
-                   kinds=("tabular", "image"), control="random") for m in SENSITIVITY_MEASURES]
+    out += [
+        Metric(
+            f"{name}_truth_before",
+            "higher",
+            f"ground-truth score of each attacked example's map before any attack ({_TRUTH})",
+            kinds=("tabular", "image"),
+            control="random",
+        )
+    ]
+    sensitivity = {
+        "max_sensitivity": "max-sensitivity ||a' - a|| / ||a|| over uniform draws",
+        "avg_sensitivity": "average-sensitivity ||a' - a|| / ||a|| over uniform draws",
+        "local_lipschitz": "local Lipschitz estimate ||a' - a|| / ||x' - x|| over uniform draws",
+    }
+    out += [
+        Metric(
+            f"{name}_{m}",
+            "lower",
+            f"{sensitivity[m]} {_AT}",
+            limits=(0.0, np.inf),
+            unit="ratio",
+            kinds=("tabular", "image"),
+            control="random",
+        )
+        for m in SENSITIVITY_MEASURES
+    ]
     first = [f"{name}_{m}" for m in _LEADING]
     out = sorted((m for m in out if m.kinds), key=lambda m: first.index(m.name) if m.name in first else len(first))
     return {m.name: m for m in out}
@@ -254,23 +334,34 @@ class FragilityScorer(Scorer):
         """ValueError for an attack that does not apply to ``kind`` inputs (``center`` on tables)."""
         bad = [a for a in self.attacks_for(kind) if kind not in ATTACK_KINDS.get(a, (kind,))]
         if bad:
-            raise ValueError(f"{self.name}: the {', '.join(bad)} attack applies to "
-                             f"{' and '.join(ATTACK_KINDS[bad[0]])} inputs only, not {kind}")
+            raise ValueError(
+                f"{self.name}: the {', '.join(bad)} attack applies to "
+                f"{' and '.join(ATTACK_KINDS[bad[0]])} inputs only, not {kind}"
+            )
 
     def params_for(self, kind: str) -> dict:
         """The parameters that define the values on ``kind`` inputs (recorded in the cell id)."""
-        return {"eps": list(self.eps_for(kind)), "norm": self.norm, "attacks": list(self.attacks_for(kind)),
-                "iterations": self.iterations_for(kind), "step": self.step_for(kind),
-                "search_steps": int(self.search_steps), "samples": int(self.samples), "beta": float(self.beta),
-                "top_k": float(self.top_k), "max_examples": int(self.max_examples)}
-
+        return {
+            "eps": list(self.eps_for(kind)),
+            "norm": self.norm,
+            "attacks": list(self.attacks_for(kind)),
+            "iterations": self.iterations_for(kind),
+            "step": self.step_for(kind),
+            "search_steps": int(self.search_steps),
+            "samples": int(self.samples),
+            "beta": float(self.beta),
+            "top_k": float(self.top_k),
+            "max_examples": int(self.max_examples),
+        }
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """Every attack's measures at each eps (curves) and at the largest (values), with the sensitivities."""
         self.check_kind(data.kind)
         if spec.explains(data.kind) is None and spec.needs_for(data.kind):
-            raise SkipCell(f"{spec.name} needs several models ({', '.join(spec.needs_for(data.kind))}); fragility "
-                           "keeps the label of the one model a method explains")
+            raise SkipCell(
+                f"{spec.name} needs several models ({', '.join(spec.needs_for(data.kind))}); fragility "
+                "keeps the label of the one model a method explains"
+            )
         _, model = explained_model(spec, data, models)
         cell = _Cell(self, spec, data.first(self.max_examples), models, model)
         eps_list = self.eps_for(data.kind)
@@ -283,22 +374,28 @@ class FragilityScorer(Scorer):
             values[f"{self.name}_{measure}"] = float(curve[-1])
         values[f"{self.name}_truth_before"] = cell.truth_before
         shown = next((cell.after[a] for a in EXAMPLE_ATTACKS if a in cell.after), None)
-        return Scores({k: v for k, v in values.items() if k in self.metrics and np.isfinite(v)}, curves,
-                      examples=shown if data.kind == "image" else None)
+        return Scores(
+            {k: v for k, v in values.items() if k in self.metrics and np.isfinite(v)},
+            curves,
+            examples=shown if data.kind == "image" else None,
+        )
 
 
 class _Cell:
     """One cell's attacks: the method, its model, its original maps and the truth, shared by every eps."""
 
-    def __init__(self, scorer: FragilityScorer, spec: MethodSpec, data: FoldData, models: SharedModels,
-                 model: Any) -> None:
+    def __init__(
+        self, scorer: FragilityScorer, spec: MethodSpec, data: FoldData, models: SharedModels, model: Any
+    ) -> None:
         self.scorer, self.spec, self.data, self.models, self.model = scorer, spec, data, models, model
         self.fresh = itertools.count()  # a control's maps of perturbed inputs are new draws
         self.x0 = data.X_explain
         self.maps0 = self.explain(self.x0, original=True)
         if self.maps0.shape != self.x0.shape:
-            raise SkipCell(f"{spec.name} returns global scores fitted on the training rows, not a map per example: "
-                           "perturbing the explained inputs cannot change them")
+            raise SkipCell(
+                f"{spec.name} returns global scores fitted on the training rows, not a map per example: "
+                "perturbing the explained inputs cannot change them"
+            )
         self.labels = self.predict(self.x0)
         self.rel0 = relevance(torch.as_tensor(self.maps0)).numpy()
         self.k = self._k()
@@ -313,8 +410,12 @@ class _Cell:
     def explain(self, x: np.ndarray, *, original: bool = False) -> np.ndarray:
         """The method's maps of ``x`` on the original network: the cell's stream (a control: a fresh one)."""
         stream = ("fragility", next(self.fresh)) if self.spec.control and not original else ()
-        return explain_again(self.spec, dataclasses.replace(self.data, X_explain=np.ascontiguousarray(x, np.float32)),
-                             self.models, stream=stream)
+        return explain_again(
+            self.spec,
+            dataclasses.replace(self.data, X_explain=np.ascontiguousarray(x, np.float32)),
+            self.models,
+            stream=stream,
+        )
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.model.predict(x))
@@ -370,22 +471,23 @@ class _Cell:
         region = np.zeros((n, d), dtype=bool)
         if self.data.kind == "tabular":
             keys = np.where(self.top0, -1.0, rng.random((n, d)))
-            np.put_along_axis(region, np.argsort(-keys, axis=1)[:, :self.k], True, axis=1)
+            np.put_along_axis(region, np.argsort(-keys, axis=1)[:, : self.k], True, axis=1)
             return region
         h, w = self.data.input_shape[1:]
         side = min(h, w, max(1, round(math.sqrt(self.k))))
         tops, lefts = rng.integers(0, h - side + 1, size=(n,)), rng.integers(0, w - side + 1, size=(n,))
         square = region.reshape(n, h, w)
         for i, (t, left) in enumerate(zip(tops, lefts)):
-            square[i, t:t + side, left:left + side] = True
+            square[i, t : t + side, left : left + side] = True
         return region
 
     def _surrogate_maps(self):
         targets = explained_targets(self.spec.recipe.target, self.model, self.data, self.x0)
 
         def maps(x: torch.Tensor) -> torch.Tensor:  # the cell's stream: the same noise at every iterate
-            return explain_again(self.spec, self.data, self.models, model=self.surrogate, inputs=x, targets=targets,
-                                 differentiable=True)
+            return explain_again(
+                self.spec, self.data, self.models, model=self.surrogate, inputs=x, targets=targets, differentiable=True
+            )
 
         return maps
 
@@ -396,13 +498,23 @@ class _Cell:
             return random_perturbation(budget, self.x0, self.maps0, self.labels, rng=rng, **common)
         objective = self._objective(attack)
         if not self.gradient:
-            return random_search(objective, budget, self.x0, self.maps0, self.labels, steps=self.scorer.search_steps,
-                                 rng=rng, **common)
+            return random_search(
+                objective, budget, self.x0, self.maps0, self.labels, steps=self.scorer.search_steps, rng=rng, **common
+            )
         device = next(self.model.module.parameters()).device
         kind = self.data.kind
-        return gradient_attack(objective, budget, self.x0, self.maps0, self.labels,
-                               surrogate=self._surrogate_maps(), iterations=self.scorer.iterations_for(kind),
-                               step=self.scorer.step_for(kind) * budget.eps, device=device, **common)
+        return gradient_attack(
+            objective,
+            budget,
+            self.x0,
+            self.maps0,
+            self.labels,
+            surrogate=self._surrogate_maps(),
+            iterations=self.scorer.iterations_for(kind),
+            step=self.scorer.step_for(kind) * budget.eps,
+            device=device,
+            **common,
+        )
 
     def measure(self, eps: float) -> dict[str, float]:
         """Every measure of every attack at ``eps``, and the sensitivities, keyed ``{attack}_{measure}``."""
@@ -424,10 +536,12 @@ class _Cell:
     def _compare(self, result: AttackResult, attack: str) -> dict[str, float]:
         rel = relevance(torch.as_tensor(result.maps)).numpy()
         rng = self.data.rng("fragility", "compare", attack)
-        out = {"intersection": float(np.mean(top_k_intersection(self.rel0, rel, self.k, rng))),
-               "spearman_abs": _nanmean(spearman_rows(self.rel0, rel)),
-               "sign_flips": self._sign_flips(result.maps),
-               "success": float(np.mean(result.kept))}
+        out = {
+            "intersection": float(np.mean(top_k_intersection(self.rel0, rel, self.k, rng))),
+            "spearman_abs": _nanmean(spearman_rows(self.rel0, rel)),
+            "sign_flips": self._sign_flips(result.maps),
+            "success": float(np.mean(result.kept)),
+        }
         if self.data.kind == "image":
             shift = center_of_mass(torch.as_tensor(result.maps)) - center_of_mass(torch.as_tensor(self.maps0))
             out["center_shift"] = float(shift.norm(dim=1).mean())

@@ -30,8 +30,9 @@ __all__ = ["SENSITIVITY_MEASURES", "sensitivities"]
 SENSITIVITY_MEASURES = ("max_sensitivity", "avg_sensitivity", "local_lipschitz")
 
 
-def sensitivities(x: np.ndarray, maps: np.ndarray, x_perturbed: Sequence[np.ndarray],
-                  maps_perturbed: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+def sensitivities(
+    x: np.ndarray, maps: np.ndarray, x_perturbed: Sequence[np.ndarray], maps_perturbed: Sequence[np.ndarray]
+) -> dict[str, np.ndarray]:
     """Each measure of :data:`SENSITIVITY_MEASURES` per example, float64 ``(n,)``.
 
     Parameters
@@ -41,17 +42,23 @@ def sensitivities(x: np.ndarray, maps: np.ndarray, x_perturbed: Sequence[np.ndar
         their maps, copy ``j`` of every example in the ``j``-th array
     """
     if len(x_perturbed) != len(maps_perturbed) or not len(x_perturbed):
-        raise ValueError(f"need as many perturbed inputs as maps, at least one; got {len(x_perturbed)} and "
-                         f"{len(maps_perturbed)}")
+        raise ValueError(
+            f"need as many perturbed inputs as maps, at least one; got {len(x_perturbed)} and {len(maps_perturbed)}"
+        )
     n = len(x)
     a = np.asarray(maps, dtype=np.float64).reshape(n, -1)
     x = np.asarray(x, dtype=np.float64).reshape(n, -1)
     norm = np.linalg.norm(a, axis=1)
-    change = np.stack([np.linalg.norm(np.asarray(b, dtype=np.float64).reshape(n, -1) - a, axis=1)
-                       for b in maps_perturbed], axis=1)
-    moved = np.stack([np.linalg.norm(np.asarray(xp, dtype=np.float64).reshape(n, -1) - x, axis=1)
-                      for xp in x_perturbed], axis=1)
+    change = np.stack(
+        [np.linalg.norm(np.asarray(b, dtype=np.float64).reshape(n, -1) - a, axis=1) for b in maps_perturbed], axis=1
+    )
+    moved = np.stack(
+        [np.linalg.norm(np.asarray(xp, dtype=np.float64).reshape(n, -1) - x, axis=1) for xp in x_perturbed], axis=1
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(norm[:, None] > 0, change / norm[:, None], np.nan)
-    return {"max_sensitivity": relative.max(axis=1), "avg_sensitivity": relative.mean(axis=1),
-            "local_lipschitz": (change / (moved + 1e-10)).max(axis=1)}
+    return {
+        "max_sensitivity": relative.max(axis=1),
+        "avg_sensitivity": relative.mean(axis=1),
+        "local_lipschitz": (change / (moved + 1e-10)).max(axis=1),
+    }

@@ -63,8 +63,10 @@ def scale_and_contribution(model: Any, layer: str, data: FoldData) -> tuple[np.n
     scale, contribution = h.detach().abs(), (h.detach() * h.grad).abs()
     if h.dim() == 4:
         scale, contribution = scale.sum(dim=(2, 3)), contribution.sum(dim=(2, 3))
-    return (scale.reshape(len(h), -1).mean(dim=0).double().cpu().numpy(),
-            contribution.reshape(len(h), -1).mean(dim=0).double().cpu().numpy())
+    return (
+        scale.reshape(len(h), -1).mean(dim=0).double().cpu().numpy(),
+        contribution.reshape(len(h), -1).mean(dim=0).double().cpu().numpy(),
+    )
 
 
 def activation_scale_curve(model: Any, layers: Sequence[Layer], seeds: Mapping[str, int], data: FoldData) -> Curve:
@@ -76,7 +78,7 @@ def activation_scale_curve(model: Any, layers: Sequence[Layer], seeds: Mapping[s
     names = [layer.name for layer in layers]
     values = []
     for s in range(1, len(names) + 1):
-        state = names[len(names) - s:]
+        state = names[len(names) - s :]
         scale, contribution = scale_and_contribution(randomised(model, layers, state, seeds), state[0], data)
         values.append(float(spearman_rows(scale[None], contribution[None])[0]))
     return Curve(np.arange(1, len(names) + 1, dtype=np.float64), np.array(values))

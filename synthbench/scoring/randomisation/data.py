@@ -2,7 +2,8 @@
 labels it learnt from are permuted?
 
 The fold's training labels are permuted (seeded by the fold, the same permutation for every
-method), every model the method needs is retrained on them, and the method is rerun on the permuted fold with the retrained models: the neural methods explain the
+method), every model the method needs is retrained on them, and the method is rerun on the permuted fold with the
+retrained models: the neural methods explain the
 network trained on noise, the forest's importances and TreeSHAP read the forest grown on it,
 mRMR and the embedded selectors select against the permuted labels. Each explained example's map
 is compared with its map on the real labels by every similarity measure of
@@ -36,9 +37,9 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels, model_kind
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Abilities, Scorer, Scores, register_scorer
-from synthbench.scoring.truth.metrics import Metric
-from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.randomisation.similarity import ComparisonOptions, similarity_metrics
+from synthbench.scoring.reexplain import explain_again
+from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["DataRandomisationScorer", "DATA_RANDOMISATION", "permuted_labels"]
 
@@ -53,12 +54,27 @@ def permuted_labels(data: FoldData) -> FoldData:
 
 
 def _diagnostics(name: str) -> dict[str, Metric]:
-    return {m.name: m for m in [
-        Metric(f"{name}_fit", "higher", "lowest training accuracy on the permuted labels among the retrained models "
-               "(the check is valid when they fit)", unit="accuracy", kinds=("tabular", "image")),
-        Metric(f"{name}_held_out", "lower", "highest held-out accuracy (real labels) among the models retrained on "
-               "permuted labels (near chance when the signal is gone)", unit="accuracy", kinds=("tabular", "image")),
-    ]}
+    return {
+        m.name: m
+        for m in [
+            Metric(
+                f"{name}_fit",
+                "higher",
+                "lowest training accuracy on the permuted labels among the retrained models "
+                "(the check is valid when they fit)",
+                unit="accuracy",
+                kinds=("tabular", "image"),
+            ),
+            Metric(
+                f"{name}_held_out",
+                "lower",
+                "highest held-out accuracy (real labels) among the models retrained on "
+                "permuted labels (near chance when the signal is gone)",
+                unit="accuracy",
+                kinds=("tabular", "image"),
+            ),
+        ]
+    }
 
 
 @dataclass(frozen=True)
@@ -98,21 +114,31 @@ class DataRandomisationScorer(ComparisonOptions, Scorer):
             raise ValueError(f"target must be one of {', '.join(TARGET_RULES)}, got {self.target!r}")
         self.check_comparison()
         if not self.metrics:
-            metrics = similarity_metrics(self.name, "the maps before and after the labels were permuted",
-                                         {"": "mean over the examples"})
+            metrics = similarity_metrics(
+                self.name, "the maps before and after the labels were permuted", {"": "mean over the examples"}
+            )
             object.__setattr__(self, "metrics", {**metrics, **_diagnostics(self.name)})
 
     def params_for(self, kind: str) -> dict:
         """The parameters that define the values (recorded in the cell id)."""
-        return {"epochs": int(self.epochs), "fit": float(self.fit), "max_epochs": int(self.max_epochs),
-                "target": self.target, "absolute": self.absolute, "normalise": self.normalise,
-                "top_k": float(self.top_k), "labels": "permuted per fold", "training": "no early stopping, last weights"}
-
+        return {
+            "epochs": int(self.epochs),
+            "fit": float(self.fit),
+            "max_epochs": int(self.max_epochs),
+            "target": self.target,
+            "absolute": self.absolute,
+            "normalise": self.normalise,
+            "top_k": float(self.top_k),
+            "labels": "permuted per fold",
+            "training": "no early stopping, last weights",
+        }
 
     def retrained(self, data: FoldData, models: SharedModels, kind: str) -> Any:
         """The fold's model of ``kind`` retrained on :func:`permuted_labels` until it fits, once per fold (shared)."""
-        return models.shared((self.name, kind, int(self.epochs), float(self.fit), int(self.max_epochs)),
-                             lambda: self._fitted(permuted_labels(data), models, kind))
+        return models.shared(
+            (self.name, kind, int(self.epochs), float(self.fit), int(self.max_epochs)),
+            lambda: self._fitted(permuted_labels(data), models, kind),
+        )
 
     def _fitted(self, permuted: FoldData, models: SharedModels, kind: str) -> Any:
         """A model of ``kind`` trained on ``permuted``: networks with epochs doubled until they fit."""

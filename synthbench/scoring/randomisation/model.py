@@ -73,15 +73,19 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels, model_kind
 from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.randomisation.activation_scale import activation_scale_curve
 from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, SkipCell, explained_model, register_scorer
-from synthbench.scoring.truth.metrics import Metric
+from synthbench.scoring.randomisation.activation_scale import activation_scale_curve
+from synthbench.scoring.randomisation.similarity import (
+    IMAGE_MEASURES,
+    TABLE_MEASURES,
+    ComparisonOptions,
+    preprocess,
+    similarity_metrics,
+)
 from synthbench.scoring.reexplain import explain_again
-from synthbench.scoring.randomisation.similarity import (IMAGE_MEASURES, TABLE_MEASURES, ComparisonOptions,
-                                                         preprocess, similarity_metrics)
+from synthbench.scoring.truth.metrics import Metric
 
-__all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade",
-           "map_entropy"]
+__all__ = ["RandomisationScorer", "RANDOMISATION", "SMPRT", "EMPRT", "ORDERS", "VARIANTS", "cascade", "map_entropy"]
 
 #: The orders in which layers are randomised (see the module docstring).
 ORDERS = ("top_down", "bottom_up", "independent")
@@ -92,7 +96,7 @@ VARIANTS = ("similarity", "entropy")
 def cascade(names: list[str], order: str) -> list[tuple[str, ...]]:
     """The randomised layers of each state ``1 .. L`` of ``order`` over ``names`` (forward order)."""
     if order == "top_down":
-        return [tuple(names[len(names) - s:]) for s in range(1, len(names) + 1)]
+        return [tuple(names[len(names) - s :]) for s in range(1, len(names) + 1)]
     if order == "bottom_up":
         return [tuple(names[:s]) for s in range(1, len(names) + 1)]
     if order == "independent":
@@ -116,14 +120,23 @@ def map_entropy(maps: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def _similarity_metrics(name: str) -> dict[str, Metric]:
-    return similarity_metrics(name, "the trained and randomised models' maps",
-                              {"": "mean over the randomised states", "_final": "at the fully randomised model"})
+    return similarity_metrics(
+        name,
+        "the trained and randomised models' maps",
+        {"": "mean over the randomised states", "_final": "at the fully randomised model"},
+    )
 
 
 def _entropy_metrics(name: str) -> dict[str, Metric]:
-    m = Metric(f"{name}_rise", "higher", "relative rise of the maps' histogram entropy from the trained to the fully "
-               "randomised model (eMPRT)", limits=(-1.0, np.inf), unit="relative entropy rise",
-               kinds=("tabular", "image"), control="random")
+    m = Metric(
+        f"{name}_rise",
+        "higher",
+        "relative rise of the maps' histogram entropy from the trained to the fully randomised model (eMPRT)",
+        limits=(-1.0, np.inf),
+        unit="relative entropy rise",
+        kinds=("tabular", "image"),
+        control="random",
+    )
     return {m.name: m}
 
 
@@ -191,7 +204,9 @@ class RandomisationScorer(ComparisonOptions, Scorer):
         object.__setattr__(self, "measures", measures)
         layers = (self.layers,) if isinstance(self.layers, int) else tuple(self.layers)
         if any(isinstance(i, bool) or int(i) != i or i < 0 for i in layers) or len(set(layers)) < len(layers):
-            raise ValueError(f"layers must be distinct positions >= 0 (0: the layer nearest the input), got {self.layers!r}")
+            raise ValueError(
+                f"layers must be distinct positions >= 0 (0: the layer nearest the input), got {self.layers!r}"
+            )
         object.__setattr__(self, "layers", tuple(sorted(int(i) for i in layers)))
         if not self.metrics:
             build = _entropy_metrics if self.variant == "entropy" else _similarity_metrics
@@ -199,9 +214,15 @@ class RandomisationScorer(ComparisonOptions, Scorer):
 
     def params_for(self, kind: str) -> dict:
         """The parameters that define the values on ``kind`` inputs (recorded in the cell id)."""
-        out = {"variant": self.variant, "target": self.target, "absolute": self.absolute,
-               "normalise": self.normalise, "layers": list(self.layers), "seeds": "per layer",
-               "init": "own initialiser"}
+        out = {
+            "variant": self.variant,
+            "target": self.target,
+            "absolute": self.absolute,
+            "normalise": self.normalise,
+            "layers": list(self.layers),
+            "seeds": "per layer",
+            "init": "own initialiser",
+        }
         if self.variant == "entropy":
             out["n_bins"] = int(self.n_bins)
         else:
@@ -217,19 +238,22 @@ class RandomisationScorer(ComparisonOptions, Scorer):
         applicable = IMAGE_MEASURES if kind == "image" else TABLE_MEASURES
         return tuple(m for m in self.measures or applicable if m in applicable)
 
-
     def check_layers(self, n_layers: int, what: str) -> None:
         """ValueError when :attr:`layers` names a position beyond ``n_layers`` layers of ``what``."""
         beyond = [i for i in self.layers if i >= n_layers]
         if beyond:
-            raise ValueError(f"{self.name}: layers {', '.join(map(str, beyond))} do not exist; {what} has {n_layers} "
-                             f"parametrised layers (positions 0 to {n_layers - 1}, 0 nearest the input)")
+            raise ValueError(
+                f"{self.name}: layers {', '.join(map(str, beyond))} do not exist; {what} has {n_layers} "
+                f"parametrised layers (positions 0 to {n_layers - 1}, 0 nearest the input)"
+            )
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """The similarity (or entropy) values and curves of the method's maps over the randomised states."""
         if spec.explains(data.kind) is None and spec.needs_for(data.kind):
-            raise SkipCell(f"{spec.name} needs several models ({', '.join(spec.needs_for(data.kind))}); the check "
-                           "randomises the one model a method explains")
+            raise SkipCell(
+                f"{spec.name} needs several models ({', '.join(spec.needs_for(data.kind))}); the check "
+                "randomises the one model a method explains"
+            )
         kind, model = explained_model(spec, data, models)
         layers_of = model_kind(kind).layers
         if layers_of is None:
@@ -268,7 +292,8 @@ class RandomisationScorer(ComparisonOptions, Scorer):
             values[f"{self.name}_{measure}_final"] = float(last[measure])
         if self.order == "top_down" and not self.layers:  # Binder's claim (ii), the same for every method of the fold
             curves["activation_scale"] = models.shared(
-                ("activation_scale", kind), lambda: activation_scale_curve(model, declared, seeds, data))
+                ("activation_scale", kind), lambda: activation_scale_curve(model, declared, seeds, data)
+            )
         return Scores({k: v for k, v in values.items() if np.isfinite(v)}, curves)
 
     def _noisy(self, data: FoldData) -> FoldData:
@@ -278,8 +303,9 @@ class RandomisationScorer(ComparisonOptions, Scorer):
         n = int(self.noise_samples)
         sd = self.noise_level * float(data.X_train.max() - data.X_train.min())
         rng = data.rng("randomisation", "noise")
-        X = np.concatenate([data.X_explain + rng.normal(0.0, sd, data.X_explain.shape).astype(np.float32)
-                            for _ in range(n)])
+        X = np.concatenate(
+            [data.X_explain + rng.normal(0.0, sd, data.X_explain.shape).astype(np.float32) for _ in range(n)]
+        )
         return dataclasses.replace(data, X_explain=X, y_explain=np.tile(data.y_explain, n), relevant_local=None)
 
     def _maps(self, spec: MethodSpec, data: FoldData, models: SharedModels, model, stream: tuple) -> np.ndarray:
@@ -291,6 +317,7 @@ class RandomisationScorer(ComparisonOptions, Scorer):
 
     def _entropy(self, trained: np.ndarray, random: np.ndarray) -> Scores:
         """eMPRT: mean relative entropy rise over the examples whose trained map is not constant."""
+
         def entropy(maps: np.ndarray) -> np.ndarray:
             return map_entropy(preprocess(maps, absolute=self.absolute, normalise=self.normalise), self.n_bins)
 

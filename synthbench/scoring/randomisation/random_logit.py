@@ -27,9 +27,9 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Abilities, Scorer, Scores, SkipCell, explained_model, register_scorer
-from synthbench.scoring.truth.metrics import Metric
-from synthbench.scoring.reexplain import explain_again
 from synthbench.scoring.randomisation.similarity import ComparisonOptions, similarity_metrics
+from synthbench.scoring.reexplain import explain_again
+from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["RandomLogitScorer", "RANDOM_LOGIT", "other_classes"]
 
@@ -62,14 +62,22 @@ class RandomLogitScorer(ComparisonOptions, Scorer):
     def __post_init__(self) -> None:
         self.check_comparison()
         if not self.metrics:
-            object.__setattr__(self, "metrics", similarity_metrics(
-                self.name, "the maps for the label and for a random other class", {"": "mean over the examples"}))
+            object.__setattr__(
+                self,
+                "metrics",
+                similarity_metrics(
+                    self.name, "the maps for the label and for a random other class", {"": "mean over the examples"}
+                ),
+            )
 
     def params_for(self, kind: str) -> dict:
         """The parameters that define the values (recorded in the cell id)."""
-        return {"absolute": self.absolute, "normalise": self.normalise, "top_k": float(self.top_k),
-                "other_class": "uniform, per example"}
-
+        return {
+            "absolute": self.absolute,
+            "normalise": self.normalise,
+            "top_k": float(self.top_k),
+            "other_class": "uniform, per example",
+        }
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """Each measure's mean over the explained examples; SkipCell where the class cannot be chosen."""
@@ -77,8 +85,10 @@ class RandomLogitScorer(ComparisonOptions, Scorer):
         if explains:
             _, model = explained_model(spec, data, models)
             if len(model.classes_) == 2 and data.kind == "tabular":
-                raise SkipCell("the binary MLP has one logit, so the map of the other class is the label's "
-                               "negated: the random-logit check is degenerate")
+                raise SkipCell(
+                    "the binary MLP has one logit, so the map of the other class is the label's "
+                    "negated: the random-logit check is degenerate"
+                )
             others = other_classes(data.y_explain, len(model.classes_), data.rng(self.name, "classes"))
             label = explain_again(spec, data, models, targets=np.asarray(data.y_explain))
             other = explain_again(spec, data, models, targets=others)

@@ -21,15 +21,30 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 from scipy.ndimage import uniform_filter
+from scipy.stats import rankdata
 
-from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import top_k_mask
+from synthbench.scoring.truth.metrics import Metric
 
-__all__ = ["NORMALISATIONS", "TABLE_MEASURES", "IMAGE_MEASURES", "preprocess", "spearman_rows", "top_k_intersection",
-           "ssim_rows", "hog_cell", "hog_descriptors", "hog_spearman_rows", "similarity", "Comparison",
-           "ComparisonOptions", "LIMITS", "LABELS", "similarity_metrics"]
+__all__ = [
+    "NORMALISATIONS",
+    "TABLE_MEASURES",
+    "IMAGE_MEASURES",
+    "preprocess",
+    "spearman_rows",
+    "top_k_intersection",
+    "ssim_rows",
+    "hog_cell",
+    "hog_descriptors",
+    "hog_spearman_rows",
+    "similarity",
+    "Comparison",
+    "ComparisonOptions",
+    "LIMITS",
+    "LABELS",
+    "similarity_metrics",
+]
 
 NORMALISATIONS = ("none", "max", "second_moment")
 """How :func:`preprocess` scales each example's map."""
@@ -40,11 +55,21 @@ TABLE_MEASURES = ("spearman_abs", "spearman", "top_k")
 IMAGE_MEASURES = TABLE_MEASURES + ("ssim", "hog")
 
 #: Each measure's range.
-LIMITS = {"spearman_abs": (-1.0, 1.0), "spearman": (-1.0, 1.0), "top_k": (0.0, 1.0), "ssim": (-1.0, 1.0),
-          "hog": (-1.0, 1.0)}
+LIMITS = {
+    "spearman_abs": (-1.0, 1.0),
+    "spearman": (-1.0, 1.0),
+    "top_k": (0.0, 1.0),
+    "ssim": (-1.0, 1.0),
+    "hog": (-1.0, 1.0),
+}
 #: Each measure in words.
-LABELS = {"spearman_abs": "Spearman correlation of |a|", "spearman": "Spearman correlation of signed a",
-          "top_k": "top-k intersection", "ssim": "SSIM", "hog": "Spearman correlation of HOG features"}
+LABELS = {
+    "spearman_abs": "Spearman correlation of |a|",
+    "spearman": "Spearman correlation of signed a",
+    "top_k": "top-k intersection",
+    "ssim": "SSIM",
+    "hog": "Spearman correlation of HOG features",
+}
 """The measures of :func:`similarity` that apply to image maps ``(n, C, H, W)``."""
 
 
@@ -114,7 +139,9 @@ def _ranked(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return r, np.sqrt(np.sum(r * r, axis=1)), (x == x[:, :1]).all(axis=1)
 
 
-def _correlate(a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+def _correlate(
+    a: tuple[np.ndarray, np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> np.ndarray:
     """Pearson correlation of two :func:`_ranked` sides, row by row; NaN where either row is constant."""
     (rx, nx, cx), (ry, ny, cy) = a, b
     rho = np.full(len(rx), np.nan)
@@ -194,7 +221,7 @@ def ssim_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):  # zero joint range: 0 / 0, set to 1 below
         s = ((2 * ux * uy + c1) * (2 * vxy + c2)) / ((ux**2 + uy**2 + c1) * (vx + vy + c2))
     pad = (win - 1) // 2
-    values = s[:, pad:height - pad, pad:width - pad].mean(axis=(1, 2))
+    values = s[:, pad : height - pad, pad : width - pad].mean(axis=(1, 2))
     values[data_range == 0] = 1.0
     return values
 
@@ -254,9 +281,15 @@ def hog_descriptors(maps: np.ndarray) -> np.ndarray:
             term = np.where(one_hot[:, rows, cols], magnitude[:, rows, cols, None], 0.0)
             total = (total.astype(np.float64) + term).astype(np.float32)
     histogram = (total / np.float32(c_row * c_col)).astype(np.float64)  # the cell's mean, in single precision too
-    blocks = np.stack([np.stack([histogram[:, r:r + HOG_BLOCK, c:c + HOG_BLOCK]
-                                 for c in range(cells[1] - HOG_BLOCK + 1)], axis=1)
-                       for r in range(cells[0] - HOG_BLOCK + 1)], axis=1)  # (n, block rows, block cols, 2, 2, 9)
+    blocks = np.stack(
+        [
+            np.stack(
+                [histogram[:, r : r + HOG_BLOCK, c : c + HOG_BLOCK] for c in range(cells[1] - HOG_BLOCK + 1)], axis=1
+            )
+            for r in range(cells[0] - HOG_BLOCK + 1)
+        ],
+        axis=1,
+    )  # (n, block rows, block cols, 2, 2, 9)
     eps, whole = 1e-5, (-3, -2, -1)
     out = blocks / np.sqrt(np.sum(blocks**2, axis=whole, keepdims=True) + eps**2)
     out = np.minimum(out, 0.2)
@@ -280,8 +313,9 @@ def hog_spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return spearman_rows(hog_descriptors(x), hog_descriptors(y))
 
 
-def similarity(measure: str, a: np.ndarray, b: np.ndarray, *, rng: np.random.Generator, top_k: float,
-               input_shape: tuple[int, ...]) -> np.ndarray:
+def similarity(
+    measure: str, a: np.ndarray, b: np.ndarray, *, rng: np.random.Generator, top_k: float, input_shape: tuple[int, ...]
+) -> np.ndarray:
     """One similarity ``measure`` of each pair of maps.
 
     Parameters
@@ -309,8 +343,10 @@ def similarity(measure: str, a: np.ndarray, b: np.ndarray, *, rng: np.random.Gen
         raise ValueError(f"top_k must satisfy 0 < top_k <= 1, got {top_k}")
     shape = tuple(input_shape)
     if measure not in TABLE_MEASURES and len(shape) != 3:
-        raise ValueError(f"measure {measure!r} needs image maps with input_shape (C, H, W), got {shape}; "
-                         f"valid for this shape: {', '.join(TABLE_MEASURES)}")
+        raise ValueError(
+            f"measure {measure!r} needs image maps with input_shape (C, H, W), got {shape}; "
+            f"valid for this shape: {', '.join(TABLE_MEASURES)}"
+        )
     x, y = _pairs(a, b, len(shape) + 1, f"(n, *{shape})")
     one = Comparison(x, absolute=False, normalise="none", top_k=top_k, input_shape=shape, measures=(measure,))
     return one.per_example(y, rng)[measure]
@@ -333,8 +369,16 @@ class Comparison:
     measures : only these measures (default: every measure of the input kind)
     """
 
-    def __init__(self, reference: np.ndarray, *, absolute: bool, normalise: str, top_k: float,
-                 input_shape: tuple[int, ...], measures: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self,
+        reference: np.ndarray,
+        *,
+        absolute: bool,
+        normalise: str,
+        top_k: float,
+        input_shape: tuple[int, ...],
+        measures: tuple[str, ...] | None = None,
+    ) -> None:
         if not 0 < top_k <= 1:
             raise ValueError(f"top_k must satisfy 0 < top_k <= 1, got {top_k}")
         self.input_shape = tuple(input_shape)
@@ -381,8 +425,10 @@ class Comparison:
 
     def against(self, other: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
         """Each measure averaged over the pairs where it is defined (NaN when none is)."""
-        return {measure: float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
-                for measure, values in self.per_example(other, rng).items()}
+        return {
+            measure: float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+            for measure, values in self.per_example(other, rng).items()
+        }
 
 
 @dataclass(frozen=True)
@@ -408,14 +454,27 @@ class ComparisonOptions:
         if not 0.0 < float(self.top_k) <= 1.0:
             raise ValueError(f"top_k must be in (0, 1], got {self.top_k}")
 
-    def comparison(self, reference: np.ndarray, input_shape: tuple[int, ...],
-                   measures: tuple[str, ...] | None = None) -> Comparison:
+    def comparison(
+        self, reference: np.ndarray, input_shape: tuple[int, ...], measures: tuple[str, ...] | None = None
+    ) -> Comparison:
         """The :class:`Comparison` of ``reference`` with these options."""
-        return Comparison(reference, absolute=self.absolute, normalise=self.normalise, top_k=float(self.top_k),
-                          input_shape=input_shape, measures=measures)
+        return Comparison(
+            reference,
+            absolute=self.absolute,
+            normalise=self.normalise,
+            top_k=float(self.top_k),
+            input_shape=input_shape,
+            measures=measures,
+        )
 
-    def compared(self, prefix: str, reference: np.ndarray, other: np.ndarray, input_shape: tuple[int, ...],
-                 rng: np.random.Generator) -> dict[str, float]:
+    def compared(
+        self,
+        prefix: str,
+        reference: np.ndarray,
+        other: np.ndarray,
+        input_shape: tuple[int, ...],
+        rng: np.random.Generator,
+    ) -> dict[str, float]:
         """Every measure's mean similarity of ``reference`` and ``other`` as ``{f"{prefix}_{measure}": value}``, the
         measures without a finite value (constant maps) left out."""
         values = self.comparison(reference, input_shape).against(other, rng)
@@ -434,7 +493,14 @@ def similarity_metrics(prefix: str, between: str, summaries: dict[str, str]) -> 
     for measure in IMAGE_MEASURES:
         kinds = ("tabular", "image") if measure in TABLE_MEASURES else ("image",)
         for suffix, phrase in summaries.items():
-            m = Metric(f"{prefix}_{measure}{suffix}", "lower", f"{LABELS[measure]} of {between}, {phrase}",
-                       limits=LIMITS[measure], unit="similarity", kinds=kinds, control="random")
+            m = Metric(
+                f"{prefix}_{measure}{suffix}",
+                "lower",
+                f"{LABELS[measure]} of {between}, {phrase}",
+                limits=LIMITS[measure],
+                unit="similarity",
+                kinds=kinds,
+                control="random",
+            )
             out[m.name] = m
     return out

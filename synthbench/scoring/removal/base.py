@@ -35,8 +35,9 @@ def check_fractions(fractions: float | tuple[float, ...]) -> tuple[float, ...]:
     return values
 
 
-def ranking_keys(local: np.ndarray | None, scores: np.ndarray | None, kind: str, *, unit: str, signed: bool,
-                 ranking: str) -> np.ndarray | None:
+def ranking_keys(
+    local: np.ndarray | None, scores: np.ndarray | None, kind: str, *, unit: str, signed: bool, ranking: str
+) -> np.ndarray | None:
     """Ranking keys ``(r, m)``: one row per example, or one shared row (tables ranked globally).
 
     Images (and tables with ``ranking="local"``) read the per-instance ``local`` attributions
@@ -75,7 +76,7 @@ def removal_masks(order: np.ndarray, fraction: float) -> tuple[np.ndarray, np.nd
     lerf = np.zeros((r, m), dtype=bool)
     rows = np.arange(r)[:, None]
     morf[rows, order[:, :count]] = True
-    lerf[rows, order[:, m - count:]] = True  # count = 0 selects nothing
+    lerf[rows, order[:, m - count :]] = True  # count = 0 selects nothing
     return morf, lerf
 
 

@@ -24,13 +24,20 @@ __all__ = ["NEIGHBOUR_WEIGHTS", "impute_images", "GaussianImputer"]
 
 #: ``((row offset, column offset), weight)`` of the eight neighbours of a pixel.
 NEIGHBOUR_WEIGHTS: tuple[tuple[tuple[int, int], float], ...] = (
-    ((-1, 0), 1 / 6), ((1, 0), 1 / 6), ((0, -1), 1 / 6), ((0, 1), 1 / 6),
-    ((-1, -1), 1 / 12), ((-1, 1), 1 / 12), ((1, -1), 1 / 12), ((1, 1), 1 / 12),
+    ((-1, 0), 1 / 6),
+    ((1, 0), 1 / 6),
+    ((0, -1), 1 / 6),
+    ((0, 1), 1 / 6),
+    ((-1, -1), 1 / 12),
+    ((-1, 1), 1 / 12),
+    ((1, -1), 1 / 12),
+    ((1, 1), 1 / 12),
 )
 
 
-def impute_images(images: np.ndarray, removed: np.ndarray, *, noise: float = 0.01,
-                  rng: np.random.Generator) -> np.ndarray:
+def impute_images(
+    images: np.ndarray, removed: np.ndarray, *, noise: float = 0.01, rng: np.random.Generator
+) -> np.ndarray:
     """Noisy linear imputation of the ``removed`` elements of ``images``.
 
     Parameters
@@ -78,8 +85,10 @@ def impute_images(images: np.ndarray, removed: np.ndarray, *, noise: float = 0.0
         cols.append(var[nb[unknown_nb]])
         vals.append(np.full(int(unknown_nb.sum()), -weight))
         np.add.at(rhs, eq[~unknown_nb], weight * flat[nb[~unknown_nb]])
-    a = sp.csc_matrix((np.concatenate([diag, *vals]),
-                       (np.concatenate([np.arange(m), *rows]), np.concatenate([np.arange(m), *cols]))), shape=(m, m))
+    a = sp.csc_matrix(
+        (np.concatenate([diag, *vals]), (np.concatenate([np.arange(m), *rows]), np.concatenate([np.arange(m), *cols]))),
+        shape=(m, m),
+    )
     solved = spsolve(a, rhs)
     out[unknown] = solved + noise * rng.standard_normal(m)
     return out.reshape(x.shape)
@@ -105,8 +114,9 @@ class GaussianImputer:
         cov[np.diag_indices_from(cov)] += ridge * max(float(np.mean(np.diag(cov))), 1e-12)
         self.cov = cov
 
-    def impute(self, X: np.ndarray, removed: np.ndarray, *, noise: float = 0.01,
-               rng: np.random.Generator) -> np.ndarray:
+    def impute(
+        self, X: np.ndarray, removed: np.ndarray, *, noise: float = 0.01, rng: np.random.Generator
+    ) -> np.ndarray:
         """Rows of ``X`` ``(m, p)`` with their ``removed`` ``(m, p)`` (or ``(p,)``, shared) features
         replaced by ``E[x_R | x_K]`` plus ``noise * std`` Gaussian noise; float64 ``(m, p)``."""
         x = np.asarray(X, dtype=np.float64)

@@ -44,10 +44,17 @@ from synthbench.methods.registry import MethodSpec, run_method
 from synthbench.models import SharedModels, model_kind
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, explained_model, register_scorer
-from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import rank
-from synthbench.scoring.removal.base import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys,
-                                             removal_masks)
+from synthbench.scoring.removal.base import (
+    RANKINGS,
+    UNITS,
+    accuracy,
+    check_fractions,
+    mask_shape,
+    ranking_keys,
+    removal_masks,
+)
+from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["RetrainScorer", "ROAR", "KAR", "replace_by_mean", "RANDOM_MASKS"]
 
@@ -103,19 +110,31 @@ class RetrainScorer(Scorer):
         if self.random_masks not in RANDOM_MASKS:
             raise ValueError(f"random_masks must be one of {', '.join(RANDOM_MASKS)}, got {self.random_masks!r}")
         if not self.metrics:
-            what = ("the bottom fraction of inputs replaced (KAR: the top kept)" if self.keep
-                    else "the top fraction of inputs replaced (ROAR)")
-            metric = Metric(f"{self.name}_accuracy", "higher" if self.keep else "lower",
-                            f"mean test accuracy of models retrained with {what}, over the fractions and repeats",
-                            unit="accuracy", kinds=("tabular", "image"), control="random")
+            what = (
+                "the bottom fraction of inputs replaced (KAR: the top kept)"
+                if self.keep
+                else "the top fraction of inputs replaced (ROAR)"
+            )
+            metric = Metric(
+                f"{self.name}_accuracy",
+                "higher" if self.keep else "lower",
+                f"mean test accuracy of models retrained with {what}, over the fractions and repeats",
+                unit="accuracy",
+                kinds=("tabular", "image"),
+                control="random",
+            )
             object.__setattr__(self, "metrics", {metric.name: metric})
 
     def params_for(self, kind: str) -> dict:
         """The parameters that define the values on ``kind`` inputs (recorded in the cell id)."""
-        common = {"fractions": list(self.fractions), "repeats": int(self.repeats), "signed": self.signed,
-                  "replacement": "train_mean", "random_masks": self.random_masks}
+        common = {
+            "fractions": list(self.fractions),
+            "repeats": int(self.repeats),
+            "signed": self.signed,
+            "replacement": "train_mean",
+            "random_masks": self.random_masks,
+        }
         return {**common, "unit": self.unit} if kind == "image" else {**common, "ranking": self.ranking}
-
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """The retrained accuracy curve of the method's ranking and its mean (empty when it gives none)."""
@@ -127,17 +146,23 @@ class RetrainScorer(Scorer):
         orders = rank(train_keys, rng, signed=self.signed), rank(test_keys, rng, signed=self.signed)
         mean = self._mean(data)
         redraw = self.random_masks == "epoch" and spec.name == self._control and model_kind(kind).epoch_inputs
-        values = [[accuracy(models.get(kind, replicate=r), data.X_test, data.y_test)
-                   for r in range(self.repeats)]]
+        values = [[accuracy(models.get(kind, replicate=r), data.X_test, data.y_test) for r in range(self.repeats)]]
         for i, t in enumerate(self.fractions):
             changed = [self._changed(X, order, t, mean, data) for X, order in zip((data.X_train, data.X_test), orders)]
-            retrain = dataclasses.replace(data, X_train=changed[0], X_test=changed[1], X_explain=changed[1],
-                                          y_explain=data.y_test, relevant_local=None)
+            retrain = dataclasses.replace(
+                data,
+                X_train=changed[0],
+                X_test=changed[1],
+                X_explain=changed[1],
+                y_explain=data.y_test,
+                relevant_local=None,
+            )
             row = []
             for r in range(self.repeats):
                 epochs = self._redrawn(data, train_keys.shape, t, mean, spec.name, i, r) if redraw else None
-                row.append(accuracy(models.train_on(kind, retrain, replicate=r, epoch_inputs=epochs), changed[1],
-                                    data.y_test))
+                row.append(
+                    accuracy(models.train_on(kind, retrain, replicate=r, epoch_inputs=epochs), changed[1], data.y_test)
+                )
             values.append(row)
         curve = Curve(np.array([0.0, *self.fractions]), np.array(values))
         return Scores({f"{self.name}_accuracy": float(curve.values[1:].mean())}, {self.name: curve})
@@ -147,16 +172,28 @@ class RetrainScorer(Scorer):
         """The control method whose value is the metrics' chance (``"random"``)."""
         return next(iter(self.metrics.values())).control
 
-    def _redrawn(self, data: FoldData, key_shape: tuple[int, ...], fraction: float, mean: np.ndarray, method: str,
-                 i: int, replicate: int) -> Callable[[int], np.ndarray]:
-        """``fn(epoch)``: the training rows with a random mask drawn for that epoch (seeded by fraction, replicate, epoch)."""
+    def _redrawn(
+        self,
+        data: FoldData,
+        key_shape: tuple[int, ...],
+        fraction: float,
+        mean: np.ndarray,
+        method: str,
+        i: int,
+        replicate: int,
+    ) -> Callable[[int], np.ndarray]:
+        """``fn(epoch)``: the training rows with a random mask drawn for that epoch (seeded by fraction, replicate,
+        epoch)."""
+
         def inputs(epoch: int) -> np.ndarray:
             rng = data.rng(self.name, method, "epoch", i, replicate, epoch)
             return self._changed(data.X_train, rank(rng.random(key_shape), rng), fraction, mean, data)
+
         return inputs
 
-    def _keys(self, output: MethodOutput, data: FoldData, spec: MethodSpec,
-              models: SharedModels) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def _keys(
+        self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Ranking keys of the training rows and of the test rows (a shared row each for global tables)."""
         if data.kind == "tabular" and self.ranking == "global":
             keys = ranking_keys(None, output.scores, data.kind, unit=self.unit, signed=self.signed, ranking="global")
@@ -165,7 +202,7 @@ class RetrainScorer(Scorer):
         keys = ranking_keys(local, None, data.kind, unit=self.unit, signed=self.signed, ranking="local")
         if keys is None:
             return None, None
-        return keys[: len(data.X_train)], keys[len(data.X_train):]
+        return keys[: len(data.X_train)], keys[len(data.X_train) :]
 
     def _mean(self, data: FoldData) -> np.ndarray:
         """The replacement value: the training set's mean per channel ``(C, 1, 1)`` or per feature ``(p,)``."""
@@ -173,8 +210,9 @@ class RetrainScorer(Scorer):
             return data.X_train.mean(axis=(0, 2, 3), dtype=np.float64)[:, None, None]
         return data.X_train.mean(axis=0, dtype=np.float64)
 
-    def _changed(self, X: np.ndarray, order: np.ndarray, fraction: float, mean: np.ndarray,
-                 data: FoldData) -> np.ndarray:
+    def _changed(
+        self, X: np.ndarray, order: np.ndarray, fraction: float, mean: np.ndarray, data: FoldData
+    ) -> np.ndarray:
         """``X`` with its first (ROAR) or last (KAR) ``floor(fraction m)`` ranked units replaced."""
         top, bottom = removal_masks(order, fraction)
         removed = bottom if self.keep else top
@@ -184,8 +222,13 @@ class RetrainScorer(Scorer):
 def _train_test_maps(spec: MethodSpec, data: FoldData, models: SharedModels) -> np.ndarray | None:
     """The method's per-instance maps of the fold's training rows followed by its test rows (None: it draws none)."""
     rows = np.concatenate([data.X_train, data.X_test])
-    both = run_method(spec, dataclasses.replace(data, X_explain=rows, relevant_local=None,
-                                                y_explain=np.concatenate([data.y_train, data.y_test])), models)
+    both = run_method(
+        spec,
+        dataclasses.replace(
+            data, X_explain=rows, relevant_local=None, y_explain=np.concatenate([data.y_train, data.y_test])
+        ),
+        models,
+    )
     return both.local
 
 

@@ -28,11 +28,18 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, explained_model, register_scorer
+from synthbench.scoring.ranking import rank
+from synthbench.scoring.removal.base import (
+    RANKINGS,
+    UNITS,
+    accuracy,
+    check_fractions,
+    mask_shape,
+    ranking_keys,
+    removal_masks,
+)
 from synthbench.scoring.removal.imputation import GaussianImputer, impute_images
 from synthbench.scoring.truth.metrics import Metric
-from synthbench.scoring.ranking import rank
-from synthbench.scoring.removal.base import (RANKINGS, UNITS, accuracy, check_fractions, mask_shape, ranking_keys,
-                                             removal_masks)
 
 __all__ = ["RoadScorer", "ROAD", "ROAD_METRICS"]
 
@@ -40,15 +47,36 @@ __all__ = ["RoadScorer", "ROAD", "ROAD_METRICS"]
 ROAD_METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        Metric("road_gap", "higher", "ROAD LeRF minus MoRF accuracy (the two orders' consistency)",
-               limits=(-1.0, 1.0), unit="accuracy difference", kinds=("tabular", "image"), control="random"),
-        Metric("road_morf", "lower", "mean accuracy of the explained model with the most relevant inputs imputed "
-               "first (ROAD MoRF, over the fractions)", unit="accuracy", kinds=("tabular", "image"), control="random"),
-        Metric("road_lerf", "higher", "mean accuracy of the explained model with the least relevant inputs "
-               "imputed first (ROAD LeRF, over the fractions)", unit="accuracy", kinds=("tabular", "image"),
-               control="random"),
+        Metric(
+            "road_gap",
+            "higher",
+            "ROAD LeRF minus MoRF accuracy (the two orders' consistency)",
+            limits=(-1.0, 1.0),
+            unit="accuracy difference",
+            kinds=("tabular", "image"),
+            control="random",
+        ),
+        Metric(
+            "road_morf",
+            "lower",
+            "mean accuracy of the explained model with the most relevant inputs imputed "
+            "first (ROAD MoRF, over the fractions)",
+            unit="accuracy",
+            kinds=("tabular", "image"),
+            control="random",
+        ),
+        Metric(
+            "road_lerf",
+            "higher",
+            "mean accuracy of the explained model with the least relevant inputs "
+            "imputed first (ROAD LeRF, over the fractions)",
+            unit="accuracy",
+            kinds=("tabular", "image"),
+            control="random",
+        ),
     ]
 }
+
 
 @dataclass(frozen=True)
 class RoadScorer(Scorer):
@@ -94,11 +122,11 @@ class RoadScorer(Scorer):
         common = {"fractions": list(self.fractions), "noise": self.noise, "signed": self.signed}
         return {**common, "unit": self.unit} if kind == "image" else {**common, "ranking": self.ranking}
 
-
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """ROAD values and curves of the method's ranking on the explained examples (empty when it has none)."""
-        keys = ranking_keys(output.local, output.scores, data.kind, unit=self.unit, signed=self.signed,
-                            ranking=self.ranking)
+        keys = ranking_keys(
+            output.local, output.scores, data.kind, unit=self.unit, signed=self.signed, ranking=self.ranking
+        )
         if keys is None:
             return Scores()
         _, model = explained_model(spec, data, models)
@@ -114,8 +142,10 @@ class RoadScorer(Scorer):
                 curves[name].append(accuracy(model, imputed, y))
         morf, lerf = float(np.mean(curves["morf"][1:])), float(np.mean(curves["lerf"][1:]))
         x = np.array([0.0, *self.fractions])
-        return Scores({"road_morf": morf, "road_lerf": lerf, "road_gap": lerf - morf},
-                      {k: Curve(x, np.array(v)) for k, v in curves.items()})
+        return Scores(
+            {"road_morf": morf, "road_lerf": lerf, "road_gap": lerf - morf},
+            {k: Curve(x, np.array(v)) for k, v in curves.items()},
+        )
 
     def _imputer(self, data: FoldData):
         """``(X, removed, rng) -> imputed X`` for the fold's input kind."""

@@ -16,10 +16,14 @@ import numpy as np
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.truth import metrics as M
 from synthbench.scoring.base import Scorer, register_scorer
-from synthbench.scoring.truth.localisation import (CHANNEL_AGGREGATIONS, LOCALISATION_METRICS, aggregate_channels,
-                                                   pixel_masks)
+from synthbench.scoring.truth import metrics as M
+from synthbench.scoring.truth.localisation import (
+    CHANNEL_AGGREGATIONS,
+    LOCALISATION_METRICS,
+    aggregate_channels,
+    pixel_masks,
+)
 from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["GroundTruthScorer", "GROUND_TRUTH"]
@@ -52,11 +56,15 @@ class GroundTruthScorer(Scorer):
     def __post_init__(self) -> None:
         computed = [name for name, m in self.metrics.items() if not m.truth_based]
         if computed:
-            raise ValueError(f"the ground truth computes its metrics from scores and truth; {', '.join(computed)} "
-                             "declare no fn, scope, bounds and chance")
+            raise ValueError(
+                f"the ground truth computes its metrics from scores and truth; {', '.join(computed)} "
+                "declare no fn, scope, bounds and chance"
+            )
         if self.channel_aggregation not in CHANNEL_AGGREGATIONS:
-            raise ValueError(f"channel_aggregation must be one of {', '.join(CHANNEL_AGGREGATIONS)}, "
-                             f"got {self.channel_aggregation!r}")
+            raise ValueError(
+                f"channel_aggregation must be one of {', '.join(CHANNEL_AGGREGATIONS)}, "
+                f"got {self.channel_aggregation!r}"
+            )
 
     def params_for(self, kind: str) -> dict[str, str]:
         """The scorer's parameters that define its values on ``kind`` inputs (recorded in the cell id)."""
@@ -66,8 +74,11 @@ class GroundTruthScorer(Scorer):
         """The metrics this fold and output allow."""
         has_global = data.relevant is not None and output.scores is not None
         has_local = data.relevant_local is not None and output.local is not None
-        return [n for n, m in self.metrics.items()
-                if data.kind in m.kinds and (has_global if m.scope == "global" else has_local)]
+        return [
+            n
+            for n, m in self.metrics.items()
+            if data.kind in m.kinds and (has_global if m.scope == "global" else has_local)
+        ]
 
     def _local(self, output: MethodOutput, data: FoldData) -> tuple[np.ndarray, np.ndarray]:
         """The per-instance attributions and truth a local metric reads: image maps and pixel masks on images."""
@@ -77,8 +88,9 @@ class GroundTruthScorer(Scorer):
             return aggregate_channels(output.local, self.channel_aggregation), pixel_masks(data.relevant_local)
         return output.local, data.relevant_local
 
-    def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec | str,
-              models: SharedModels | None = None) -> dict[str, float]:
+    def score(
+        self, output: MethodOutput, data: FoldData, spec: MethodSpec | str, models: SharedModels | None = None
+    ) -> dict[str, float]:
         """Every applicable metric; raises ValueError if one falls outside its declared bounds.
 
         ``spec`` is the method's spec (or its name): ties are broken with a stream of the fold,
@@ -92,7 +104,9 @@ class GroundTruthScorer(Scorer):
             metric = self.metrics[name]
             stream = data.rng("ties", method, name)
             if metric.scope == "global":
-                ranking = output.scores_2k if metric.reads_2k_ranking and output.scores_2k is not None else output.scores
+                ranking = (
+                    output.scores_2k if metric.reads_2k_ranking and output.scores_2k is not None else output.scores
+                )
                 if ranking is None or data.relevant is None:  # metric_names keeps a global metric only with both
                     raise ValueError(f"{name} needs a global ranking and global truth")
                 truth, value = data.relevant, metric(ranking, data.relevant, stream)

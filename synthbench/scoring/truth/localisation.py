@@ -26,11 +26,21 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from synthbench.scoring.truth.metrics import Metric
 from synthbench.scoring.ranking import rank, top_k_mask
+from synthbench.scoring.truth.metrics import Metric
 
-__all__ = ["CHANNEL_AGGREGATIONS", "aggregate_channels", "pixel_masks", "mass_accuracy", "rank_accuracy",
-           "pointing_game", "map_auroc", "top_k_intersection", "top_k", "LOCALISATION_METRICS"]
+__all__ = [
+    "CHANNEL_AGGREGATIONS",
+    "aggregate_channels",
+    "pixel_masks",
+    "mass_accuracy",
+    "rank_accuracy",
+    "pointing_game",
+    "map_auroc",
+    "top_k_intersection",
+    "top_k",
+    "LOCALISATION_METRICS",
+]
 
 CHANNEL_AGGREGATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "sum_abs": lambda a: np.abs(a).sum(axis=1),
@@ -131,22 +141,60 @@ _UNIT = (0.0, 1.0)
 LOCALISATION_METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        Metric("mass_accuracy", "higher", "share of the map's relevance inside the mask (Quantus RelevanceMassAccuracy)",
-               unit="share of relevance", kinds=("image",),
-               fn=mass_accuracy, scope="local", bounds=lambda s: _UNIT, chance=_share),
-        Metric("rank_accuracy", "higher",
-               "share of the |mask| most relevant pixels inside the mask (Quantus RelevanceRankAccuracy)",
-               unit="share of top pixels", kinds=("image",),
-               fn=rank_accuracy, scope="local", bounds=lambda s: _UNIT, chance=_share),
-        Metric("pointing_game", "higher",
-               "share of images whose most relevant pixel is in the mask (Quantus PointingGame)",
-               unit="share of images", kinds=("image",),
-               fn=pointing_game, scope="local", bounds=lambda s: _UNIT, chance=_share),
-        Metric("map_auroc", "higher", "per-image AUROC of relevance against the mask (Quantus AUC)", kinds=("image",),
-               fn=map_auroc, scope="local", bounds=lambda s: _UNIT, chance=lambda s: 0.5),
-        Metric("top_k_intersection", "higher", "share of the top 5 % pixels inside the mask (Quantus TopKIntersection)",
-               unit="share of top pixels", kinds=("image",),
-               fn=top_k_intersection, scope="local", bounds=_top_k_bounds, chance=_share),
+        Metric(
+            "mass_accuracy",
+            "higher",
+            "share of the map's relevance inside the mask (Quantus RelevanceMassAccuracy)",
+            unit="share of relevance",
+            kinds=("image",),
+            fn=mass_accuracy,
+            scope="local",
+            bounds=lambda s: _UNIT,
+            chance=_share,
+        ),
+        Metric(
+            "rank_accuracy",
+            "higher",
+            "share of the |mask| most relevant pixels inside the mask (Quantus RelevanceRankAccuracy)",
+            unit="share of top pixels",
+            kinds=("image",),
+            fn=rank_accuracy,
+            scope="local",
+            bounds=lambda s: _UNIT,
+            chance=_share,
+        ),
+        Metric(
+            "pointing_game",
+            "higher",
+            "share of images whose most relevant pixel is in the mask (Quantus PointingGame)",
+            unit="share of images",
+            kinds=("image",),
+            fn=pointing_game,
+            scope="local",
+            bounds=lambda s: _UNIT,
+            chance=_share,
+        ),
+        Metric(
+            "map_auroc",
+            "higher",
+            "per-image AUROC of relevance against the mask (Quantus AUC)",
+            kinds=("image",),
+            fn=map_auroc,
+            scope="local",
+            bounds=lambda s: _UNIT,
+            chance=lambda s: 0.5,
+        ),
+        Metric(
+            "top_k_intersection",
+            "higher",
+            "share of the top 5 % pixels inside the mask (Quantus TopKIntersection)",
+            unit="share of top pixels",
+            kinds=("image",),
+            fn=top_k_intersection,
+            scope="local",
+            bounds=_top_k_bounds,
+            chance=_share,
+        ),
     ]
 }
 """The ground-truth scorer's metrics on images; each takes maps and pixel masks ``(n, H, W)``."""

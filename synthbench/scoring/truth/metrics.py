@@ -125,11 +125,15 @@ def mean_rank(scores: np.ndarray, relevant: np.ndarray, rng: np.random.Generator
     return float(ranks.mean())
 
 
-def _local_top_k(attributions: np.ndarray, relevant_local: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+def _local_top_k(
+    attributions: np.ndarray, relevant_local: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, int]:
     att = np.abs(np.asarray(attributions, dtype=np.float64))
     truth = np.asarray(relevant_local, dtype=bool)
     if att.ndim != 2 or truth.shape != att.shape:
-        raise ValueError(f"local metrics need attributions and truth of equal shape (n, p), got {att.shape} and {truth.shape}")
+        raise ValueError(
+            f"local metrics need attributions and truth of equal shape (n, p), got {att.shape} and {truth.shape}"
+        )
     if not np.all(np.isfinite(att)):
         raise ValueError("attributions contain NaN or inf")
     k = int(truth.any(axis=0).sum())  # number of globally relevant features
@@ -218,8 +222,10 @@ class Metric(MetricInfo):
         given = [part for part in ("fn", "scope", "bounds", "chance") if getattr(self, part) is not None]
         object.__setattr__(self, "truth_based", self.fn is not None)
         if given and len(given) < 4:
-            raise ValueError(f"metric {self.name!r}: fn, scope, bounds and chance are given together or not at all "
-                             f"(got only {', '.join(given)})")
+            raise ValueError(
+                f"metric {self.name!r}: fn, scope, bounds and chance are given together or not at all "
+                f"(got only {', '.join(given)})"
+            )
         if self.reads_2k_ranking and not given:
             raise ValueError(f"metric {self.name!r}: reads_2k_ranking needs a truth-based metric (fn, scope, ...)")
 
@@ -241,25 +247,74 @@ def _local_fdr_chance(relevant: np.ndarray) -> float:
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        Metric("best_k", "higher", "share of true features among the top k by |score|",
-               unit="share of true features", fn=best_k, scope="global", bounds=lambda r: (0.0, 1.0),
-               chance=lambda r: _kp(r)[0] / _kp(r)[1]),
-        Metric("best_2k", "higher", "true features found within the top 2k, divided by k",
-               unit="true features found / k", fn=best_2k, scope="global", bounds=lambda r: (0.0, 1.0),
-               chance=lambda r: min(2 * _kp(r)[0], _kp(r)[1]) / _kp(r)[1], reads_2k_ranking=True),
-        Metric("auroc", "higher", "AUROC of |score| against the truth",
-               fn=auroc, scope="global", bounds=lambda r: (0.0, 1.0), chance=lambda r: 0.5),
-        Metric("average_precision", "higher", "average precision of |score| against the truth",
-               fn=average_precision, scope="global", bounds=lambda r: (_min_ap(*_kp(r)), 1.0),
-               chance=lambda r: _expected_ap(*_kp(r))),
-        Metric("mean_rank", "lower", "mean rank of the true features (1 = most important)",
-               limits=(1.0, np.inf), unit="rank, 1 = first", fn=mean_rank, scope="global",
-               bounds=lambda r: ((_kp(r)[0] + 1) / 2, _kp(r)[1] - (_kp(r)[0] - 1) / 2),
-               chance=lambda r: (_kp(r)[1] + 1) / 2),
-        Metric("local_tpr_at_k", "higher", "per-instance share of the instance's true features within its top k",
-               fn=local_tpr_at_k, scope="local", bounds=lambda r: (0.0, 1.0), chance=lambda r: _kp(r)[0] / _kp(r)[1]),
-        Metric("local_fdr_at_k", "lower", "per-instance share of the top k that is not true for the instance",
-               fn=local_fdr_at_k, scope="local", bounds=lambda r: (0.0, 1.0), chance=_local_fdr_chance),
+        Metric(
+            "best_k",
+            "higher",
+            "share of true features among the top k by |score|",
+            unit="share of true features",
+            fn=best_k,
+            scope="global",
+            bounds=lambda r: (0.0, 1.0),
+            chance=lambda r: _kp(r)[0] / _kp(r)[1],
+        ),
+        Metric(
+            "best_2k",
+            "higher",
+            "true features found within the top 2k, divided by k",
+            unit="true features found / k",
+            fn=best_2k,
+            scope="global",
+            bounds=lambda r: (0.0, 1.0),
+            chance=lambda r: min(2 * _kp(r)[0], _kp(r)[1]) / _kp(r)[1],
+            reads_2k_ranking=True,
+        ),
+        Metric(
+            "auroc",
+            "higher",
+            "AUROC of |score| against the truth",
+            fn=auroc,
+            scope="global",
+            bounds=lambda r: (0.0, 1.0),
+            chance=lambda r: 0.5,
+        ),
+        Metric(
+            "average_precision",
+            "higher",
+            "average precision of |score| against the truth",
+            fn=average_precision,
+            scope="global",
+            bounds=lambda r: (_min_ap(*_kp(r)), 1.0),
+            chance=lambda r: _expected_ap(*_kp(r)),
+        ),
+        Metric(
+            "mean_rank",
+            "lower",
+            "mean rank of the true features (1 = most important)",
+            limits=(1.0, np.inf),
+            unit="rank, 1 = first",
+            fn=mean_rank,
+            scope="global",
+            bounds=lambda r: ((_kp(r)[0] + 1) / 2, _kp(r)[1] - (_kp(r)[0] - 1) / 2),
+            chance=lambda r: (_kp(r)[1] + 1) / 2,
+        ),
+        Metric(
+            "local_tpr_at_k",
+            "higher",
+            "per-instance share of the instance's true features within its top k",
+            fn=local_tpr_at_k,
+            scope="local",
+            bounds=lambda r: (0.0, 1.0),
+            chance=lambda r: _kp(r)[0] / _kp(r)[1],
+        ),
+        Metric(
+            "local_fdr_at_k",
+            "lower",
+            "per-instance share of the top k that is not true for the instance",
+            fn=local_fdr_at_k,
+            scope="local",
+            bounds=lambda r: (0.0, 1.0),
+            chance=_local_fdr_chance,
+        ),
     ]
 }
 
