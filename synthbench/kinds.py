@@ -3,13 +3,15 @@
 Everything that differs between kinds lives in its entry, read through :func:`get_kind`: the
 shape of the inputs, whether the protocol permutes their columns, what the decoy axis counts,
 the run's default decoy counts, the model a scorer judges a method on when the method explains
-none, the ground truth's headline metric, and what a map is. The module imports only the
+none, the ground truth's headline metric, what a map is, and the small data the check battery
+(:mod:`synthbench.testing`) runs components on. The module imports only the
 registry, so the command line reads the defaults before anything heavy is imported.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from synthbench.registry import Registry
 
@@ -31,6 +33,8 @@ class InputKind:
     default_model : the model kind a scorer judges a method on when the method explains none
     headline_metric : the ground truth's leaderboard metric
     map : what one example's map is
+    check_dataset : the data set the check battery runs components of this kind on
+    check_params : its parameters there (``n_samples``, ``n_decoys``, ``seed`` and the generator's own), as pairs
     """
 
     name: str
@@ -42,6 +46,8 @@ class InputKind:
     default_model: str
     headline_metric: str
     map: str
+    check_dataset: str
+    check_params: tuple[tuple[str, Any], ...]
 
 
 #: Every input kind, by name, in registration order.
@@ -59,19 +65,33 @@ def get_kind(name: str) -> InputKind:
 
 
 register_kind(
-    InputKind("tabular", "tables", 2, True, "decoy", "100,1000", "mlp", "best_k", "one score per column (p,)")
+    InputKind(
+        name="tabular",
+        plural="tables",
+        ndim=2,
+        permuted=True,
+        decoy="decoy",
+        default_decoys="100,1000",
+        default_model="mlp",
+        headline_metric="best_k",
+        map="one score per column (p,)",
+        check_dataset="xor",
+        check_params=(("n_samples", 240), ("n_decoys", 6), ("seed", 1)),
+    )
 )
 register_kind(
     InputKind(
-        "image",
-        "images",
-        4,
-        False,
-        "distractor",
-        "0,4",
-        "cnn",
-        "rank_accuracy",
-        "a relevance per channel and pixel (C, H, W)",
+        name="image",
+        plural="images",
+        ndim=4,
+        permuted=False,
+        decoy="distractor",
+        default_decoys="0,4",
+        default_model="cnn",
+        headline_metric="rank_accuracy",
+        map="a relevance per channel and pixel (C, H, W)",
+        check_dataset="shapes",
+        check_params=(("n_samples", 96), ("n_decoys", 2), ("seed", 1), ("size", 16)),
     )
 )
 

@@ -47,6 +47,7 @@ import numpy as np
 
 from synthbench import datasets
 from synthbench.datasets import KINDS, Dataset
+from synthbench.kinds import get_kind
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels, model_kind
 from synthbench.models.randomise import randomised
@@ -94,19 +95,13 @@ class _Checks:
         self.passed.append(check)
 
 
-#: The small data each input kind is checked on: (dataset, parameters).
-SMALL_DATA: Mapping[str, tuple[str, dict[str, Any]]] = {
-    "tabular": ("xor", {"n_samples": 240, "n_decoys": 6, "seed": 1}),
-    "image": ("shapes", {"n_samples": 96, "n_decoys": 2, "seed": 1, "size": 16}),
-}
-
-
 def small_fold(kind: str, *, fold: int = 0) -> FoldData:
-    """Fold ``fold`` of 3 of the small data set the checks use for ``kind`` inputs (:data:`SMALL_DATA`)."""
-    name, params = SMALL_DATA[kind]
-    rest = dict(params)
+    """Fold ``fold`` of 3 of the small data set the checks use for ``kind`` inputs (its
+    :attr:`~synthbench.kinds.InputKind.check_dataset` and ``check_params``)."""
+    entry = get_kind(kind)
+    rest = dict(entry.check_params)
     data, _ = cell_fold(
-        name,
+        entry.check_dataset,
         n_samples=rest.pop("n_samples"),
         seed=rest.pop("seed"),
         n_decoys=rest.pop("n_decoys"),
