@@ -1,4 +1,4 @@
-"""Decoy columns, parameter validation and dataset assembly shared by every generator.
+"""Decoy columns, parameter validation, dataset assembly and registration shared by every generator.
 
 Decoys
 ------
@@ -30,13 +30,14 @@ derived from ``numpy.random.default_rng(seed)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from scipy import special
 
-from synthbench.datasets.base import Dataset
+from synthbench.datasets.base import Dataset, register
 
 __all__ = [
     "check_int",
@@ -48,6 +49,7 @@ __all__ = [
     "latent_to_uniform",
     "standardise",
     "assemble",
+    "register_family_member",
 ]
 
 _EPS = 1e-12
@@ -212,3 +214,24 @@ def assemble(
         seed=int(seed),
         bayes=None if bayes is None else np.asarray(bayes, dtype=np.float64),
     )
+
+
+def register_family_member(
+    name: str,
+    k: int,
+    description: str,
+    family: str,
+    generate: Callable[[str, int, int, int, float], Dataset],
+) -> Callable[..., Dataset]:
+    """Register dataset ``name`` of a family whose members differ by name alone: its generator is
+    ``fn(*, n_samples, n_decoys, seed, decoy_correlation=0.0)``, which calls ``generate(name, n_samples,
+    n_decoys, seed, decoy_correlation)`` (``k`` relevant features, for its docstring). Returns the generator."""
+
+    def generator(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
+        return generate(name, n_samples, n_decoys, seed, decoy_correlation)
+
+    generator.__name__ = generator.__qualname__ = name
+    generator.__doc__ = (
+        f"``{name}`` (k={k}); see the module docstring of the {family} family. X: (n_samples, {k} + n_decoys)."
+    )
+    return register(name, description=description, family=family)(generator)

@@ -42,9 +42,9 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
-from synthbench.datasets.base import Dataset, register
+from synthbench.datasets.base import Dataset
 
-from .decoys import assemble, check_decoy_correlation, latent_decoys
+from .decoys import assemble, check_decoy_correlation, latent_decoys, register_family_member
 
 __all__ = [
     "xor_logit",
@@ -166,34 +166,12 @@ def _generate(name: str, n_samples: int, n_decoys: int, seed: int, decoy_correla
     return assemble(name=name, seed=seed, columns=[Xr, z], y=y, n_relevant=k, relevant_local=local, params=params)
 
 
-@register("l2x_xor", description="L2X/INVASE xor: N(0,1) features, logit x0*x1", family="l2x")
-def l2x_xor(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
-    """``l2x_xor`` (k=2); see the module docstring. X: shape (n_samples, 2 + n_decoys)."""
-    return _generate("l2x_xor", n_samples, n_decoys, seed, decoy_correlation)
-
-
-@register("orange_skin", description="L2X/INVASE orange skin: logit sum x_i^2 - 4 over 4 features", family="l2x")
-def orange_skin(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
-    """``orange_skin`` (k=4); see the module docstring. X: shape (n_samples, 4 + n_decoys)."""
-    return _generate("orange_skin", n_samples, n_decoys, seed, decoy_correlation)
-
-
-@register(
-    "nonlinear_additive",
-    description="L2X/INVASE nonlinear additive: -100 sin(.2x0)+|x1|+x2+exp(-x3)-2.4",
-    family="l2x",
+_DESCRIPTIONS = {
+    "l2x_xor": "L2X/INVASE xor: N(0,1) features, logit x0*x1",
+    "orange_skin": "L2X/INVASE orange skin: logit sum x_i^2 - 4 over 4 features",
+    "nonlinear_additive": "L2X/INVASE nonlinear additive: -100 sin(.2x0)+|x1|+x2+exp(-x3)-2.4",
+    "switch": "L2X/INVASE switch: sign of x8 picks orange skin (x0..x3) or additive (x4..x7) per sample",
+}
+l2x_xor, orange_skin, nonlinear_additive, switch = (
+    register_family_member(name, LOGITS[name][1], _DESCRIPTIONS[name], "l2x", _generate) for name in _DESCRIPTIONS
 )
-def nonlinear_additive(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
-    """``nonlinear_additive`` (k=4); see the module docstring. X: shape (n_samples, 4 + n_decoys)."""
-    return _generate("nonlinear_additive", n_samples, n_decoys, seed, decoy_correlation)
-
-
-@register(
-    "switch",
-    description="L2X/INVASE switch: sign of x8 picks orange skin (x0..x3) or additive (x4..x7) per sample",
-    family="l2x",
-)
-def switch(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
-    """``switch`` (k=9, per-instance ground truth); see the module docstring.
-    X: shape (n_samples, 9 + n_decoys)."""
-    return _generate("switch", n_samples, n_decoys, seed, decoy_correlation)

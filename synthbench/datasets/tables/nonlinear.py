@@ -26,13 +26,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from synthbench.datasets.base import Dataset, register
+from synthbench.datasets.base import Dataset
 
 from .decoys import (
     assemble,
     check_decoy_correlation,
     latent_decoys,
     latent_to_uniform,
+    register_family_member,
     uniform_to_latent,
 )
 
@@ -194,31 +195,12 @@ def _generate(name: str, n_samples: int, n_decoys: int, seed: int, decoy_correla
     )
 
 
-@register("ring", description="Passemiers 2023 ring: 2 relevant U(0,1) features, annulus label", family="nonlinear")
-def ring(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
-    """``ring`` (k=2); see the module docstring. Returns X of shape (n_samples, 2 + n_decoys)."""
-    return _generate("ring", n_samples, n_decoys, seed, decoy_correlation)
-
-
-@register(
-    "xor", description="Passemiers 2023 xor: 2 relevant U(0,1) features, quadrant-parity label", family="nonlinear"
+_DESCRIPTIONS = {
+    "ring": "Passemiers 2023 ring: 2 relevant U(0,1) features, annulus label",
+    "xor": "Passemiers 2023 xor: 2 relevant U(0,1) features, quadrant-parity label",
+    "ring_xor": "Passemiers 2023 ring+xor: 4 relevant U(0,1) features",
+    "ring_xor_sum": "Passemiers 2023 ring+xor+sum: 6 relevant U(0,1) features, noisy sum term",
+}
+ring, xor, ring_xor, ring_xor_sum = (
+    register_family_member(name, _K[name], _DESCRIPTIONS[name], "nonlinear", _generate) for name in _DESCRIPTIONS
 )
-def xor(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
-    """``xor`` (k=2); see the module docstring. Returns X of shape (n_samples, 2 + n_decoys)."""
-    return _generate("xor", n_samples, n_decoys, seed, decoy_correlation)
-
-
-@register("ring_xor", description="Passemiers 2023 ring+xor: 4 relevant U(0,1) features", family="nonlinear")
-def ring_xor(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
-    """``ring_xor`` (k=4); see the module docstring. Returns X of shape (n_samples, 4 + n_decoys)."""
-    return _generate("ring_xor", n_samples, n_decoys, seed, decoy_correlation)
-
-
-@register(
-    "ring_xor_sum",
-    description="Passemiers 2023 ring+xor+sum: 6 relevant U(0,1) features, noisy sum term",
-    family="nonlinear",
-)
-def ring_xor_sum(*, n_samples: int, n_decoys: int, seed: int, decoy_correlation: float = 0.0) -> Dataset:
-    """``ring_xor_sum`` (k=6); see the module docstring. Returns X of shape (n_samples, 6 + n_decoys)."""
-    return _generate("ring_xor_sum", n_samples, n_decoys, seed, decoy_correlation)
