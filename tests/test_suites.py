@@ -112,6 +112,23 @@ def test_a_grid_block_may_name_its_own_methods(tmp_path):
         load_suite(path)
 
 
+def test_a_suite_runs_every_block_at_each_of_its_seeds_with_the_blocks_own_models_scorers_and_options(tmp_path):
+    path = tmp_path / "seeds.toml"
+    text = TINY.format(description="seeds").replace("seed = 4", "seeds = [4, 7, 9]")
+    path.write_text(
+        text + 'models = ["sparse_mlp"]\nscorers = ["ground_truth", "road"]\n[grid.scorer_options]\nfractions = [0.5]\n'
+    )
+    suite = load_suite(path)
+    cells = suite.cells()
+    xor, ring = [c for c in cells if c.dataset == "xor"], [c for c in cells if c.dataset == "ring"]
+    assert {c.seed for c in xor} == {c.seed for c in ring} == {4, 7, 9}
+    assert len(xor) == 3 * 2 * 2 * 2  # seeds x decoy counts x folds x methods, the ground truth alone
+    assert {c.scorer for c in xor} == {"ground_truth"} and {c.scorer for c in ring} == {"ground_truth", "road"}
+    ring_grid = next(g for g in suite.grids if g.datasets == ("ring",))
+    assert ring_grid.models == ("sparse_mlp",) and ring_grid.scorer_options == {"fractions": [0.5]}
+    assert {c.model for c in ring if c.method == "random" and c.scorer == "road"} == {"sparse_mlp"}
+
+
 def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_path, capsys):
     path = tmp_path / "tiny.toml"
     path.write_text(TINY.format(description="first"))
@@ -150,8 +167,15 @@ def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_pa
         (lambda t: t + "\n[[[", "not valid TOML"),
         (
             lambda t: t.replace("seed = 4", 'seed = 4\nmodels = ["nope"]'),
-            "'models' must be a non-empty list of MLP presets",
+            "'models' must be a non-empty list of presets",
         ),
+        (lambda t: t.replace("seed = 4", "seed = 4\nseeds = [1, 2]"), "exactly one of 'seed' and 'seeds'"),
+        (lambda t: t.replace("seed = 4", "seeds = []"), "'seeds' a non-empty list"),
+        (lambda t: t.replace("seed = 4", "seeds = [1, 1]"), "'seeds' repeats a seed"),
+        (lambda t: t.replace("seed = 4", "seeds = [1, -2]"), "seeds must be non-negative integers"),
+        (lambda t: t + 'scorers = ["nope"]\n', "grid block 2: 'scorers' must be a non-empty list of scorers"),
+        (lambda t: t + "scorer_options = 3\n", "grid block 2: 'scorer_options' must be a table"),
+        (lambda t: t + "[grid.scorer_options]\nrepeats = 2\n", "no scorer of ground_truth takes the option"),
     ],
 )
 def test_malformed_suites_are_refused_with_the_reason(tmp_path, edit, message):

@@ -1,13 +1,15 @@
 """Frozen suites: versioned TOML files that say exactly what to run.
 
 A suite file has top-level ``name``, ``version``, ``description``, ``n_samples``, ``folds``,
-``seed``, ``explain`` (``test`` or ``train``), ``methods`` (registered names) and optional ``models``
-(the presets the neural methods explain; default ``passemiers2023_corrected`` for tables, ``cnn``
-for images) and ``scorers`` (default ``["ground_truth"]``), then one or
-more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature counts
-``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and optional
-``params`` (dataset parameters) and ``methods`` (the block's own list, replacing the top-level
-one). ``passemiers2023.toml`` ships with the package; users pass their own files by path.
+``seed`` (or ``seeds``, a list: every block runs at each), ``explain`` (``test`` or ``train``),
+``methods`` (registered names) and optional ``models`` (the presets the neural methods explain;
+default ``passemiers2023_corrected`` for tables, ``cnn`` for images), ``scorers`` (default
+``["ground_truth"]``) and ``scorer_options`` (a table: each option goes to every scorer taking it),
+then one or more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature
+counts ``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and
+optional ``params`` (dataset parameters) and its own ``methods``, ``models``, ``scorers`` and
+``scorer_options``, replacing the top-level ones. ``passemiers2023.toml`` ships with the package;
+users pass their own files by path.
 
 The suite's hash (SHA-256 of its parsed content, canonical JSON) enters every cell's id and is
 stored with every result, so editing a suite never silently mixes its numbers with the old ones.
@@ -27,7 +29,7 @@ from synthbench import datasets
 from synthbench.methods import method_names
 from synthbench.models.presets import DEFAULT_PRESET, preset_names
 from synthbench.runner.grid import Cell, GridSpec
-from synthbench.scoring import scorer_names
+from synthbench.scoring import scorer_names, scorer_options
 
 __all__ = ["Suite", "SuiteError", "load_suite", "suite_names"]
 
@@ -37,7 +39,6 @@ _REQUIRED = {
     "description": str,
     "n_samples": int,
     "folds": int,
-    "seed": int,
     "methods": list,
     "grid": list,
 }
@@ -99,19 +100,8 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     explain: Literal["test", "train"] = raw.get("explain", "test")
     if explain not in ("test", "train"):
         raise SuiteError(f"suite {source}: explain must be 'test' or 'train', got {explain!r}")
-    unknown = [m for m in raw["methods"] if m not in method_names()]
-    if unknown:
-        raise SuiteError(f"suite {source}: unknown methods {', '.join(map(repr, unknown))}")
-    models = raw.get("models", [DEFAULT_PRESET])
-    if not isinstance(models, list) or not models or any(m not in preset_names() for m in models):
-        raise SuiteError(
-            f"suite {source}: 'models' must be a non-empty list of MLP presets; valid: {', '.join(preset_names())}"
-        )
-    scorers = raw.get("scorers", ["ground_truth"])
-    if not isinstance(scorers, list) or not scorers or any(s not in scorer_names() for s in scorers):
-        raise SuiteError(
-            f"suite {source}: 'scorers' must be a non-empty list of scorers; valid: {', '.join(scorer_names())}"
-        )
+    _seeds(raw, f"suite {source}")
+    _run_settings(raw, raw, f"suite {source}")
     if raw["folds"] < 2 or raw["n_samples"] < raw["folds"]:
         raise SuiteError(f"suite {source}: need folds >= 2 and n_samples >= folds")
     digest = hashlib.sha256(json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
@@ -123,6 +113,44 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     if not grids:
         raise SuiteError(f"suite {source}: no [[grid]] blocks")
     return Suite(raw["name"], raw["version"], raw["description"], digest, grids, source)
+
+
+def _seeds(raw: dict[str, Any], where: str) -> tuple[int, ...]:
+    """The suite's data seeds: ``seed``, or the list ``seeds`` (exactly one of them), non-negative integers."""
+    if ("seed" in raw) == ("seeds" in raw):
+        raise SuiteError(f"{where}: give exactly one of 'seed' and 'seeds'")
+    seeds = [raw["seed"]] if "seed" in raw else raw["seeds"]
+    if not isinstance(seeds, list) or not seeds or any(type(s) is not int or s < 0 for s in seeds):
+        raise SuiteError(f"{where}: seeds must be non-negative integers, 'seeds' a non-empty list")
+    if len(set(seeds)) < len(seeds):
+        raise SuiteError(f"{where}: 'seeds' repeats a seed")
+    return tuple(seeds)
+
+
+def _run_settings(
+    block: dict[str, Any], raw: dict[str, Any], where: str
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], dict[str, Any]]:
+    """A block's ``methods``, ``models`` (presets), ``scorers`` and ``scorer_options``, each its own or the
+    suite's (``raw``), checked against the registries."""
+    methods = block.get("methods", raw["methods"])
+    if not isinstance(methods, list) or not methods:
+        raise SuiteError(f"{where}: 'methods' must be a non-empty list")
+    unknown = [m for m in methods if m not in method_names()]
+    if unknown:
+        raise SuiteError(f"{where}: unknown methods {', '.join(map(repr, unknown))}")
+    models = block.get("models", raw.get("models", [DEFAULT_PRESET]))
+    if not isinstance(models, list) or not models or any(m not in preset_names() for m in models):
+        raise SuiteError(f"{where}: 'models' must be a non-empty list of presets; valid: {', '.join(preset_names())}")
+    scorers = block.get("scorers", raw.get("scorers", ["ground_truth"]))
+    if not isinstance(scorers, list) or not scorers or any(s not in scorer_names() for s in scorers):
+        raise SuiteError(f"{where}: 'scorers' must be a non-empty list of scorers; valid: {', '.join(scorer_names())}")
+    options = block.get("scorer_options", raw.get("scorer_options", {}))
+    if not isinstance(options, dict):
+        raise SuiteError(f"{where}: 'scorer_options' must be a table")
+    stray = sorted(set(options) - {o for s in scorers for o in scorer_options(s)})
+    if stray:
+        raise SuiteError(f"{where}: no scorer of {', '.join(scorers)} takes the option(s) {', '.join(stray)}")
+    return tuple(methods), tuple(models), tuple(scorers), options
 
 
 def _block_grids(
@@ -139,18 +167,14 @@ def _block_grids(
     params = block.get("params", {})
     if not isinstance(params, dict):
         raise SuiteError(f"{where}: 'params' must be a table")
-    methods = block.get("methods", raw["methods"])
-    if not isinstance(methods, list) or not methods:
-        raise SuiteError(f"{where}: 'methods' must be a non-empty list")
-    unknown = [m for m in methods if m not in method_names()]
-    if unknown:
-        raise SuiteError(f"{where}: unknown methods {', '.join(map(repr, unknown))}")
+    methods, models, scorers, options = _run_settings(block, raw, where)
+    seeds = _seeds(raw, where)
     out = []
     for name in names:
         if "n_decoys" in block or not datasets.spec(name).decoys:
             decoys = tuple(block.get("n_decoys", [0]))
         else:
-            made = datasets.make(name, n_samples=raw["n_samples"], n_decoys=0, seed=raw["seed"], **params)
+            made = datasets.make(name, n_samples=raw["n_samples"], n_decoys=0, seed=seeds[0], **params)
             if made.relevant is None:
                 raise SuiteError(f"{where}: n_features needs a dataset with global truth; {name} has none")
             k = int(made.relevant.sum())
@@ -160,19 +184,21 @@ def _block_grids(
             decoys = tuple(m - k for m in block["n_features"])
         if not decoys or any(not isinstance(d, int) or d < 0 for d in decoys):
             raise SuiteError(f"{where}: decoy counts must be non-negative integers")
-        out.append(
+        out += [
             GridSpec(
                 (name,),
-                tuple(methods),
+                methods,
                 decoys,
                 raw["n_samples"],
                 raw["folds"],
-                raw["seed"],
+                seed,
                 explain,
                 {name: params} if params else {},
                 suite=(raw["name"], digest),
-                models=tuple(raw.get("models", [DEFAULT_PRESET])),
-                scorers=tuple(raw.get("scorers", ["ground_truth"])),
+                models=models,
+                scorers=scorers,
+                scorer_options=options,
             )
-        )
+            for seed in seeds
+        ]
     return out
