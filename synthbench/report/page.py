@@ -146,7 +146,7 @@ openTarget();
 def html_page(markdown_text: str, images: dict[str, bytes], *, title: str = "synthbench report") -> str:
     """The report as one HTML page: ``markdown_text`` rendered, each ``src="NAME.png"`` replaced by the PNG
     bytes of ``images[NAME.png]`` as a ``data:`` URI, the style and the script inlined."""
-    import markdown  # type: ignore[import-untyped]  # no stubs; one call
+    import markdown
 
     body = markdown.markdown(markdown_text, extensions=["tables", "toc", "md_in_html"])
 
