@@ -1,5 +1,6 @@
-"""The report opened in a real browser (headless Chromium): no script error, no request leaving the page, every
-figure displayed, tables that sort and filter, links that open the collapsed section they point into."""
+"""The report opened in a real browser (the system's headless Chromium, driven by Playwright): no script error, no
+request leaving the page, every figure displayed, tables that sort and filter, links that open the collapsed section
+they point into."""
 
 import re
 
@@ -7,7 +8,6 @@ import pytest
 from chromium_fixture import chromium  # noqa: F401  (the fixture)
 
 from synthbench.report import build_report, load_results, write_report
-from synthbench.report.browser import Browser
 from synthbench.runner import GridSpec, ResultStore
 from synthbench.runner.execute import execute
 
@@ -16,6 +16,20 @@ ROWS = (
     "Array.from(document.querySelector('#leaderboard + table').tBodies[0].rows)"
     ".filter(r => getComputedStyle(r).display !== 'none')"
 )
+
+
+class Opened:
+    """A report open in Chromium, with what it did: ``errors`` (uncaught exceptions and console errors) and
+    ``requests`` (URLs it asked for beyond its own file and ``data:`` URIs)."""
+
+    def __init__(self, page) -> None:
+        self.page, self.errors, self.requests = page, [], []
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else self.requests.append(r.url))
+
+    def evaluate(self, expression: str):
+        return self.page.evaluate(expression)
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +44,11 @@ def page(tmp_path_factory, chromium):  # noqa: F811
         execute(cells, db, command="browser test grid")
     written = write_report(build_report(load_results(folder / "s.sqlite")), folder / "report")
     figures = sorted(p.name for p in written if p.suffix == ".png")
-    with Browser(chromium) as browser:
-        opened = browser.open(folder / "report" / "report.html")
-        opened.wait_idle()
-        yield opened, figures, folder
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    opened = Opened(context.new_page())
+    opened.page.goto((folder / "report" / "report.html").as_uri(), wait_until="load")
+    yield opened, figures, folder
+    context.close()
 
 
 def rows(page):
@@ -132,5 +147,6 @@ def test_a_link_into_a_collapsed_section_opens_it(page):
 
 def test_a_screenshot_of_the_top_of_the_page(page):
     opened, _, folder = page
-    shot = opened.screenshot(folder / "top.png")
+    shot = folder / "top.png"
+    opened.page.screenshot(path=str(shot))
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
