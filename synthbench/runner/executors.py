@@ -211,8 +211,9 @@ class ProcessExecutor:
                     msg = w.conn.recv()
                     if msg == _TASK_DONE:
                         w.task = None
-                    elif w.task is not None:  # a cell of the task the worker holds
-                        remaining[w.task].pop(msg.cell.cell_id, None)
+                    else:  # a cell of the task the worker holds
+                        if w.task is not None:
+                            remaining[w.task].pop(msg.cell.cell_id, None)
                         record(msg)
             except (EOFError, OSError):
                 return False
