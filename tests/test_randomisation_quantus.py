@@ -182,6 +182,21 @@ def _score(scorer: R.RandomisationScorer, fold: Fold):
     return scorer.score(run_method(fold.spec, fold.data, fold.models), fold.data, fold.spec, fold.models)
 
 
+def _on_fold(
+    metric: Callable[..., Any], fold: Fold, y_batch: np.ndarray, explain_func: Callable[..., Any], **kwargs: Any
+):
+    """A Quantus metric run on the fold's trained network and explained inputs, in one batch, with labels
+    ``y_batch`` and ``explain_func`` (``kwargs``: the metric's other call arguments)."""
+    return metric(
+        model=fold.trained.module,
+        x_batch=fold.X,
+        y_batch=y_batch,
+        explain_func=explain_func,
+        batch_size=fold.n,
+        **kwargs,
+    )
+
+
 def _layer_names(fold: Fold) -> list[str]:
     return [layer.name for layer in mlp_layers(fold.trained)]
 
@@ -237,13 +252,7 @@ def test_mprt_per_state_similarities_equal_quantus_per_layer_scores(fold: Fold, 
         normalise=True,
         disable_warnings=True,
     )
-    theirs = metric(
-        model=fold.trained.module,
-        x_batch=fold.X,
-        y_batch=fold.y,
-        explain_func=_synthbench_explain_func(fold),
-        batch_size=fold.n,
-    )
+    theirs = _on_fold(metric, fold, fold.y, _synthbench_explain_func(fold))
     names = _layer_names(fold)
     assert list(theirs) == ["original"] + names[::-1]  # top-down: the output layer first
     assert len(per_state) == len(theirs) == 4
@@ -275,13 +284,7 @@ def test_mprt_mean_quantus_includes_original_synthbench_leaves_it_out(fold: Fold
         return_average_correlation=True,
         disable_warnings=True,
     )
-    per_example = metric(
-        model=fold.trained.module,
-        x_batch=fold.X,
-        y_batch=fold.y,
-        explain_func=_synthbench_explain_func(fold),
-        batch_size=fold.n,
-    )
+    per_example = _on_fold(metric, fold, fold.y, _synthbench_explain_func(fold))
     theirs = float(np.mean(per_example))
     assert theirs == pytest.approx((1.0 + n_layers * ours) / (n_layers + 1), abs=1e-9)
     assert theirs == pytest.approx(curve.mean(), abs=1e-9)
@@ -421,26 +424,12 @@ def test_smooth_mprt_ignores_the_explain_func_passed_to_it(fold: Fold, monkeypat
         similarity_func=correlation_spearman,
         disable_warnings=True,
     )
-    scores = metric(
-        model=fold.trained.module,
-        x_batch=fold.X,
-        y_batch=np.zeros(fold.n, dtype=int),
-        explain_func=_refuse,
-        explain_func_kwargs={"method": "Gradient"},
-        batch_size=fold.n,
-    )
+    scores = _on_fold(metric, fold, np.zeros(fold.n, dtype=int), _refuse, explain_func_kwargs={"method": "Gradient"})
     assert list(scores) == ["original"] + _layer_names(fold)
     assert len(calls) == 2 * (2 + 3)  # nr_samples maps for the reference, "original" and each of 3 layers
     assert all(kwargs["method"] == "Gradient" for _, kwargs in calls)
     with pytest.raises(RuntimeError, match="out of bounds"):
-        metric(
-            model=fold.trained.module,
-            x_batch=fold.X,
-            y_batch=np.ones(fold.n, dtype=int),
-            explain_func=_refuse,
-            explain_func_kwargs={"method": "Gradient"},
-            batch_size=fold.n,
-        )
+        _on_fold(metric, fold, np.ones(fold.n, dtype=int), _refuse, explain_func_kwargs={"method": "Gradient"})
 
 
 def test_smooth_mprt_per_state_similarities_equal_on_the_same_noisy_inputs(
@@ -465,14 +454,7 @@ def test_smooth_mprt_per_state_similarities_equal_on_the_same_noisy_inputs(
         similarity_func=correlation_spearman,
         disable_warnings=True,
     )
-    theirs = metric(
-        model=fold.trained.module,
-        x_batch=fold.X,
-        y_batch=np.zeros(fold.n, dtype=int),
-        explain_func=_refuse,
-        explain_func_kwargs={"method": "Gradient"},
-        batch_size=fold.n,
-    )
+    theirs = _on_fold(metric, fold, np.zeros(fold.n, dtype=int), _refuse, explain_func_kwargs={"method": "Gradient"})
     inputs = [x for x, _ in calls]
     assert len(inputs) == NR_SAMPLES * 5 and replay.calls == (NR_SAMPLES - 1) * 5
     for k, x in enumerate(inputs):  # the same copies at every state, the clean input last
@@ -516,14 +498,7 @@ def test_smprt_noise_is_not_quantus_noise(fold: Fold, monkeypatch: pytest.Monkey
     metric = quantus.SmoothMPRT(
         nr_samples=NR_SAMPLES, noise_magnitude=0.1, layer_order="bottom_up", abs=True, disable_warnings=True
     )
-    metric(
-        model=fold.trained.module,
-        x_batch=fold.X,
-        y_batch=np.zeros(fold.n, dtype=int),
-        explain_func=_refuse,
-        explain_func_kwargs={"method": "Gradient"},
-        batch_size=fold.n,
-    )
+    _on_fold(metric, fold, np.zeros(fold.n, dtype=int), _refuse, explain_func_kwargs={"method": "Gradient"})
     inputs = [x for x, _ in calls]
     reference, original = inputs[:NR_SAMPLES], inputs[NR_SAMPLES : 2 * NR_SAMPLES]
     np.testing.assert_array_equal(reference[-1], fold.X)
@@ -568,13 +543,7 @@ def test_emprt_rise_equals_quantus_with_fixed_bins(fold: Fold, quantus_aligned, 
         normalise=False,
         disable_warnings=True,
     )
-    theirs = metric(
-        model=fold.trained.module,
-        x_batch=fold.X,
-        y_batch=fold.y,
-        explain_func=_synthbench_explain_func(fold),
-        batch_size=fold.n,
-    )
+    theirs = _on_fold(metric, fold, fold.y, _synthbench_explain_func(fold))
     entropies = metric.explanation_scores_by_layer
     assert list(entropies) == ["orig", _layer_names(fold)[-1]]  # skip_layers: the fully randomised model only
     np.testing.assert_allclose(before, entropies["orig"], rtol=1e-12)
@@ -648,13 +617,7 @@ def test_random_logit_reseeds_numpy_global_generator(fold: Fold):
     after = []
     for before in (0, 12345):
         np.random.seed(before)
-        _random_logit(seed=QUANTUS_SEED)(
-            model=fold.trained.module,
-            x_batch=fold.X,
-            y_batch=fold.y,
-            explain_func=_synthbench_explain_func(fold),
-            batch_size=fold.n,
-        )
+        _on_fold(_random_logit(seed=QUANTUS_SEED), fold, fold.y, _synthbench_explain_func(fold))
         after.append(np.random.random(4))
     np.testing.assert_array_equal(after[0], after[1])
     np.random.seed(QUANTUS_SEED)
@@ -667,13 +630,7 @@ def test_random_logit_with_two_classes_always_explains_the_other_class(fold: Fol
     ``1 - y`` for every example and every seed, nothing random is left."""
     for seed in (0, 1, QUANTUS_SEED, 2024):
         seen: list[np.ndarray] = []
-        _random_logit(seed=seed)(
-            model=fold.trained.module,
-            x_batch=fold.X,
-            y_batch=fold.y,
-            explain_func=_recording_explain_func(fold, seen),
-            batch_size=fold.n,
-        )
+        _on_fold(_random_logit(seed=seed), fold, fold.y, _recording_explain_func(fold, seen))
         assert len(seen) == 2
         np.testing.assert_array_equal(seen[0], fold.y)
         np.testing.assert_array_equal(seen[1], 1 - fold.y)
@@ -686,32 +643,13 @@ def test_random_logit_on_a_one_logit_model_is_degenerate(fold: Fold):
     Either way the value is fixed by the model's shape, not by the method. Quantus' own explainer
     (captum) fails on column 1, and synthbench's attribution refuses a target the model does not have."""
     seen: list[np.ndarray] = []
-    same = _random_logit()(
-        model=fold.trained.module,
-        x_batch=fold.X,
-        y_batch=fold.y,
-        explain_func=_recording_explain_func(fold, seen),
-        batch_size=fold.n,
-    )
+    same = _on_fold(_random_logit(), fold, fold.y, _recording_explain_func(fold, seen))
     np.testing.assert_allclose(same, 1.0, rtol=0, atol=1e-12)
-    opposite = _random_logit()(
-        model=fold.trained.module,
-        x_batch=fold.X,
-        y_batch=fold.y,
-        explain_func=_recording_explain_func(fold, seen, other_class_sign=True),
-        batch_size=fold.n,
-    )
+    opposite = _on_fold(_random_logit(), fold, fold.y, _recording_explain_func(fold, seen, other_class_sign=True))
     np.testing.assert_allclose(opposite, -1.0, rtol=0, atol=1e-12)
 
     with pytest.raises(RuntimeError, match="out of bounds"):
-        _random_logit()(
-            model=fold.trained.module,
-            x_batch=fold.X,
-            y_batch=fold.y,
-            explain_func=quantus.explain,
-            explain_func_kwargs={"method": "Gradient"},
-            batch_size=fold.n,
-        )
+        _on_fold(_random_logit(), fold, fold.y, quantus.explain, explain_func_kwargs={"method": "Gradient"})
     # synthbench refuses a column the model does not have, per-example targets too
     with pytest.raises(ValueError, match="target 1 out of range for 1 output columns"):
         fold.spec.recipe.explain(
