@@ -469,10 +469,10 @@ def test_randomisation_from_the_command_line_to_the_report(tmp_path, capsys):
     assert "## randomisation curves" in md and "per model state (layers re-drawn" in md
     assert "Why top-down randomisation cannot rank methods" in md
     assert "Controls input, random do as well as" in md  # Binder's claim (i), said in words
-    trust = md.split("## Which verdict to trust")[1].split("## Provenance")[0]
+    trust = md.split("## Which verdict to trust")[1].split("**Per setting**")[1].split("## Provenance")[0]
     row = next(line for line in trust.splitlines() if "randomisation `randomisation_spearman_abs`" in line)
     # the 3 methods that read the MLP (no controls; the filters' similarity of 1.00 is theirs by construction), 2 folds
-    assert row.split("|")[3].strip() == "3" and row.split("|")[4].strip() == "2"
+    assert row.split("|")[6].strip() == "3" and row.split("|")[7].strip() == "2"
     ranked = row.split("|")[-2]
     assert "saliency@sparse_mlp" in ranked and "anova" not in ranked and "mrmr" not in ranked
     assert re.search(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]", row) or "| 0.00 " in row  # rho, or a tied truth

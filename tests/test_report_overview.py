@@ -11,7 +11,8 @@ from scipy import stats
 
 from synthbench.report import build_report, figures, load_results, mean_ci, model_table, summary_table, tables
 from synthbench.report.page import SCRIPT, html_page
-from synthbench.report.summary import holm, leaders, store_summary
+from synthbench.report.summary import leaders, store_summary
+from synthbench.report.trust import holm
 from synthbench.runner import ResultStore
 from synthbench.runner.grid import Cell
 from synthbench.runner.leaderboard import leaderboard
@@ -128,7 +129,8 @@ def test_the_summary_is_written_from_the_data_and_every_value_links_to_its_table
     assert "not significantly apart from it" in text and "[deeplift@sparse_mlp](#method-deeplift)" in text
     assert "1 other is significantly below" in text
     assert "`mlp@sparse_mlp` on [1 of 4](#part1-models) fits (some on xor/4) fell below a competence of 0.5" in text
-    assert "road `road_gap` agrees with the ground truth" in text and "(#trust) on xor/4" in text
+    assert "road `road_gap` agrees with the ground truth: mean rank correlation ρ [+1.00" in text
+    assert "(#trust) over 1 of 1 settings" in text
     assert "[24 cells (24 finished, 0 failed, 0 skipped, 0 missing) of 4 method entries" in text
     assert "Training the shared models took [32 s](#part1-cost) (4 fits" in text
     unlinked = re.sub(r"\[([^\]]|\[[^\]]*\])*\]\(#[^)]+\)", "", text)  # every link (its text may hold [lo, hi])

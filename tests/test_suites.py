@@ -129,6 +129,21 @@ def test_a_suite_runs_every_block_at_each_of_its_seeds_with_the_blocks_own_model
     assert {c.model for c in ring if c.method == "random" and c.scorer == "road"} == {"sparse_mlp"}
 
 
+def test_a_block_may_run_at_some_of_the_suites_seeds_only(tmp_path):
+    path = tmp_path / "seeds.toml"
+    text = TINY.format(description="seeds").replace("seed = 4", "seeds = [4, 7, 9]")
+    path.write_text(text + "seeds = [7]\n")  # the ring block at seed 7 alone
+    cells = load_suite(path).cells()
+    assert {c.seed for c in cells if c.dataset == "xor"} == {4, 7, 9}
+    assert {c.seed for c in cells if c.dataset == "ring"} == {7}
+    path.write_text(text + "seeds = [7, 8]\n")
+    with pytest.raises(SuiteError, match=r"grid block 2: the block's seeds \[7, 8\] must be among the suite's"):
+        load_suite(path)
+    path.write_text(text + "seeds = []\n")
+    with pytest.raises(SuiteError, match="grid block 2: seeds must be"):
+        load_suite(path)
+
+
 def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_path, capsys):
     path = tmp_path / "tiny.toml"
     path.write_text(TINY.format(description="first"))

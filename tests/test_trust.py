@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
 
 from synthbench.report.trust import rank_agreement
@@ -80,7 +81,165 @@ def test_a_parameter_check_ranks_only_methods_that_read_a_model_and_no_agreement
                         model=mlp if reads else None,
                     )
                 )
-    agree = verdict_agreement(store_parts(load_results(tmp_path / "s.sqlite")), ("best_k",))
+    agree = verdict_agreement(store_parts(load_results(tmp_path / "s.sqlite")))
     row = agree.iloc[0]
     assert set(row["ranked"]) == {"saliency@sparse_mlp", "deeplift@sparse_mlp", "integrated_gradients@sparse_mlp"}
     assert row["methods"] == 3 and row["truth_spread"] == 0 and np.isnan(row["spearman"])
+
+
+def test_spearman_rows_is_scipys_row_by_row_with_ties_and_nan_where_a_row_is_constant():
+    from synthbench.report.trust import spearman_rows
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 4, size=(50, 6)).astype(float)  # many ties
+    b = rng.normal(size=(50, 6))
+    got = spearman_rows(a, b)
+    for i in range(50):
+        want = stats.spearmanr(a[i], b[i])[0] if np.ptp(a[i]) else np.nan
+        assert np.isnan(want) and np.isnan(got[i]) or got[i] == pytest.approx(want, abs=1e-12)
+    assert np.isnan(spearman_rows(np.ones((1, 5)), b[:1, :5])).all()
+    assert np.isnan(spearman_rows(a[:, :2], b[:, :2])).all()  # fewer than 3 methods
+
+
+def _agree(rhos: list[float], folds: int = 1, spread: float = 0.0, seed: int = 0, alike: bool = False) -> pd.DataFrame:
+    """rank_agreement tables of one verdict over settings whose fold-mean rho is near ``rhos`` (``alike``: the same
+    draws in every setting, so the settings differ only by name)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s, target in enumerate(rhos):
+        rng = np.random.default_rng(seed) if alike else rng
+        truth = np.arange(6.0)
+        # a verdict that keeps the truth's order, reversed in part so rho is about target
+        verdict = truth * target + rng.normal(0, 0.5 + spread, 6)
+        for fold in range(folds):
+            for i, m in enumerate("abcdef"):
+                rows.append((f"s{s}", 100, fold, m, truth[i], verdict[i] + rng.normal(0, spread)))
+    paired = pd.DataFrame(rows, columns=["setting", "n_decoys", "fold", "method", "truth", "verdict"])
+    return rank_agreement(paired, "higher", "higher").assign(verdict="v", kind="tabular", model="m")
+
+
+def test_with_one_fold_per_setting_the_hierarchical_interval_is_a_bootstrap_of_the_settings_mean():
+    from synthbench.report.trust import validity_table
+
+    agree = _agree([0.9, 0.8, 0.2, 0.6, 1.0, -0.1, 0.7, 0.5, 0.4, 0.9])
+    got = validity_table(agree, ["verdict", "kind", "model"], n_resamples=4000).iloc[0]
+    assert got["settings"] == got["of"] == 10 and got["spearman"] == pytest.approx(agree["spearman"].mean())
+    ref = stats.bootstrap(
+        (agree["spearman"].to_numpy(),), np.mean, method="percentile", n_resamples=4000, random_state=1
+    ).confidence_interval
+    assert got["spearman_lo"] == pytest.approx(ref.low, abs=0.03) and got["spearman_hi"] == pytest.approx(
+        ref.high, abs=0.03
+    )
+    assert got["half_width"] == pytest.approx((got["spearman_hi"] - got["spearman_lo"]) / 2)
+    again = validity_table(agree, ["verdict", "kind", "model"], n_resamples=4000).iloc[0]
+    assert again.equals(got)  # seeded
+
+
+def test_the_hierarchical_interval_widens_with_the_folds_disagreement_and_narrows_with_more_settings():
+    from synthbench.report.trust import validity_table
+
+    by = ["verdict", "kind", "model"]
+    steady = validity_table(_agree([0.6] * 6, folds=4, spread=0.0, alike=True), by).iloc[0]
+    shaky = validity_table(_agree([0.6] * 6, folds=4, spread=3.0, alike=True), by).iloc[0]
+    assert steady["half_width"] == 0 < shaky["half_width"]  # alike settings: all the width is the folds'
+    few = validity_table(_agree([0.6] * 6, folds=4, spread=3.0), by).iloc[0]
+    many = validity_table(_agree([0.6] * 24, folds=4, spread=3.0), by).iloc[0]
+    assert many["half_width"] < few["half_width"]
+
+
+def test_a_group_without_agreement_says_why():
+    from synthbench.report.trust import validity_table
+
+    rows = [("s", 1, f, m, 1.0, v) for f in range(3) for m, v in (("a", 0.1), ("b", 0.5), ("c", 0.9))]
+    paired = pd.DataFrame(rows, columns=["setting", "n_decoys", "fold", "method", "truth", "verdict"])
+    tied = rank_agreement(paired, "higher", "higher").assign(verdict="v")
+    got = validity_table(tied, ["verdict"]).iloc[0]
+    assert got["settings"] == 0 and np.isnan(got["spearman"]) and "the truth does not separate" in got["reason"]
+    two = rank_agreement(paired[paired["method"] != "c"], "higher", "higher").assign(verdict="v")
+    assert (
+        "fewer than 3 non-control methods judged (at most 2): named, not ranked"
+        in validity_table(two, ["verdict"]).iloc[0]["reason"]
+    )
+
+
+def test_verdicts_are_compared_by_a_paired_wilcoxon_test_over_shared_settings_holm_corrected():
+    from synthbench.report.trust import holm, verdict_tests
+
+    good = _agree([0.9, 0.8, 0.95, 0.85, 0.9, 0.7, 0.8, 0.9], seed=1).assign(verdict="good")
+    bad = _agree([0.1, -0.2, 0.3, 0.0, 0.2, -0.1, 0.1, 0.0], seed=2).assign(verdict="bad")
+    same = good.assign(verdict="same", spearman=good["spearman"] + np.linspace(-0.01, 0.01, len(good)))
+    tests = verdict_tests(pd.concat([bad, good, same]), ["kind", "model"], ["setting", "n_decoys"])
+    pair = tests[(tests["verdict"] == "good") & (tests["other"] == "bad")].iloc[0]
+    assert pair["settings"] == 8
+    assert pair["difference"] == pytest.approx((good["spearman"] - bad["spearman"]).mean())
+    assert pair["p"] == stats.wilcoxon(good["spearman"].to_numpy() - bad["spearman"].to_numpy()).pvalue
+    raw = {f"{a}|{b}": p for a, b, p in zip(tests["verdict"], tests["other"], tests["p"])}
+    assert dict(zip(raw, tests["p_holm"])) == pytest.approx(holm(raw))
+    assert (
+        pair["p_holm"]
+        < 0.05
+        < tests[(tests["verdict"].isin(["good", "same"])) & (tests["other"].isin(["good", "same"]))]["p_holm"].iloc[0]
+    )
+
+
+def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and_failed_fits_are_kept_apart(tmp_path):
+    """xor/4: every method that reads the MLP finds both true features (best_k 1.00), so the MLP's setting is judged on
+    average precision, which separates them; the booster's methods are ordered alone, on AUROC where their average
+    precision ties; mrmr reads no model and is ordered with the MLP it was judged on; the fold whose MLP did not learn
+    is kept apart; RandomLogit skipped every cell and is named with the reason."""
+    from synthbench.report import load_results
+    from synthbench.report.parts import store_parts, verdict_validity
+    from synthbench.runner.grid import Cell
+    from synthbench.runner.store import CellResult, ResultStore
+
+    def fit(kind: str, competence: float) -> dict:
+        return {kind: {"test_accuracy": 0.9, "competence": competence, "train_seconds": 1.0}}
+
+    mlp_ap = {"saliency": 0.95, "deeplift": 0.85, "integrated_gradients": 0.75, "mrmr": 0.6}
+    gbm_auroc = {"gbm_gain": 0.9, "gbm_treeshap": 0.7, "gbm_feature_permutation": 0.5}
+    with ResultStore(tmp_path / "s.sqlite") as db:
+        for fold in range(4):
+            mlp_fit = fit("mlp", 0.1 if fold == 3 else 0.9)  # fold 3's network did not learn
+            for method, ap in {**mlp_ap, **gbm_auroc, "random": 0.05}.items():
+                reads = "gbm" if method.startswith("gbm") else None if method in ("mrmr", "random") else "mlp"
+                preset = {"model": "sparse_mlp"} if reads == "mlp" else {}
+                model = mlp_fit if reads == "mlp" else fit("gbm", 0.9) if reads else None
+                best_k = 1.0 if reads == "mlp" else ap
+                # the booster's methods share one average precision: its setting is judged on AUROC
+                precision = 0.8 if reads == "gbm" else ap + 0.01 * fold
+                truth = {"best_k": best_k, "average_precision": precision, "auroc": ap}
+                db.write(CellResult(Cell("xor", 150, 4, 0, 4, fold, method, **preset), "ok", scores=truth, model=model))
+                # ROAD follows the truth on the MLP and reverses it on the booster
+                judged = {"model": "sparse_mlp"} if reads != "gbm" else {}
+                road = ap if reads != "gbm" else -ap
+                on = mlp_fit if reads != "gbm" else model
+                db.write(
+                    CellResult(
+                        Cell("xor", 150, 4, 0, 4, fold, method, scorer="road", **judged),
+                        "ok",
+                        scores={"road_gap": road + 0.001 * fold},
+                        model=on if method not in ("mrmr", "random") else None,
+                    )
+                )
+                if reads == "mlp":
+                    db.write(
+                        CellResult(
+                            Cell("xor", 150, 4, 0, 4, fold, method, scorer="random_logit", **preset),
+                            "skipped",
+                            message="one logit: no other class to explain",
+                        )
+                    )
+    validity = verdict_validity(store_parts(load_results(tmp_path / "s.sqlite", all_models=True)))
+    settings = validity.settings.set_index(["model", "apart"])
+    mlp = settings.loc[("sparse_mlp", False)]
+    assert mlp["truth_metric"] == "average_precision" and mlp["folds"] == 3
+    assert set(mlp["ranked"]) == {f"{m}@sparse_mlp" for m in ("saliency", "deeplift", "integrated_gradients", "mrmr")}
+    assert mlp["spearman"] == pytest.approx(1.0)
+    gbm = settings.loc[("gbm", False)]
+    assert gbm["truth_metric"] == "auroc" and gbm["truth_spread"] == pytest.approx(0.4)
+    assert set(gbm["ranked"]) == set(gbm_auroc) and gbm["spearman"] == pytest.approx(-1.0)
+    assert settings.loc[("sparse_mlp", True)]["folds"] == 1  # the failed fit, apart
+    summary = validity.summary.set_index(["verdict", "model", "apart"])
+    assert summary.loc[("road `road_gap`", "gbm", False), "spearman"] == pytest.approx(-1.0)
+    skipped = validity.summary[validity.summary["verdict"].str.startswith("random_logit")].iloc[0]
+    assert skipped["settings"] == 0 and "every cell skipped (one logit" in skipped["reason"]

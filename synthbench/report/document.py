@@ -24,14 +24,17 @@ from synthbench.report import tables
 from synthbench.report.page import html_page
 from synthbench.report.parts import (
     IMAGE_METRICS,
+    MIN_TRUTH_SPREAD,
+    TRUTH_METRICS,
     Part,
+    VerdictValidity,
     headline,
     method_anchor,
     method_link,
     scored_metrics,
     store_parts,
     truth_of,
-    verdict_agreement,
+    verdict_validity,
 )
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
@@ -57,10 +60,12 @@ class Report:
         return html_page(self.markdown, images)
 
 
-def _ci(mean: float, lo: float, hi: float) -> str:
+def _ci(mean: float, lo: float, hi: float, sign: str = "") -> str:
+    """``0.45 [0.20, 0.66]`` (``sign="+"``: ``+0.45 [+0.20, +0.66]``), the mean alone without an interval, ``–``
+    without a mean."""
     if pd.isna(mean):
         return "–"
-    return f"{mean:.2f}" if pd.isna(lo) else f"{mean:.2f} [{lo:.2f}, {hi:.2f}]"
+    return f"{mean:{sign}.2f}" + ("" if pd.isna(lo) else f" [{lo:{sign}.2f}, {hi:{sign}.2f}]")
 
 
 def _leaderboard_markdown(table: pd.DataFrame, metrics: tuple[str, ...]) -> str:
@@ -240,10 +245,11 @@ def build_report(
     status = results.cells["status"].value_counts()
     missing = len(results.missing())
     parts = store_parts(results)
+    validity = verdict_validity(parts)
     md += [
         "## What the store says",
         "",
-        *summary_lines(results, parts, metrics=metrics, alpha=alpha),
+        *summary_lines(results, parts, metrics=metrics, alpha=alpha, validity=validity),
         f"This report reads `{results.path}`: {len(results.methods)} methods on {len(results.settings)} dataset "
         f"setting(s) ({', '.join(results.settings)}); {status.get('ok', 0)} cells finished, {status.get('failed', 0)} "
         f"failed, {status.get('skipped', 0)} skipped with their reason (a method's declared feature limit, a method "
@@ -265,7 +271,7 @@ def build_report(
             md += _image_sections(part, report)
         else:
             md += _tabular_sections(part, report, metrics, level, alpha)
-    md += _trust_section(parts, metrics)
+    md += _trust_section(validity)
     md += _methods_section(results)
     md += [_anchor("provenance"), "", "## Provenance", "", *_provenance(results), ""]
     report.markdown = "\n".join(md)
@@ -657,45 +663,117 @@ def _controls_lines(results: Results, metric: str) -> list[str]:
     return [verdict, ""] if verdict else []
 
 
-def _trust_section(parts: list[Part], metrics: tuple[str, ...]) -> list[str]:
-    """Which verdict to trust: every verdict of the store beside the ground truth, one table."""
-    agree = verdict_agreement(parts, metrics)
-    if agree.empty:
-        return []
+def _validity_rows(summary: pd.DataFrame) -> str:
     table = pd.DataFrame(
         {
-            "setting": [tables.setting_label(s, d) for s, d in zip(agree["setting"], agree["n_decoys"])],
-            "verdict": agree["verdict"],
-            "methods": agree["methods"],
-            "folds": agree["folds"],
-            "rho": agree["spearman"],
-            "Spearman ρ [95 % CI]": [
-                "–"
-                if pd.isna(r.spearman)
-                else f"{r.spearman:+.2f}"
-                + ("" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]")
-                for r in agree.itertuples()
+            "verdict": summary["verdict"],
+            "data": summary["kind"].map({"tabular": "tables", "image": "images"}).fillna(summary["kind"]),
+            "model": summary["model"].replace("", "–"),
+            "settings": [f"{int(r.settings)} of {int(r.of)}" for r in summary.itertuples()],
+            "mean Spearman ρ [95 % CI]": [
+                _ci(r.spearman, r.spearman_lo, r.spearman_hi, "+") for r in summary.itertuples()
             ],
-            "Kendall τ": agree["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
-            "truth spread": agree["truth_spread"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
-            "methods ranked": [", ".join(m) for m in agree["ranked"]],
+            "half-width": summary["half_width"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
+            "mean Kendall τ": summary["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+            "why no value": summary["reason"].fillna(""),
         }
-    ).sort_values(["setting", "rho"], ascending=[True, False], na_position="last")
-    return [
+    )
+    return table.to_markdown(index=False, disable_numparse=True)
+
+
+def _trust_section(validity: VerdictValidity) -> list[str]:
+    """Which verdict to trust: every verdict of the store beside the ground truth, across settings and per
+    setting, on models that learned and, apart, on those that did not."""
+    if validity.empty:
+        return []
+    summary = validity.summary.sort_values(["kind", "model", "spearman"], ascending=[True, True, False])
+    learned, apart = summary[~summary["apart"].astype(bool)], summary[summary["apart"].astype(bool)]
+    md = [
         _anchor("trust"),
         "",
         "## Which verdict to trust",
         "",
-        "Every verdict in this store set beside the ground truth on the same cells: the rank correlation between "
-        "the verdict's ordering of the methods (its headline metric) and the ground truth's (+1: the same order; "
-        "0: unrelated; below 0: reversed), controls left out, with a 95 % percentile bootstrap interval over the "
-        "folds (scipy.stats.bootstrap). A verdict whose interval holds 0 says nothing, on this data, about which "
-        "method recovers what drives the label. Each row names the methods it ranked: a check of how maps depend "
-        "on the model's parameters (MPRT, sMPRT, eMPRT, RandomLogit) ranks only methods that read a model; the "
-        "truth spread is the range of their truth means, and where it is 0 the truth does not separate them and "
-        "there is no agreement to measure (–).",
+        "Every verdict in this store set beside the ground truth on the same cells: in each setting (a dataset at a "
+        "decoy count, one explained model) the rank correlation between the verdict's ordering of the methods (its "
+        "headline metric, fold means) and the ground truth's (+1: the same order; 0: unrelated; below 0: "
+        "reversed), controls left out, only the methods the verdict can judge (a check of how maps depend on the "
+        "model's parameters ranks only methods that read a model), and one ordering per explained model. The truth "
+        "metric of a setting is the first of "
+        + ", ".join(f"`{m}`" for m in TRUTH_METRICS["tabular"])
+        + " (tables) or "
+        + ", ".join(f"`{m}`" for m in TRUTH_METRICS["image"])
+        + f" (images) whose method means span at least {MIN_TRUTH_SPREAD:g}; where none does, the truth does not "
+        "separate the methods and there is no agreement to measure. Across settings: the mean ρ with a 95 % "
+        "hierarchical bootstrap interval (settings resampled, then the folds within each). A verdict whose interval "
+        "holds 0 says nothing, on this data, about which method recovers what drives the label.",
+        "",
+        _validity_rows(learned),
+        "",
+    ]
+    if not apart.empty:
+        md += [
+            "**On models that did not learn** (folds whose explained model fell below the competence threshold; "
+            "kept out of the table above): does a verdict's agreement with the truth survive a model that learned "
+            "nothing?",
+            "",
+            _validity_rows(apart),
+            "",
+        ]
+    md += _tests_lines(validity.tests)
+    per_setting = validity.settings
+    table = pd.DataFrame(
+        {
+            "setting": [
+                tables.setting_label(s, d) + (" †" if a else "")
+                for s, d, a in zip(per_setting["setting"], per_setting["n_decoys"], per_setting["apart"])
+            ],
+            "model": per_setting["model"].replace("", "–"),
+            "verdict": per_setting["verdict"],
+            "truth metric": per_setting["truth_metric"].map(lambda m: f"`{m}`"),
+            "truth spread": per_setting["truth_spread"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
+            "methods": per_setting["methods"],
+            "folds": per_setting["folds"],
+            "rho": per_setting["spearman"],
+            "Spearman ρ [95 % CI]": [
+                _ci(r.spearman, r.spearman_lo, r.spearman_hi, "+") for r in per_setting.itertuples()
+            ],
+            "Kendall τ": per_setting["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+            "methods ranked": [", ".join(m) for m in per_setting["ranked"]],
+        }
+    ).sort_values(["setting", "model", "rho"], ascending=[True, True, False], na_position="last")
+    return md + [
+        "**Per setting** (interval: percentile bootstrap over the setting's folds; † a model that did not learn; the "
+        "truth spread is the range of the ranked methods' truth means):",
         "",
         table.drop(columns="rho").to_markdown(index=False, disable_numparse=True),
+        "",
+    ]
+
+
+def _tests_lines(tests: pd.DataFrame, alpha: float = 0.05) -> list[str]:
+    """Which verdicts the paired tests tell apart, one sentence per data kind and model."""
+    if tests.empty:
+        return []
+    lines = []
+    for (kind, model), g in tests.groupby(["kind", "model"], sort=False):
+        tested = g[g["p_holm"].notna()]
+        apart = tested[tested["p_holm"] < alpha]
+        where = f"{'images' if kind == 'image' else 'tables'}, {model or 'no model'}"
+        if tested.empty:
+            lines.append(f"- {where}: no pair of verdicts shares two settings with an agreement; nothing to test.")
+            continue
+        found = "; ".join(
+            f"{r.verdict} above {r.other} (Δρ {r.difference:+.2f} over {r.settings} settings, p = {r.p_holm:.2g})"
+            for r in apart.itertuples()
+        )
+        lines.append(
+            f"- {where}: {len(apart)} of {len(tested)} pairs of verdicts told apart" + (f": {found}." if found else ".")
+        )
+    return [
+        "**Which verdicts can be told apart** (paired Wilcoxon signed-rank test of the per-setting ρ over the "
+        f"settings both measured, Holm-corrected within each data kind and model, α = {alpha}):",
+        "",
+        *lines,
         "",
     ]
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from synthbench.report import tables
 from synthbench.report.results import Results
-from synthbench.report.trust import rank_agreement
+from synthbench.report.trust import rank_agreement, validity_table, verdict_tests
 
 __all__ = [
     "Part",
@@ -28,11 +29,27 @@ __all__ = [
     "scored_metrics",
     "headline",
     "verdict_agreement",
+    "verdict_validity",
+    "VerdictValidity",
     "IMAGE_METRICS",
+    "TRUTH_METRICS",
+    "MIN_TRUTH_SPREAD",
+    "SETTING_KEYS",
 ]
 
 #: The localisation metrics of the image leaderboard, headline first.
 IMAGE_METRICS = ("rank_accuracy", "mass_accuracy", "pointing_game", "map_auroc", "top_k_intersection")
+
+#: The truth metrics a verdict's ordering is compared with, per input kind, in order of preference: a setting
+#: takes the first that separates its methods (:data:`MIN_TRUTH_SPREAD`). Average precision reads the whole
+#: ranking, so it separates methods that best-k scores alike (every gradient method at 1.00 on xor).
+TRUTH_METRICS = {
+    "tabular": ("average_precision", "auroc", "best_k"),
+    "image": ("rank_accuracy", "map_auroc", "mass_accuracy", "pointing_game"),
+}
+
+#: The least range of the methods' mean truth for a truth metric to separate them (its scale is 0..1).
+MIN_TRUTH_SPREAD = 0.05
 
 
 @dataclass(frozen=True)
@@ -135,41 +152,142 @@ def headline(part: Part, metrics: tuple[str, ...]) -> str | None:
     return next(iter(scored_metrics(part)), None)
 
 
-def verdict_agreement(parts: list[Part], metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Every verdict's rank agreement with the ground truth on the same cells, per setting and decoy count.
+def _truth_choice(paired: pd.DataFrame, keys: list[str], candidates: list[str]) -> pd.DataFrame:
+    """Per setting (``keys``), the truth metric its verdict ordering is compared with: the first of ``candidates``
+    whose fold means of the non-control methods span at least :data:`MIN_TRUTH_SPREAD`, else the first (the truth
+    then separates none of them). Returns ``keys`` and ``truth_metric``, one row per setting."""
+    means = paired[~paired["control"]].groupby([*keys, "truth_metric", "method"], sort=False)["truth"].mean()
+    spread = means.groupby(level=list(range(len(keys) + 1)), sort=False).agg(np.ptp).rename("spread").reset_index()
+    order = spread["truth_metric"].map(candidates.index)
+    spread["preference"] = order - len(candidates) * (spread["spread"] >= MIN_TRUTH_SPREAD)
+    chosen = spread.sort_values("preference", kind="stable").drop_duplicates(keys)
+    return chosen[[*keys, "truth_metric"]]
 
-    Returns the columns of :func:`~synthbench.report.trust.rank_agreement` plus ``part`` (its index in
-    ``parts``), ``scorer``, ``metric`` (the verdict's headline), ``truth_metric`` and ``verdict`` (the name the
-    report shows: scorer and metric, with the scorer's setting when it ran at several); empty when the store
-    holds no verdict beside a ground-truth part.
+
+def _apart(paired: pd.DataFrame) -> pd.DataFrame:
+    """``paired`` with ``apart``: whether the model of the row's (setting, seed, fold, model) did not learn (any
+    of its cells explains a model below the competence threshold; controls and methods judged on it follow)."""
+    fold = ["setting", "n_decoys", "seed", "fold", "model"]
+    return paired.assign(apart=paired.groupby(fold, sort=False)["incompetent"].transform("any").astype(bool))
+
+
+#: What makes one setting of a verdict's agreement: a dataset at a decoy count, one explained model, and whether
+#: that model learned (``apart``: it did not, on those folds).
+SETTING_KEYS = ["setting", "n_decoys", "model", "apart"]
+
+
+def verdict_agreement(parts: list[Part]) -> pd.DataFrame:
+    """Every verdict's rank agreement with the ground truth on the same cells, per setting and explained model.
+
+    Each verdict part is paired with the ground-truth part of its input kind; its headline metric is compared with
+    the truth metric of each setting (:data:`TRUTH_METRICS`, the first that separates the methods); each model is
+    ordered alone (a method that reads none with the model it was judged on), and the folds whose model did not
+    learn are kept apart (``apart``).
+
+    Returns the columns :data:`SETTING_KEYS` and those of :func:`~synthbench.report.trust.rank_agreement`, plus
+    ``part`` (its index in ``parts``), ``kind``, ``scorer``, ``metric`` (the verdict's headline),
+    ``truth_metric`` and ``verdict`` (the name the report shows: scorer and metric, with the scorer's setting
+    when it ran at several); empty when the store holds no verdict beside a ground-truth part.
     """
     frames = []
     for i, part in enumerate(parts):
         truth = truth_of(parts, part)
-        metric = headline(part, metrics)
+        metric = next(iter(scored_metrics(part)), None)
         if part.is_truth or truth is None or metric is None:
             continue
-        truth_metric = headline(truth, metrics)
-        if truth_metric is None:
-            continue
-        paired = tables.paired_cells(part.results, truth.results, metric, truth_metric)
+        present = set(truth.results.scores["metric"])
+        candidates = [m for m in TRUTH_METRICS.get(part.kind, ()) if m in present] or list(scored_metrics(truth))[:1]
+        paired = pd.concat(
+            [tables.paired_cells(part.results, truth.results, metric, m).assign(truth_metric=m) for m in candidates],
+            ignore_index=True,
+        )
         if paired.empty:
             continue
-        paired = paired.assign(fold=[f"{s}/{f}" for s, f in zip(paired["seed"], paired["fold"])])
-        agree = rank_agreement(
-            paired,
-            part.results.metric(metric, part.scorer).direction,
-            truth.results.metric(truth_metric, truth.scorer).direction,
-            controls=set(paired.loc[paired["control"], "method"]),
-        )
-        params = part.results.cells["scorer_params"].fillna("").iloc[0]
-        same = [other for other in parts if other.scorer == part.scorer]
-        kinds = len({other.kind for other in same}) > 1  # the scorer on tables and on images
-        settings = sum(other.kind == part.kind for other in same) > 1  # the scorer at several settings
-        name = (
-            f"{part.scorer} `{metric}`"
-            + (f" on {'images' if part.kind == 'image' else 'tables'}" if kinds else "")
-            + (f" ({params})" if settings and params else "")
-        )
-        frames.append(agree.assign(part=i, scorer=part.scorer, metric=metric, truth_metric=truth_metric, verdict=name))
+        paired = _apart(paired.assign(fold=[f"{s}/{f}" for s, f in zip(paired["seed"], paired["fold"])]))
+        paired = paired.merge(_truth_choice(paired, SETTING_KEYS, candidates), on=[*SETTING_KEYS, "truth_metric"])
+        name = _verdict_name(parts, part, metric)
+        for truth_metric, rows in paired.groupby("truth_metric", sort=False):
+            agree = rank_agreement(
+                rows,
+                part.results.metric(metric, part.scorer).direction,
+                truth.results.metric(str(truth_metric), truth.scorer).direction,
+                controls=set(rows.loc[rows["control"], "method"]),
+                by=SETTING_KEYS,
+            )
+            frames.append(
+                agree.assign(
+                    part=i, kind=part.kind, scorer=part.scorer, metric=metric, truth_metric=truth_metric, verdict=name
+                )
+            )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _verdict_name(parts: list[Part], part: Part, metric: str) -> str:
+    """The name a verdict goes by in the report: its scorer and metric, the input kind where the scorer ran on
+    several, and its setting where it ran at several."""
+    params = part.results.cells["scorer_params"].fillna("").iloc[0]
+    same = [other for other in parts if other.scorer == part.scorer]
+    kinds = len({other.kind for other in same}) > 1  # the scorer on tables and on images
+    settings = sum(other.kind == part.kind for other in same) > 1  # the scorer at several settings
+    return (
+        f"{part.scorer} `{metric}`"
+        + (f" on {'images' if part.kind == 'image' else 'tables'}" if kinds else "")
+        + (f" ({params})" if settings and params else "")
+    )
+
+
+@dataclass(frozen=True)
+class VerdictValidity:
+    """How far each verdict of a store can be trusted, measured against the ground truth.
+
+    Attributes
+    ----------
+    settings : :func:`verdict_agreement`'s table, one row per verdict, setting and explained model
+    summary : :func:`~synthbench.report.trust.validity_table` per ``verdict, kind, model, apart``: the mean agreement
+        across settings with its hierarchical bootstrap interval, or the reason there is none; a verdict with no
+        finished value (every cell skipped) has one row saying why
+    tests : :func:`~synthbench.report.trust.verdict_tests` between the verdicts on models that learned, within
+        each ``kind, model``
+    """
+
+    settings: pd.DataFrame
+    summary: pd.DataFrame
+    tests: pd.DataFrame
+
+    @property
+    def empty(self) -> bool:
+        return self.summary.empty
+
+
+def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
+    """Every verdict's validity (agreement with the ground truth) per setting, across settings and pairwise."""
+    settings = verdict_agreement(parts)
+    groups = ["verdict", "kind", "model", "apart"]
+    summary = validity_table(settings, groups, seed=seed) if not settings.empty else pd.DataFrame()
+    learned = settings[~settings["apart"]] if not settings.empty else settings
+    tests = verdict_tests(learned, ["kind", "model"], ["setting", "n_decoys"]) if not learned.empty else pd.DataFrame()
+    unmeasured = []
+    for part in parts:
+        if part.is_truth or (not settings.empty and part.scorer in set(settings["scorer"])):
+            continue
+        cells = part.results.cells
+        skipped = cells.loc[cells["status"] == "skipped", "message"].dropna()
+        reason = (
+            f"no finished value: every cell skipped ({skipped.mode().iloc[0]})"
+            if len(skipped) == len(cells) and len(skipped)
+            else "no ground truth beside it on the same cells"
+            if truth_of(parts, part) is None
+            else "no finished value paired with the ground truth"
+        )
+        unmeasured.append(
+            {
+                "verdict": _verdict_name(parts, part, next(iter(part.results.catalogue.scorer(part.scorer).metrics))),
+                "kind": part.kind,
+                "model": "",
+                "apart": False,
+            }
+            | {"settings": 0, "of": 0, "reason": reason}
+        )
+    if unmeasured:
+        summary = pd.concat([summary, pd.DataFrame(unmeasured)], ignore_index=True)
+    return VerdictValidity(settings, summary, tests)

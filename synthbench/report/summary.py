@@ -22,11 +22,12 @@ import pandas as pd
 
 from synthbench.kinds import INPUT_KINDS, get_kind
 from synthbench.report import tables
-from synthbench.report.parts import Part, headline, method_link, store_parts, verdict_agreement
+from synthbench.report.parts import Part, VerdictValidity, headline, method_link, store_parts, verdict_validity
 from synthbench.report.results import Results
+from synthbench.report.trust import holm
 from synthbench.runner.competence import learnability
 
-__all__ = ["store_summary", "summary_lines", "Leaders", "leaders", "holm", "duration", "used_runs", "wall_seconds"]
+__all__ = ["store_summary", "summary_lines", "Leaders", "leaders", "duration", "used_runs", "wall_seconds"]
 
 #: The most methods a summary sentence names before "and N more".
 NAMED = 3
@@ -48,16 +49,6 @@ class Leaders:
     tied: list[str]
     below: int
     p: dict[str, float]
-
-
-def holm(p: dict[str, float]) -> dict[str, float]:
-    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1) of a family of tests."""
-    names = sorted(p, key=lambda k: p[k])
-    out, running = {}, 0.0
-    for i, name in enumerate(names):
-        running = max(running, min(1.0, (len(names) - i) * p[name]))
-        out[name] = running
-    return out
 
 
 def leaders(results: Results, metric: str, setting: str, *, alpha: float = 0.05) -> Leaders | None:
@@ -215,42 +206,35 @@ def _incompetent_sentence(part: Part) -> str:
     )
 
 
-def _verdict_sentences(parts: list[Part], metrics: tuple[str, ...]) -> list[str]:
-    agree = verdict_agreement(parts, metrics)
-    if agree.empty:
+def _verdict_sentences(validity: VerdictValidity) -> list[str]:
+    if validity.empty:
         return []
+    summary = validity.summary[~validity.summary["apart"].astype(bool)]
+    several = summary[["kind", "model"]].drop_duplicates().shape[0] > 1
     lines = []
-    for verdict, g in agree.groupby("verdict", sort=False):
-        shown = g.dropna(subset=["spearman"])
-        if shown.empty:
-            lines.append(
-                f"- {verdict}: too few methods or folds to compare its ordering with the truth's ([table](#trust))."
-            )
+    for r in summary.itertuples():
+        where = f" ({'images' if r.kind == 'image' else 'tables'}, {r.model or 'no model'})" if several else ""
+        if not r.settings:
+            lines.append(f"- {r.verdict}{where}: [{r.reason}](#trust).")
             continue
-        above = int((shown["spearman_lo"] > 0).sum())
-        below = int((shown["spearman_hi"] < 0).sum())
-        values = ", ".join(
-            f"[{r.spearman:+.2f}"
-            + ("" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]")
-            + f"](#trust) on {tables.setting_label(r.setting, r.n_decoys)}"
-            for r in shown.itertuples()
-        )
         word = (
             "agrees with"
-            if above == len(shown)
+            if r.spearman_lo > 0
             else "reverses"
-            if below == len(shown)
-            else "does not agree with"
-            if above == 0
-            else "partly agrees with"
+            if r.spearman_hi < 0
+            else "cannot be told from no agreement with"
+        )
+        value = f"{r.spearman:+.2f}" + (
+            "" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]"
         )
         lines.append(
-            f"- {verdict} {word} the ground truth: rank correlation ρ {values} (interval above 0 on "
-            f"{above} of {len(shown)} settings, below 0 on {below})."
+            f"- {r.verdict}{where} {word} the ground truth: mean rank correlation ρ [{value}](#trust) over "
+            f"{r.settings} of {r.of} settings."
         )
     return [
         "**Which verdict to trust.** Each verdict's ordering of the methods against the ground truth's on the "
-        "same cells (Spearman ρ, 95 % bootstrap interval over folds, controls left out):",
+        "same cells (Spearman ρ per setting, its mean with a 95 % hierarchical bootstrap interval over settings and "
+        "folds, controls left out, models that did not learn kept apart):",
         "",
         *lines,
         "",
@@ -299,9 +283,15 @@ def _cost_sentence(results: Results, parts: list[Part]) -> str:
 
 
 def summary_lines(
-    results: Results, parts: list[Part], *, metrics: tuple[str, ...] = ("best_k", "best_2k"), alpha: float = 0.05
+    results: Results,
+    parts: list[Part],
+    *,
+    metrics: tuple[str, ...] = ("best_k", "best_2k"),
+    alpha: float = 0.05,
+    validity: VerdictValidity | None = None,
 ) -> list[str]:
-    """The summary as Markdown lines (the report's opening section, without its heading)."""
+    """The summary as Markdown lines (the report's opening section, without its heading); ``validity`` is
+    :func:`~synthbench.report.parts.verdict_validity` of ``parts``, computed here when not given."""
     md = []
     for part in parts:
         metric = headline(part, metrics)
@@ -332,7 +322,7 @@ def summary_lines(
         ]
         for sentence in (_incompetent_sentence(part), _unlearnable_sentence(part)):
             md += [sentence, ""] if sentence else []
-    md += _verdict_sentences(parts, metrics)
+    md += _verdict_sentences(validity if validity is not None else verdict_validity(parts))
     md += [_cost_sentence(results, parts), ""]
     return md
 

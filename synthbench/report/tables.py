@@ -395,9 +395,11 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
     Cells are paired by configuration (setting, decoy count, seed, fold, method); a method that
     explains no model (``random``) pairs its one truth cell with its verdict on each model it
     was judged on (``random@sparse_mlp``). Only pairs where both are finished count. Returns the
-    columns ``setting, n_decoys, seed, fold, method, control, reads_model, truth, verdict`` (``n_decoys`` -1
-    for a dataset without decoys; ``control`` True for a control method's rows; ``reads_model`` True where the
-    verdict's cell explains a model, as its recorded ``model`` says). Under a verdict that judges how maps depend
+    columns ``setting, n_decoys, seed, fold, method, control, reads_model, model, incompetent, truth, verdict``
+    (``n_decoys`` -1 for a dataset without decoys; ``control`` True for a control method's rows; ``reads_model``
+    True where the verdict's cell explains a model, as its recorded ``model`` says; ``model`` the model the
+    verdict's cell explains or was judged on, its preset or else its kind, ``""`` for neither; ``incompetent``
+    whether that model fell below the competence threshold). Under a verdict that judges how maps depend
     on the model's parameters (a scorer declaring ``judges_parameters``: MPRT, sMPRT, eMPRT, RandomLogit), the
     methods that read no model are left out (their maps are the same on every model by construction); the
     controls stay.
@@ -409,18 +411,26 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
         sel = results.scores[results.scores["metric"] == name]
         pair = sel["method"].where(~sel["base_method"].isin(model_free), sel["base_method"])
         control = sel["control"].fillna(False).astype(bool)
-        reads = sel["cell_id"].map(results.cells.set_index("cell_id")["model"].notna()).fillna(False).astype(bool)
+        recorded = sel["cell_id"].map(results.cells.set_index("cell_id")["model"])
+        kind = recorded.map(lambda m: next(iter(json.loads(m)), "") if isinstance(m, str) else "")
+        model = sel["model_preset"].fillna(sel["judged_model"]).fillna(kind).fillna("")
         return sel.assign(
-            n_decoys=sel["n_decoys"].fillna(-1).astype(int), pair=pair, control=control, reads_model=reads
-        )[[*keys, "method", "control", "reads_model", "value"]]
+            n_decoys=sel["n_decoys"].fillna(-1).astype(int),
+            pair=pair,
+            control=control,
+            reads_model=recorded.notna(),
+            model=model,
+            incompetent=sel["incompetent"].fillna(False).astype(bool),
+        )[[*keys, "method", "control", "reads_model", "model", "incompetent", "value"]]
 
+    verdict_side = ["method", "control", "reads_model", "model", "incompetent"]
     paired = (
         values(truth, truth_metric)
-        .drop(columns=["method", "control", "reads_model"])
+        .drop(columns=verdict_side)
         .merge(values(verdict, metric), on=keys, suffixes=("_truth", "_verdict"))
     )
     paired = paired.rename(columns={"value_truth": "truth", "value_verdict": "verdict"})[
-        ["setting", "n_decoys", "seed", "fold", "method", "control", "reads_model", "truth", "verdict"]
+        ["setting", "n_decoys", "seed", "fold", *verdict_side, "truth", "verdict"]
     ]
     scorers = set(verdict.cells["scorer"])
     if any(verdict.catalogue.scorer(s).abilities.judges_parameters for s in scorers):

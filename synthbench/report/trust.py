@@ -1,29 +1,50 @@
 """Which verdict to trust: how well each verdict orders the methods as the ground truth does.
 
 A verdict (ROAD, ROAR, KAR, a randomisation check) and the ground truth both score the same
-methods on the same cells. For each setting, the methods' mean verdict and mean truth over the
-folds are ranked, and the two orderings compared by Spearman's and Kendall's rank correlations
-(the verdict negated first when its direction is not the truth's, so +1 always means "orders the
-methods exactly as the truth does"). The uncertainty comes from the folds: a percentile
-bootstrap over the folds (scipy.stats.bootstrap; folds drawn with replacement, each method's
-means recomputed, Spearman again) gives the interval. Controls are left out of the ordering:
-they are the chance reference, not methods. Where the truth gives every ranked method the same
-mean it does not separate them, and there is no agreement to measure (NaN).
+methods on the same cells. For each setting (a dataset at a decoy count, on one explained model),
+the methods' mean verdict and mean truth over the folds are ranked, and the two orderings compared
+by Spearman's and Kendall's rank correlations (the verdict negated first when its direction is not
+the truth's, so +1 always means "orders the methods exactly as the truth does"). Controls are left
+out of the ordering: they are the chance reference, not methods. Where the truth gives every ranked
+method the same mean it does not separate them, and there is no agreement to measure (NaN).
+
+Uncertainty, two levels:
+
+- within a setting, a percentile bootstrap over its folds (folds drawn with replacement, each
+  method's means recomputed, Spearman again): :func:`rank_agreement`'s interval;
+- across settings, a hierarchical bootstrap (:func:`validity_table`): settings drawn with
+  replacement, then within each drawn setting one of its fold resamples, the mean over the drawn
+  settings recomputed; its percentile interval is the interval of the verdict's mean agreement.
+
+Verdicts are compared with each other by :func:`verdict_tests`: a paired Wilcoxon signed-rank test
+of their per-setting Spearman over the settings both measured, Holm-corrected within a group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["rank_agreement", "AGREEMENT_COLUMNS"]
+__all__ = [
+    "rank_agreement",
+    "spearman_rows",
+    "validity_table",
+    "verdict_tests",
+    "holm",
+    "AGREEMENT_COLUMNS",
+    "VALIDITY_COLUMNS",
+    "TEST_COLUMNS",
+    "MIN_METHODS",
+]
 
-#: The columns of :func:`rank_agreement`'s table.
+#: The fewest non-control methods a verdict must order in a setting for its agreement to mean anything.
+MIN_METHODS = 3
+
+#: The columns of :func:`rank_agreement`'s table after its grouping keys.
 AGREEMENT_COLUMNS = [
-    "setting",
-    "n_decoys",
     "methods",
     "folds",
     "spearman",
@@ -32,15 +53,64 @@ AGREEMENT_COLUMNS = [
     "kendall",
     "ranked",
     "truth_spread",
+    "replicates",
 ]
+
+#: The columns of :func:`validity_table`'s table after its grouping keys.
+VALIDITY_COLUMNS = ["settings", "of", "spearman", "spearman_lo", "spearman_hi", "half_width", "kendall", "reason"]
+
+#: The columns of :func:`verdict_tests`' table after its grouping keys.
+TEST_COLUMNS = ["verdict", "other", "settings", "difference", "p", "p_holm"]
+
+
+def holm(p: dict[str, float]) -> dict[str, float]:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone, capped at 1) of a family of tests."""
+    names = sorted(p, key=lambda k: p[k])
+    out, running = {}, 0.0
+    for i, name in enumerate(names):
+        running = max(running, min(1.0, (len(names) - i) * p[name]))
+        out[name] = running
+    return out
+
+
+def spearman_rows(truth: np.ndarray, verdict: np.ndarray) -> np.ndarray:
+    """Spearman's rho between ``truth[..., :]`` and ``verdict[..., :]`` along the last axis (average ranks for
+    ties, as scipy.stats.spearmanr); NaN where a row has fewer than 3 entries or either row is constant.
+
+    ``truth``, ``verdict``: ``(..., M)`` arrays of the same shape. Returns ``(...)``.
+    """
+    from scipy import stats
+
+    if truth.shape[-1] < MIN_METHODS:
+        return np.full(truth.shape[:-1], np.nan)
+    a = stats.rankdata(truth, axis=-1)
+    b = stats.rankdata(verdict, axis=-1)
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    denominator = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (a * b).sum(axis=-1) / denominator
+    return np.where(denominator > 0, np.clip(rho, -1.0, 1.0), np.nan)
 
 
 def _correlations(truth: np.ndarray, verdict: np.ndarray) -> tuple[float, float]:
     from scipy import stats
 
-    if len(truth) < 3 or np.ptp(truth) == 0 or np.ptp(verdict) == 0:
+    if len(truth) < MIN_METHODS or np.ptp(truth) == 0 or np.ptp(verdict) == 0:
         return np.nan, np.nan
     return float(stats.spearmanr(truth, verdict)[0]), float(stats.kendalltau(truth, verdict)[0])
+
+
+def _stable_seed(seed: int, key: object) -> np.random.Generator:
+    """A generator for one group, from ``seed`` and the group's key, so adding a group leaves the others' draws."""
+    return np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
+
+
+def _fold_resamples(truth: np.ndarray, verdict: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Spearman of the fold means after resampling the folds (rows of the ``(F, M)`` arrays) with replacement,
+    ``n`` times: ``(n,)``, NaN where a resample ties the truth or the verdict."""
+    picks = rng.integers(0, len(truth), size=(n, len(truth)))
+    return spearman_rows(truth[picks].mean(axis=1), verdict[picks].mean(axis=1))
 
 
 def rank_agreement(
@@ -49,6 +119,7 @@ def rank_agreement(
     truth_direction: str,
     *,
     controls: Iterable[str] = (),
+    by: Sequence[str] = ("setting", "n_decoys"),
     level: float = 0.95,
     n_resamples: int = 999,
     seed: int = 0,
@@ -57,49 +128,140 @@ def rank_agreement(
 
     Parameters
     ----------
-    paired : one row per paired cell: ``setting, n_decoys, fold, method, truth, verdict`` (a
+    paired : one row per paired cell: the ``by`` columns, ``fold``, ``method``, ``truth``, ``verdict`` (a
         fold is a ``(seed, fold)`` pair when the store holds several seeds: pass it as one key)
     verdict_direction, truth_direction : ``"higher"`` or ``"lower"``, which way each is better
     controls : methods left out of the ordering (``random``, ``input``, ``sobel``)
+    by : what makes a setting (add ``model`` to keep the orderings of two explained models apart)
     level : the interval's confidence level
     n_resamples : bootstrap resamples of the folds
-    seed : the bootstrap's generator seed (the same table every time)
+    seed : the bootstrap's seed (with each setting's key: the same table every time, whatever else it holds)
 
     Returns
     -------
-    DataFrame with :data:`AGREEMENT_COLUMNS`: per setting and decoy count, the number of methods
-    and folds, Spearman's rho with its interval and Kendall's tau of the fold-mean orderings; NaN
-    with fewer than three methods or a constant ordering (the truth separating none of them), and no
-    interval with a single fold; ``ranked`` the methods ordered (a tuple of names) and ``truth_spread``
-    the range of their truth means (0: the truth does not separate them).
+    DataFrame with the ``by`` columns then :data:`AGREEMENT_COLUMNS`: per setting, the number of methods
+    and folds, Spearman's rho with its percentile interval and Kendall's tau of the fold-mean orderings;
+    NaN with fewer than three methods or a constant ordering (the truth separating none of them), and no
+    interval with a single fold; ``ranked`` the methods ordered (a tuple of names), ``truth_spread`` the
+    range of their truth means (0: the truth does not separate them) and ``replicates`` the ``n_resamples``
+    resampled rhos (an array; the rho itself, repeated, for a single fold), which :func:`validity_table` draws on.
+    """
+    sign = 1.0 if verdict_direction == truth_direction else -1.0
+    controls = set(controls)
+    tail = (1 - level) / 2
+    rows = []
+    for key, g in paired[~paired["method"].isin(controls)].groupby(list(by), sort=False):
+        wide = g.pivot_table(index="fold", columns="method", values=["truth", "verdict"], aggfunc="mean")
+        wide = wide.dropna(axis=1)  # methods with a value in every fold
+        methods = [m for m in wide["truth"].columns if m in wide["verdict"].columns] if len(wide) else []
+        truth = wide["truth"][methods].to_numpy() if methods else np.empty((len(wide), 0))
+        verdict = sign * wide["verdict"][methods].to_numpy() if methods else np.empty((len(wide), 0))
+        rho, tau = _correlations(truth.mean(axis=0), verdict.mean(axis=0))
+        lo = hi = np.nan
+        replicates = np.full(n_resamples, rho)
+        if len(truth) > 1 and np.isfinite(rho):
+            replicates = _fold_resamples(truth, verdict, n_resamples, _stable_seed(seed, key))
+            finite = replicates[np.isfinite(replicates)]
+            lo, hi = (float(q) for q in np.quantile(finite, [tail, 1 - tail])) if len(finite) else (np.nan, np.nan)
+        spread = float(np.ptp(truth.mean(axis=0))) if methods else np.nan
+        keys = key if isinstance(key, tuple) else (key,)
+        rows.append((*keys, len(methods), len(truth), rho, lo, hi, tau, tuple(methods), spread, replicates))
+    return pd.DataFrame(rows, columns=[*by, *AGREEMENT_COLUMNS])
+
+
+def _reason(g: pd.DataFrame) -> str:
+    """Why a group of settings gives no agreement: the first thing every setting lacks."""
+    if (g["methods"] < MIN_METHODS).all():
+        most = int(g["methods"].max())
+        return f"fewer than {MIN_METHODS} non-control methods judged (at most {most}): named, not ranked"
+    if (g["truth_spread"].fillna(0) == 0).all() or g["spearman"].isna().all():
+        return "the truth does not separate the methods it judged, or the verdict gives them one value"
+    return ""
+
+
+def validity_table(
+    agree: pd.DataFrame,
+    by: Sequence[str],
+    *,
+    level: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """A verdict's mean agreement with the truth across settings, with a hierarchical bootstrap interval.
+
+    Parameters
+    ----------
+    agree : :func:`rank_agreement`'s table (several verdicts may be concatenated, told apart by ``by``)
+    by : the columns whose groups are summarised (``verdict, kind, model``): each group's settings are its rows
+    level, n_resamples, seed : the interval's level, the number of hierarchical draws and their seed
+
+    Returns
+    -------
+    DataFrame with the ``by`` columns then :data:`VALIDITY_COLUMNS`: ``settings`` the settings with an
+    agreement (a finite rho) of the group's ``of``; ``spearman`` their mean rho with the percentile interval of
+    the draws (settings resampled with replacement, each drawn setting contributing one of its fold
+    resamples), ``half_width`` half the interval's width, ``kendall`` the mean tau, and ``reason`` why
+    there is no value (empty where there is one). With one setting the interval is that setting's fold
+    interval; with one fold per setting it comes from the settings alone.
+    """
+    tail = (1 - level) / 2
+    rows = []
+    for key, g in agree.groupby(list(by), sort=False):
+        keys = key if isinstance(key, tuple) else (key,)
+        used = g[np.isfinite(g["spearman"].to_numpy(dtype=float))]
+        if used.empty:
+            rows.append((*keys, 0, len(g), np.nan, np.nan, np.nan, np.nan, np.nan, _reason(g)))
+            continue
+        replicates = np.stack([np.asarray(r, dtype=float) for r in used["replicates"]])  # (S, B)
+        rng = _stable_seed(seed, key)
+        settings = rng.integers(0, len(used), size=(n_resamples, len(used)))
+        draws = rng.integers(0, replicates.shape[1], size=settings.shape)
+        drawn = replicates[settings, draws]  # (B, S): one fold resample of each drawn setting
+        finite = np.isfinite(drawn)
+        counts = finite.sum(axis=1)
+        means = np.where(finite, drawn, 0.0).sum(axis=1)[counts > 0] / counts[counts > 0]
+        lo, hi = (float(q) for q in np.quantile(means, [tail, 1 - tail])) if len(means) else (np.nan, np.nan)
+        mean = float(used["spearman"].mean())
+        rows.append((*keys, len(used), len(g), mean, lo, hi, (hi - lo) / 2, float(used["kendall"].mean()), ""))
+    return pd.DataFrame(rows, columns=[*by, *VALIDITY_COLUMNS])
+
+
+def verdict_tests(agree: pd.DataFrame, by: Sequence[str], setting: Sequence[str]) -> pd.DataFrame:
+    """Which verdicts can be told apart: paired Wilcoxon signed-rank tests of their per-setting Spearman.
+
+    Parameters
+    ----------
+    agree : :func:`rank_agreement`'s tables of several verdicts, concatenated, with a ``verdict`` column
+    by : the groups within which verdicts are compared (``kind, model``); Holm's correction runs within each
+    setting : the columns that make a setting (``setting, n_decoys``): two verdicts are paired on the
+        settings where both have a finite rho
+
+    Returns
+    -------
+    DataFrame with the ``by`` columns then :data:`TEST_COLUMNS`, one row per pair of verdicts (``verdict``
+    the one with the higher mean over their shared settings): the number of shared settings, the mean
+    difference of rho, scipy.stats.wilcoxon's two-sided p-value (NaN below 2 shared settings or where every
+    difference is 0) and the Holm-corrected p-value within the group.
     """
     from scipy import stats
 
-    sign = 1.0 if verdict_direction == truth_direction else -1.0
-    controls = set(controls)
     rows = []
-    for (setting, decoys), g in paired[~paired["method"].isin(controls)].groupby(["setting", "n_decoys"], sort=False):
-        wide = g.pivot_table(index="fold", columns="method", values=["truth", "verdict"], aggfunc="mean")
-        wide = wide.dropna(axis=1)  # methods with a value in every fold
-        methods = [m for m in wide["truth"].columns if m in wide["verdict"].columns]
-        truth, verdict = wide["truth"][methods].to_numpy(), sign * wide["verdict"][methods].to_numpy()
-        rho, tau = _correlations(truth.mean(axis=0), verdict.mean(axis=0))
-        lo = hi = np.nan
-        if len(truth) > 1 and np.isfinite(rho):
-
-            def statistic(folds: np.ndarray) -> float:
-                return _correlations(truth[folds].mean(axis=0), verdict[folds].mean(axis=0))[0]
-
-            result = stats.bootstrap(
-                (np.arange(len(truth)),),
-                statistic,
-                vectorized=False,
-                method="percentile",
-                confidence_level=level,
-                n_resamples=n_resamples,
-                random_state=np.random.default_rng(seed),
-            )
-            lo, hi = float(result.confidence_interval.low), float(result.confidence_interval.high)
-        spread = float(np.ptp(truth.mean(axis=0))) if methods else np.nan
-        rows.append((setting, decoys, len(methods), len(truth), rho, lo, hi, tau, tuple(methods), spread))
-    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+    for key, g in agree.groupby(list(by), sort=False):
+        keys = key if isinstance(key, tuple) else (key,)
+        wide = g.pivot_table(index=list(setting), columns="verdict", values="spearman", aggfunc="mean", sort=False)
+        names = list(dict.fromkeys(g["verdict"]))
+        found = []
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                both = wide[[a, b]].dropna() if {a, b} <= set(wide.columns) else pd.DataFrame(columns=[a, b])
+                diff = (both[a] - both[b]).to_numpy(dtype=float)
+                first, second = (a, b) if diff.sum() >= 0 else (b, a)
+                p = np.nan
+                if len(diff) >= 2 and np.any(diff != 0):
+                    p = float(stats.wilcoxon(diff).pvalue)
+                found.append((first, second, len(diff), abs(float(diff.mean())) if len(diff) else np.nan, p))
+        tested = {f"{a}|{b}": p for a, b, _, _, p in found if np.isfinite(p)}
+        adjusted = holm(tested)
+        for a, b, n, d, p in found:
+            rows.append((*keys, a, b, n, d, p, adjusted.get(f"{a}|{b}", np.nan)))
+    return pd.DataFrame(rows, columns=[*by, *TEST_COLUMNS])

@@ -7,9 +7,9 @@ default ``passemiers2023_corrected`` for tables, ``cnn`` for images), ``scorers`
 ``["ground_truth"]``) and ``scorer_options`` (a table: each option goes to every scorer taking it),
 then one or more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature
 counts ``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and
-optional ``params`` (dataset parameters) and its own ``methods``, ``models``, ``scorers`` and
-``scorer_options``, replacing the top-level ones. ``passemiers2023.toml`` ships with the package;
-users pass their own files by path.
+optional ``params`` (dataset parameters) and its own ``seeds``, ``methods``, ``models``, ``scorers`` and
+``scorer_options``, replacing the top-level ones (a block's ``seeds`` must be among the suite's).
+``passemiers2023.toml`` ships with the package; users pass their own files by path.
 
 The suite's hash (SHA-256 of its parsed content, canonical JSON) enters every cell's id and is
 stored with every result, so editing a suite never silently mixes its numbers with the old ones.
@@ -127,6 +127,17 @@ def _seeds(raw: dict[str, Any], where: str) -> tuple[int, ...]:
     return tuple(seeds)
 
 
+def _block_seeds(block: dict[str, Any], raw: dict[str, Any], where: str) -> tuple[int, ...]:
+    """A block's own ``seeds`` (a subset of the suite's: a costly verdict run at fewer seeds) or the suite's."""
+    suite = _seeds(raw, where)
+    if "seeds" not in block:
+        return suite
+    own = _seeds({"seeds": block["seeds"]}, where)
+    if not set(own) <= set(suite):
+        raise SuiteError(f"{where}: the block's seeds {list(own)} must be among the suite's {list(suite)}")
+    return own
+
+
 def _run_settings(
     block: dict[str, Any], raw: dict[str, Any], where: str
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], dict[str, Any]]:
@@ -168,7 +179,7 @@ def _block_grids(
     if not isinstance(params, dict):
         raise SuiteError(f"{where}: 'params' must be a table")
     methods, models, scorers, options = _run_settings(block, raw, where)
-    seeds = _seeds(raw, where)
+    seeds = _block_seeds(block, raw, where)
     out = []
     for name in names:
         if "n_decoys" in block or not datasets.spec(name).decoys:
