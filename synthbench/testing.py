@@ -384,12 +384,33 @@ def check_scorer(name: str, *, data: FoldData | None = None, options: Mapping[st
                     math.isfinite(value) and lo - 1e-9 <= value <= hi + 1e-9,
                     f"{value} not in {metric.limits}",
                 )
+            _check_per_example(check, kind, label, values)
         values = dict(values)
         again = dict(scorer.score(outputs["truth"], fold, control, SharedModels(fold)))
         check(f"{kind}: same fold, same values", values == again, f"{values} then {again}")
         chance = scorer.chance(fold)
         check(f"{kind}: chance names declared metrics", set(chance) <= set(scorer.metrics), str(sorted(chance)))
     return check.passed
+
+
+def _check_per_example(check: _Checks, kind: str, label: str, values: Mapping[str, float]) -> None:
+    """A scorer's values per example (:attr:`~synthbench.scoring.Scores.per_example`), where it records them: of
+    metrics it reports, one length for all, and their mean (over the examples where defined) the metric's value."""
+    per_example = getattr(values, "per_example", {})
+    if not per_example:
+        return
+    check(
+        f"{kind}: per-example values of reported metrics, one per example each",
+        set(per_example) <= set(values) and len({len(v) for v in per_example.values()}) == 1,
+        f"{ {m: len(v) for m, v in per_example.items()} } for metrics {sorted(values)}",
+    )
+    for metric_name, rows in per_example.items():
+        finite = rows[np.isfinite(rows)]
+        check(
+            f"{kind}: {metric_name} of the {label} map is the mean of its per-example values",
+            len(finite) > 0 and math.isclose(float(finite.mean()), values[metric_name], rel_tol=1e-6, abs_tol=1e-9),
+            f"mean {finite.mean() if len(finite) else 'of nothing'} against {values[metric_name]}",
+        )
 
 
 def _perfect(fold: FoldData) -> MethodOutput:

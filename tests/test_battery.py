@@ -211,3 +211,25 @@ def test_check_dataset_catches_broken_generators():
             pytest.raises(CheckFailed, match=f"dataset 'bad': {message}"),
         ):
             check_dataset("bad")
+
+
+#: The verdicts that record their values per example, and a metric each records so.
+PER_EXAMPLE = {
+    "road": "road_gap",
+    "roar": "roar_accuracy",
+    "kar": "kar_accuracy",
+    "randomisation": "randomisation_spearman_abs",
+    "smprt": "smprt_spearman_abs",
+    "emprt": "emprt_rise",
+    "random_logit": "random_logit_spearman_abs",
+    "data_randomisation": "data_randomisation_spearman_abs",
+    "fragility": "fragility_random_intersection",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_EXAMPLE))
+def test_every_verdict_records_its_values_per_example_and_they_average_to_the_metric(name):
+    """What reliability across examples (Krippendorff's alpha) is computed from: checked by the battery on the random
+    control's map, for the metric each verdict is judged by."""
+    passed = check_scorer(name, data=CheckData().fold("tabular"), options=QUICK.get(name))
+    assert f"tabular: {PER_EXAMPLE[name]} of the random map is the mean of its per-example values" in passed

@@ -101,7 +101,7 @@ def test_a_version_9_store_gains_its_catalogue_from_what_this_process_registers(
         _write(store, _cells("ground_truth"), "best_k")
         _write(store, _cells("plugin_gap"), "plugin_gap")
     con = sqlite3.connect(path)
-    for table in ("scorers", "models"):
+    for table in ("scorers", "models", "per_example"):
         con.execute(f"DROP TABLE {table}")
     con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
     con.commit()

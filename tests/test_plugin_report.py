@@ -102,7 +102,7 @@ def test_a_store_from_before_datasets_were_recorded_needs_the_plugin_in_one_line
     old = tmp_path / "old.sqlite"
     shutil.copy(store, old)
     con = sqlite3.connect(old)  # what synthbench wrote before schema 7: nothing says bars holds images
-    for table in ("datasets", "methods", "scorers", "models"):  # schemas 7 and 10
+    for table in ("datasets", "methods", "scorers", "models", "per_example"):  # schemas 7, 10 and 11
         con.execute(f"DROP TABLE {table}")
     for column in ("input_shape", "global_truth", "masks", "judged", "judged_model"):  # schemas 7 and 8
         con.execute(f"ALTER TABLE cells DROP COLUMN {column}")

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -306,20 +307,26 @@ def _as_schema(path, version: int, undo, *statements: str) -> None:
     con.close()
 
 
+def _drop_per_example(con: sqlite3.Connection) -> None:
+    """Undo schema 11: no per-example values."""
+    con.execute("DROP TABLE per_example")
+
+
 def _drop_catalogue(con: sqlite3.Connection) -> None:
-    """Undo schema 10: no scorers or models tables."""
+    """Undo schemas 11 and 10: no per-example values, no scorers or models tables."""
+    _drop_per_example(con)
     con.execute("DROP TABLE scorers")
     con.execute("DROP TABLE models")
 
 
 def _drop_references(con: sqlite3.Connection) -> None:
-    """Undo schemas 10 and 9: no reference on methods."""
+    """Undo schemas 11 to 9: no reference on methods."""
     _drop_catalogue(con)
     con.execute("ALTER TABLE methods DROP COLUMN reference")
 
 
 def _drop_judged(con: sqlite3.Connection) -> None:
-    """Undo schemas 10, 9 and 8: no judged columns on cells, no control flag or reference on methods."""
+    """Undo schemas 11 to 8: no judged columns on cells, no control flag or reference on methods."""
     _drop_references(con)
     for column in ("judged", "judged_model"):
         con.execute(f"ALTER TABLE cells DROP COLUMN {column}")
@@ -327,7 +334,7 @@ def _drop_judged(con: sqlite3.Connection) -> None:
 
 
 def _drop_descriptions(con: sqlite3.Connection) -> None:
-    """Undo schemas 10, 9, 8 and 7: no datasets or methods tables, no data columns on cells."""
+    """Undo schemas 11 to 7: no datasets or methods tables, no data columns on cells."""
     _drop_judged(con)
     con.execute("DROP TABLE datasets")
     con.execute("DROP TABLE methods")
@@ -419,7 +426,7 @@ def test_plugin_of_names_the_module_or_the_file_to_pass_to_plugin(tmp_path, monk
 
 
 def _drop_curves(con: sqlite3.Connection) -> None:
-    """Undo schemas 7 and 6: no descriptions, no curves."""
+    """Undo schemas 11 to 6: no descriptions, no curves."""
     _drop_descriptions(con)
     con.execute("DROP TABLE curves")
 
@@ -450,7 +457,7 @@ def test_a_version_5_store_gains_the_curves_table_and_keeps_its_cells(tmp_path):
 
 
 def _drop_claims(con: sqlite3.Connection) -> None:
-    """Undo schemas 6 and 5: no curves, claims, examples, scorer columns or liveness columns on runs."""
+    """Undo schemas 11 to 5: no curves, claims, examples, scorer columns or liveness columns on runs."""
     _drop_curves(con)
     con.execute("DROP TABLE claims")
     con.execute("DROP TABLE examples")
@@ -569,3 +576,16 @@ def test_a_version_8_store_gains_the_references_of_the_methods_registered_here_a
     assert references["random"] == "control (chance)" and references["anova"] == METHODS["anova"].reference != ""
     assert pd.isna(references["gone"])  # not registered in this process: left unknown, not guessed
     pd.testing.assert_frame_equal(after, before)
+
+
+def test_per_example_values_round_trip_as_float32_and_are_replaced_with_their_cell(tmp_path):
+    values = np.array([0.1, 0.5, np.nan, 1.0 / 3.0])
+    with ResultStore(tmp_path / "s.sqlite") as store:
+        store.write(dataclasses.replace(result(cell()), per_example={"best_k": values}))
+        store.write(result(cell(fold=1)))  # a cell without any
+        got = store.per_example()
+        assert list(got["cell_id"]) == [cell().cell_id] and list(got["metric"]) == ["best_k"]
+        np.testing.assert_array_equal(got["values"].iloc[0], values.astype(np.float32).astype(np.float64))
+        store.write(dataclasses.replace(result(cell()), per_example={"best_k": values[:2]}))  # rerun: replaced
+        assert [len(v) for v in store.per_example()["values"]] == [2]
+        assert store.per_example([cell(fold=1).cell_id]).empty

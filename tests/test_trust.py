@@ -155,6 +155,8 @@ def test_a_group_without_agreement_says_why():
     tied = rank_agreement(paired, "higher", "higher").assign(verdict="v")
     got = validity_table(tied, ["verdict"]).iloc[0]
     assert got["settings"] == 0 and np.isnan(got["spearman"]) and "the truth does not separate" in got["reason"]
+    undefined = rank_agreement(paired.assign(truth=np.nan), "higher", "higher").iloc[0]  # no truth value at all
+    assert undefined["methods"] == 0 and np.isnan(undefined["spearman"])
     two = rank_agreement(paired[paired["method"] != "c"], "higher", "higher").assign(verdict="v")
     assert (
         "fewer than 3 non-control methods judged (at most 2): named, not ranked"
@@ -196,6 +198,7 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
         return {kind: {"test_accuracy": 0.9, "competence": competence, "train_seconds": 1.0}}
 
     mlp_ap = {"saliency": 0.95, "deeplift": 0.85, "integrated_gradients": 0.75, "mrmr": 0.6}
+    rng, examples = np.random.default_rng(0), {}
     gbm_auroc = {"gbm_gain": 0.9, "gbm_treeshap": 0.7, "gbm_feature_permutation": 0.5}
     with ResultStore(tmp_path / "s.sqlite") as db:
         for fold in range(4):
@@ -213,14 +216,18 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
                 judged = {"model": "sparse_mlp"} if reads != "gbm" else {}
                 road = ap if reads != "gbm" else -ap
                 on = mlp_fit if reads != "gbm" else model
+                per_example = road + rng.normal(0, 0.2, 30)  # the same 30 examples per fold for every method
                 db.write(
                     CellResult(
                         Cell("xor", 150, 4, 0, 4, fold, method, scorer="road", **judged),
                         "ok",
                         scores={"road_gap": road + 0.001 * fold},
                         model=on if method not in ("mrmr", "random") else None,
+                        per_example={"road_gap": per_example},
                     )
                 )
+                if reads != "gbm" and fold < 3 and method != "random":
+                    examples.setdefault(fold, []).append(per_example.astype(np.float32))
                 if reads == "mlp":
                     db.write(
                         CellResult(
@@ -241,5 +248,15 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
     assert settings.loc[("sparse_mlp", True)]["folds"] == 1  # the failed fit, apart
     summary = validity.summary.set_index(["verdict", "model", "apart"])
     assert summary.loc[("road `road_gap`", "gbm", False), "spearman"] == pytest.approx(-1.0)
+    # reliability: the methods' rankings across the examples of each fold where the MLP learned, controls left out
+    from synthbench.report.reliability import inter_rater_alpha
+
+    reliability = validity.reliability.set_index(["model", "apart"]).loc[("sparse_mlp", False)]
+    assert reliability["methods"] == 4 and reliability["folds"] == 3 and reliability["examples"] == 30
+    want = np.mean([inter_rater_alpha(np.stack(v, axis=1)) for v in examples.values()])
+    assert reliability["alpha"] == pytest.approx(want)
+    assert summary.loc[("road `road_gap`", "sparse_mlp", False), "alpha"] == pytest.approx(want)
     skipped = validity.summary[validity.summary["verdict"].str.startswith("random_logit")].iloc[0]
-    assert skipped["settings"] == 0 and "every cell skipped (one logit" in skipped["reason"]
+    assert (
+        skipped["settings"] == 0 and "no method's value to rank: 12 of 12 cells skipped (one logit" in skipped["reason"]
+    )

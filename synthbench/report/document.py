@@ -675,10 +675,25 @@ def _validity_rows(summary: pd.DataFrame) -> str:
             ],
             "half-width": summary["half_width"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
             "mean Kendall τ": summary["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+            "reliability α [95 % CI]": [_ci(r.alpha, r.alpha_lo, r.alpha_hi, "+") for r in summary.itertuples()],
             "why no value": summary["reason"].fillna(""),
         }
     )
     return table.to_markdown(index=False, disable_numparse=True)
+
+
+def _predicts_line(predicts: dict[str, float]) -> list[str]:
+    """Whether reliability predicts validity, in one sentence (none below 3 verdicts with both)."""
+    if not predicts["n"] >= 3 or pd.isna(predicts["rho"]):
+        return []
+    interval = "" if pd.isna(predicts["lo"]) else f" [{predicts['lo']:+.2f}, {predicts['hi']:+.2f}]"
+    word = "predicts" if predicts["lo"] > 0 else "runs against" if predicts["hi"] < 0 else "does not measurably predict"
+    return [
+        f"**Does reliability predict validity?** Across the {int(predicts['n'])} verdicts (per data kind and model) "
+        f"with both, the rank correlation between a verdict's reliability α and its agreement with the truth is "
+        f"ρ = {predicts['rho']:+.2f}{interval} (95 % bootstrap over verdicts): reliability {word} validity here.",
+        "",
+    ]
 
 
 def _trust_section(validity: VerdictValidity) -> list[str]:
@@ -686,7 +701,9 @@ def _trust_section(validity: VerdictValidity) -> list[str]:
     setting, on models that learned and, apart, on those that did not."""
     if validity.empty:
         return []
-    summary = validity.summary.sort_values(["kind", "model", "spearman"], ascending=[True, True, False])
+    summary = validity.summary.sort_values(
+        ["kind", "model", "spearman"], ascending=[True, True, False], na_position="last"
+    )
     learned, apart = summary[~summary["apart"].astype(bool)], summary[summary["apart"].astype(bool)]
     md = [
         _anchor("trust"),
@@ -705,10 +722,14 @@ def _trust_section(validity: VerdictValidity) -> list[str]:
         + f" (images) whose method means span at least {MIN_TRUTH_SPREAD:g}; where none does, the truth does not "
         "separate the methods and there is no agreement to measure. Across settings: the mean ρ with a 95 % "
         "hierarchical bootstrap interval (settings resampled, then the folds within each). A verdict whose interval "
-        "holds 0 says nothing, on this data, about which method recovers what drives the label.",
+        "holds 0 says nothing, on this data, about which method recovers what drives the label. Reliability, "
+        "without the truth (Tomsett et al. 2020): Krippendorff's α (ordinal) of the methods' rankings across the "
+        "explained examples, each example ranking the methods by the verdict's value on it, per fold, averaged "
+        "the same way (1: every example orders the methods alike; 0: no more than chance).",
         "",
         _validity_rows(learned),
         "",
+        *_predicts_line(validity.predicts),
     ]
     if not apart.empty:
         md += [

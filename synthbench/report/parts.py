@@ -16,8 +16,10 @@ import numpy as np
 import pandas as pd
 
 from synthbench.report import tables
+from synthbench.report.reliability import reliability_against_validity, reliability_table, setting_reliability
 from synthbench.report.results import Results
-from synthbench.report.trust import rank_agreement, validity_table, verdict_tests
+from synthbench.report.tables import judgeable, judged_values
+from synthbench.report.trust import VALIDITY_COLUMNS, rank_agreement, validity_table, verdict_tests
 
 __all__ = [
     "Part",
@@ -30,6 +32,7 @@ __all__ = [
     "headline",
     "verdict_agreement",
     "verdict_validity",
+    "verdict_reliability",
     "VerdictValidity",
     "IMAGE_METRICS",
     "TRUTH_METRICS",
@@ -236,6 +239,35 @@ def _verdict_name(parts: list[Part], part: Part, metric: str) -> str:
     )
 
 
+def verdict_reliability(parts: list[Part]) -> pd.DataFrame:
+    """Every verdict's inter-rater reliability across examples per setting and explained model
+    (:func:`~synthbench.report.reliability.setting_reliability` of its headline metric's per-example values, the
+    methods it can judge, controls left out, folds whose model did not learn apart).
+
+    Returns the columns :data:`SETTING_KEYS` and :data:`~synthbench.report.reliability.RELIABILITY_COLUMNS`, plus
+    ``kind``, ``scorer``, ``metric`` and ``verdict``; empty when no verdict recorded per-example values.
+    """
+    frames = []
+    for part in parts:
+        metric = next(iter(scored_metrics(part)), None)
+        per_example = part.results.per_example
+        if part.is_truth or metric is None or per_example.empty:
+            continue
+        rows = judgeable(judged_values(part.results, metric), part.results)
+        rows = rows[~rows["control"]].merge(
+            per_example[per_example["metric"] == metric][["cell_id", "values"]], on="cell_id"
+        )
+        if rows.empty:
+            continue
+        rows = _apart(rows).assign(fold=[f"{s}/{f}" for s, f in zip(rows["seed"], rows["fold"])])
+        frames.append(
+            setting_reliability(rows, SETTING_KEYS).assign(
+                kind=part.kind, scorer=part.scorer, metric=metric, verdict=_verdict_name(parts, part, metric)
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 @dataclass(frozen=True)
 class VerdictValidity:
     """How far each verdict of a store can be trusted, measured against the ground truth.
@@ -245,14 +277,20 @@ class VerdictValidity:
     settings : :func:`verdict_agreement`'s table, one row per verdict, setting and explained model
     summary : :func:`~synthbench.report.trust.validity_table` per ``verdict, kind, model, apart``: the mean agreement
         across settings with its hierarchical bootstrap interval, or the reason there is none; a verdict with no
-        finished value (every cell skipped) has one row saying why
+        finished value (every cell skipped) has one row saying why; with the mean reliability across settings
+        (:func:`~synthbench.report.reliability.reliability_table`: ``alpha_settings, alpha, alpha_lo, alpha_hi``)
     tests : :func:`~synthbench.report.trust.verdict_tests` between the verdicts on models that learned, within
         each ``kind, model``
+    reliability : :func:`verdict_reliability`'s table, one row per verdict, setting and explained model
+    predicts : :func:`~synthbench.report.reliability.reliability_against_validity` over the verdicts on models
+        that learned: whether a verdict's reliability predicts its validity
     """
 
     settings: pd.DataFrame
     summary: pd.DataFrame
     tests: pd.DataFrame
+    reliability: pd.DataFrame
+    predicts: dict[str, float]
 
     @property
     def empty(self) -> bool:
@@ -273,10 +311,10 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
         cells = part.results.cells
         skipped = cells.loc[cells["status"] == "skipped", "message"].dropna()
         reason = (
-            f"no finished value: every cell skipped ({skipped.mode().iloc[0]})"
-            if len(skipped) == len(cells) and len(skipped)
-            else "no ground truth beside it on the same cells"
+            "no ground truth beside it on the same cells"
             if truth_of(parts, part) is None
+            else f"no method's value to rank: {len(skipped)} of {len(cells)} cells skipped ({skipped.mode().iloc[0]})"
+            if len(skipped)
             else "no finished value paired with the ground truth"
         )
         unmeasured.append(
@@ -289,5 +327,22 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
             | {"settings": 0, "of": 0, "reason": reason}
         )
     if unmeasured:
-        summary = pd.concat([summary, pd.DataFrame(unmeasured)], ignore_index=True)
-    return VerdictValidity(settings, summary, tests)
+        named = pd.DataFrame(unmeasured).reindex(columns=[*groups, *VALIDITY_COLUMNS])
+        summary = pd.concat([summary, named], ignore_index=True) if not summary.empty else named
+    reliability = verdict_reliability(parts)
+    alpha = ["alpha_settings", "alpha", "alpha_lo", "alpha_hi"]
+    if not summary.empty:
+        found = reliability_table(reliability, groups, seed=seed) if not reliability.empty else pd.DataFrame()
+        summary = (
+            summary.merge(found, on=groups, how="left")
+            if not found.empty
+            else summary.assign(**{c: np.nan for c in alpha})
+        )
+        summary["alpha_settings"] = summary["alpha_settings"].fillna(0).astype(int)
+    learned_summary = summary[~summary["apart"].astype(bool)] if not summary.empty else summary
+    predicts = (
+        reliability_against_validity(learned_summary, seed=seed)
+        if not learned_summary.empty
+        else {"rho": np.nan, "lo": np.nan, "hi": np.nan, "n": 0.0}
+    )
+    return VerdictValidity(settings, summary, tests, reliability, predicts)

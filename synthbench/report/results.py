@@ -57,6 +57,8 @@ class Results:
         train_seconds``), ``flags``, ``competence`` (of the least competent model the cell explains, or NaN),
         ``incompetent`` (below ``competence_threshold``), ``package_version``, ``suite``, ``suite_hash``, ``run_id``.
     runs : one row per run (:meth:`ResultStore.runs`); empty for stores older than runs.
+    per_example : each metric's value per explained example of the cells with status ``ok`` kept in ``scores``
+        (:meth:`ResultStore.per_example`: ``cell_id, metric, values``); empty where no scorer recorded them.
     path : the store's path.
     curves : the curve points of cells with status ``ok`` (:meth:`ResultStore.curves`: ``cell_id,
         curve, x, replicate, value``) with the cell's ``method``, ``base_method``, ``setting``,
@@ -84,6 +86,7 @@ class Results:
     runs: pd.DataFrame
     path: Path
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
+    per_example: pd.DataFrame = field(default_factory=pd.DataFrame)
     datasets: pd.DataFrame = field(default_factory=pd.DataFrame)
     catalogue: Catalogue = field(default_factory=Catalogue)
     methods_info: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -98,8 +101,11 @@ class Results:
         return self.catalogue.metric(name, scorer)
 
     def select(self, scores: pd.DataFrame, cells: pd.DataFrame, curves: pd.DataFrame) -> Results:
-        """The same store restricted to these rows (a part of the report)."""
-        return dataclasses.replace(self, scores=scores, cells=cells, curves=curves)
+        """The same store restricted to these rows (a part of the report; its per-example values those of ``cells``)."""
+        per_example = self.per_example
+        if not per_example.empty:
+            per_example = per_example[per_example["cell_id"].isin(set(cells["cell_id"]))].reset_index(drop=True)
+        return dataclasses.replace(self, scores=scores, cells=cells, curves=curves, per_example=per_example)
 
     @property
     def methods(self) -> list[str]:
@@ -157,6 +163,7 @@ def load_results(
     try:
         with ResultStore(store, readonly=True) as db:
             cells, scores, runs, curves = db.cells(), db.scores(), db.runs(), db.curves()
+            per_example = db.per_example()
             described, methods, catalogue = db.datasets(), db.methods(), db.catalogue()
     except StoreError as exc:
         raise ReportError(str(exc)) from None
@@ -206,6 +213,7 @@ def load_results(
         ],
     ]
     curves = curves.merge(ok, on="cell_id")
+    per_example = per_example[per_example["cell_id"].isin(set(ok["cell_id"]))].reset_index(drop=True)
     about = _method_info(methods, sorted(cells["base_method"].unique()))
     return Results(
         scores=scores,
@@ -213,6 +221,7 @@ def load_results(
         runs=runs,
         path=Path(store),
         curves=curves,
+        per_example=per_example,
         datasets=info,
         catalogue=catalogue,
         methods_info=about,

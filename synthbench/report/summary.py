@@ -227,9 +227,10 @@ def _verdict_sentences(validity: VerdictValidity) -> list[str]:
         value = f"{r.spearman:+.2f}" + (
             "" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]"
         )
+        alpha = "" if pd.isna(r.alpha) else f"; reliability across examples α [{r.alpha:+.2f}](#trust)"
         lines.append(
             f"- {r.verdict}{where} {word} the ground truth: mean rank correlation ρ [{value}](#trust) over "
-            f"{r.settings} of {r.of} settings."
+            f"{r.settings} of {r.of} settings{alpha}."
         )
     return [
         "**Which verdict to trust.** Each verdict's ordering of the methods against the ground truth's on the "

@@ -10,6 +10,7 @@ method's feature limit) and missing cells are counted beside it, never averaged 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,8 @@ __all__ = [
     "summary_table",
     "scorer_curve_table",
     "beside_truth",
+    "judged_values",
+    "judgeable",
     "agreement",
     "setting_label",
     "decoy_table",
@@ -406,36 +409,61 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
     """
     keys = ["setting", "n_decoys", "seed", "fold", "pair"]
     model_free = set(truth.scores.loc[truth.scores["model_preset"].isna(), "base_method"])
-
-    def values(results: Results, name: str) -> pd.DataFrame:
-        sel = results.scores[results.scores["metric"] == name]
-        pair = sel["method"].where(~sel["base_method"].isin(model_free), sel["base_method"])
-        control = sel["control"].fillna(False).astype(bool)
-        recorded = sel["cell_id"].map(results.cells.set_index("cell_id")["model"])
-        kind = recorded.map(lambda m: next(iter(json.loads(m)), "") if isinstance(m, str) else "")
-        model = sel["model_preset"].fillna(sel["judged_model"]).fillna(kind).fillna("")
-        return sel.assign(
-            n_decoys=sel["n_decoys"].fillna(-1).astype(int),
-            pair=pair,
-            control=control,
-            reads_model=recorded.notna(),
-            model=model,
-            incompetent=sel["incompetent"].fillna(False).astype(bool),
-        )[[*keys, "method", "control", "reads_model", "model", "incompetent", "value"]]
-
     verdict_side = ["method", "control", "reads_model", "model", "incompetent"]
     paired = (
-        values(truth, truth_metric)
-        .drop(columns=verdict_side)
-        .merge(values(verdict, metric), on=keys, suffixes=("_truth", "_verdict"))
+        judged_values(truth, truth_metric, model_free)
+        .drop(columns=[*verdict_side, "cell_id"])
+        .merge(
+            judged_values(verdict, metric, model_free).drop(columns="cell_id"), on=keys, suffixes=("_truth", "_verdict")
+        )
     )
     paired = paired.rename(columns={"value_truth": "truth", "value_verdict": "verdict"})[
         ["setting", "n_decoys", "seed", "fold", *verdict_side, "truth", "verdict"]
     ]
+    return judgeable(paired, verdict)
+
+
+def judged_values(results: Results, metric: str, model_free: Collection[str] = ()) -> pd.DataFrame:
+    """Each finished value of ``metric`` with what groups it: ``setting, n_decoys`` (-1 without decoys), ``seed, fold,
+    pair`` (the entry, or for a method in ``model_free`` its registered name, so its one truth cell pairs with its
+    verdict on each model), ``cell_id, method, control, reads_model`` (the cell explains a model, as its recorded
+    ``model`` says), ``model`` (the model the cell explains or was judged on: its preset, else its kind; ``""`` for
+    neither), ``incompetent`` (that model fell below the competence threshold) and ``value``."""
+    sel = results.scores[results.scores["metric"] == metric]
+    recorded = sel["cell_id"].map(results.cells.set_index("cell_id")["model"])
+    kind = recorded.map(lambda m: next(iter(json.loads(m)), "") if isinstance(m, str) else "")
+    return sel.assign(
+        n_decoys=sel["n_decoys"].fillna(-1).astype(int),
+        pair=sel["method"].where(~sel["base_method"].isin(model_free), sel["base_method"]),
+        control=sel["control"].fillna(False).astype(bool),
+        reads_model=recorded.notna(),
+        model=sel["model_preset"].fillna(sel["judged_model"]).fillna(kind).fillna(""),
+        incompetent=sel["incompetent"].fillna(False).astype(bool),
+    )[
+        [
+            "setting",
+            "n_decoys",
+            "seed",
+            "fold",
+            "pair",
+            "cell_id",
+            "method",
+            "control",
+            "reads_model",
+            "model",
+            "incompetent",
+            "value",
+        ]
+    ]
+
+
+def judgeable(rows: pd.DataFrame, verdict: Results) -> pd.DataFrame:
+    """``rows`` (with ``reads_model`` and ``control``) less the methods that read no model, under a verdict that
+    judges how maps depend on the model's parameters (a scorer declaring ``judges_parameters``); the controls stay."""
     scorers = set(verdict.cells["scorer"])
     if any(verdict.catalogue.scorer(s).abilities.judges_parameters for s in scorers):
-        paired = paired[paired["reads_model"] | paired["control"]].reset_index(drop=True)
-    return paired
+        rows = rows[rows["reads_model"] | rows["control"]]
+    return rows.reset_index(drop=True)
 
 
 def beside_truth(verdict: Results, truth: Results, metric: str, truth_metric: str) -> pd.DataFrame:

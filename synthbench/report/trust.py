@@ -32,6 +32,7 @@ __all__ = [
     "rank_agreement",
     "spearman_rows",
     "validity_table",
+    "hierarchical_interval",
     "verdict_tests",
     "holm",
     "AGREEMENT_COLUMNS",
@@ -153,7 +154,9 @@ def rank_agreement(
     for key, g in paired[~paired["method"].isin(controls)].groupby(list(by), sort=False):
         wide = g.pivot_table(index="fold", columns="method", values=["truth", "verdict"], aggfunc="mean")
         wide = wide.dropna(axis=1)  # methods with a value in every fold
-        methods = [m for m in wide["truth"].columns if m in wide["verdict"].columns] if len(wide) else []
+        sides = set(wide.columns.get_level_values(0))
+        both = len(wide) and {"truth", "verdict"} <= sides
+        methods = [m for m in wide["truth"].columns if m in wide["verdict"].columns] if both else []
         truth = wide["truth"][methods].to_numpy() if methods else np.empty((len(wide), 0))
         verdict = sign * wide["verdict"][methods].to_numpy() if methods else np.empty((len(wide), 0))
         rho, tau = _correlations(truth.mean(axis=0), verdict.mean(axis=0))
@@ -177,6 +180,29 @@ def _reason(g: pd.DataFrame) -> str:
     if (g["truth_spread"].fillna(0) == 0).all() or g["spearman"].isna().all():
         return "the truth does not separate the methods it judged, or the verdict gives them one value"
     return ""
+
+
+def hierarchical_interval(
+    replicates: Sequence[np.ndarray], level: float, n_resamples: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Percentile interval of a mean over settings, by a two-level bootstrap.
+
+    ``replicates``: per setting, the resampled values of its statistic over its folds (``(B,)`` each, NaN where a
+    resample has none). Each draw takes the settings with replacement and, for each drawn setting, one of its
+    fold resamples at random, and averages them (the finite ones). Returns ``(lo, hi)``.
+    """
+    tail = (1 - level) / 2
+    stacked = np.stack([np.asarray(r, dtype=float) for r in replicates])  # (S, B)
+    settings = rng.integers(0, len(stacked), size=(n_resamples, len(stacked)))
+    draws = rng.integers(0, stacked.shape[1], size=settings.shape)
+    drawn = stacked[settings, draws]  # (draws, S): one fold resample of each drawn setting
+    finite = np.isfinite(drawn)
+    counts = finite.sum(axis=1)
+    means = np.where(finite, drawn, 0.0).sum(axis=1)[counts > 0] / counts[counts > 0]
+    if not len(means):
+        return np.nan, np.nan
+    lo, hi = np.quantile(means, [tail, 1 - tail])
+    return float(lo), float(hi)
 
 
 def validity_table(
@@ -204,7 +230,6 @@ def validity_table(
     there is no value (empty where there is one). With one setting the interval is that setting's fold
     interval; with one fold per setting it comes from the settings alone.
     """
-    tail = (1 - level) / 2
     rows = []
     for key, g in agree.groupby(list(by), sort=False):
         keys = key if isinstance(key, tuple) else (key,)
@@ -212,15 +237,7 @@ def validity_table(
         if used.empty:
             rows.append((*keys, 0, len(g), np.nan, np.nan, np.nan, np.nan, np.nan, _reason(g)))
             continue
-        replicates = np.stack([np.asarray(r, dtype=float) for r in used["replicates"]])  # (S, B)
-        rng = _stable_seed(seed, key)
-        settings = rng.integers(0, len(used), size=(n_resamples, len(used)))
-        draws = rng.integers(0, replicates.shape[1], size=settings.shape)
-        drawn = replicates[settings, draws]  # (B, S): one fold resample of each drawn setting
-        finite = np.isfinite(drawn)
-        counts = finite.sum(axis=1)
-        means = np.where(finite, drawn, 0.0).sum(axis=1)[counts > 0] / counts[counts > 0]
-        lo, hi = (float(q) for q in np.quantile(means, [tail, 1 - tail])) if len(means) else (np.nan, np.nan)
+        lo, hi = hierarchical_interval(list(used["replicates"]), level, n_resamples, _stable_seed(seed, key))
         mean = float(used["spearman"].mean())
         rows.append((*keys, len(used), len(g), mean, lo, hi, (hi - lo) / 2, float(used["kendall"].mean()), ""))
     return pd.DataFrame(rows, columns=[*by, *VALIDITY_COLUMNS])

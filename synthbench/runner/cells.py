@@ -156,6 +156,7 @@ def _run_cell(
         None if data.kind != "image" or maps is None else aggregate_channels(maps[:EXAMPLE_IMAGES]).astype("float32")
     )
     curves = scores.curves if isinstance(scores, Scores) else {}
+    per_example = scores.per_example if isinstance(scores, Scores) else {}
     return CellResult(
         cell,
         "ok",
@@ -168,5 +169,6 @@ def _run_cell(
         scorer_seconds=scorer_seconds,
         examples=examples,
         curves=curves,
+        per_example=per_example,
         **base,
     )

@@ -1,8 +1,8 @@
 """The results database's schema: the SQL of every table, and the steps that upgrade an older store.
 
-Schema (version 10)::
+Schema (version 11)::
 
-    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 10
+    meta(key PRIMARY KEY, value)                 application = synthbench, schema_version = 11
     runs(run_id PRIMARY KEY, started_at, finished_at, wall_seconds, status, command, executor,
          machine, package_version, cells_total, cells_pending, cells_ok, cells_failed, cells_skipped,
          host, pid, heartbeat_at)
@@ -47,6 +47,10 @@ schema 8): reports pair each method with the control measured on the same model.
     examples(cell_id PRIMARY KEY, shape, maps)   the first images' relevance maps of an image cell
     curves(cell_id, curve, x, replicate, value, PRIMARY KEY(cell_id, curve, x, replicate))
                                                  the curves a scorer measured (ROAD's MoRF and LeRF, ...)
+    per_example(cell_id, metric, n, data, PRIMARY KEY(cell_id, metric))
+                                                 a metric's value on each of the n explained examples
+                                                 (float32 little-endian), for metrics that are a mean
+                                                 over examples
 
 Older stores are upgraded in place when opened for writing (version 1 has no suite columns,
 version 2 no runs, version 3 no model presets: their cells explain the default
@@ -57,7 +61,8 @@ registered them; version 7 no judged columns on cells and no control flag on met
 opened for writing flags the methods this process has registered; version 8 no reference of
 methods: a store opened for writing records the references of the methods this process has
 registered; version 9 no scorers and models tables: a store opened for writing records the
-scorers and model kinds of its cells that this process has registered); opened read-only, they are
+scorers and model kinds of its cells that this process has registered; version 10 no per-example
+values); opened read-only, they are
 upgraded in a private in-memory copy, where what the file
 does not record stays null. No upgrade changes a cell's id or its results, so a resumed run
 recomputes nothing.
@@ -67,7 +72,7 @@ from __future__ import annotations
 
 __all__ = ["SCHEMA_VERSION", "APPLICATION", "SCHEMA", "UPGRADES"]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 APPLICATION = "synthbench"
 
 _CELLS_V2 = """
@@ -145,6 +150,12 @@ CREATE TABLE curves (
     curve TEXT NOT NULL, x REAL NOT NULL, replicate INTEGER NOT NULL, value REAL,
     PRIMARY KEY (cell_id, curve, x, replicate)
 )"""
+_PER_EXAMPLE = """
+CREATE TABLE per_example (
+    cell_id TEXT NOT NULL REFERENCES cells(cell_id) ON DELETE CASCADE,
+    metric TEXT NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (cell_id, metric)
+)"""
 _DATASETS = """
 CREATE TABLE datasets (
     dataset TEXT PRIMARY KEY,
@@ -181,6 +192,7 @@ SCHEMA = (
     _CLAIMS,
     _EXAMPLES,
     _CURVES,
+    _PER_EXAMPLE,
     _DATASETS,
     _METHODS.format(extra="".join(f", {c}" for c in (*_METHODS_V8_COLUMNS, *_METHODS_V9_COLUMNS))),
     _SCORERS,
@@ -196,7 +208,7 @@ SCHEMA = (
 #: again). 5 -> 6: the curves scorers measure. 6 -> 7: the datasets and methods tables and the data
 #: columns of cells (tables and columns added, nothing rebuilt: every cell keeps its id and row).
 #: 7 -> 8: the judged columns of cells and the control flag of methods (columns added). 8 -> 9: the
-#: reference of methods (a column added). 9 -> 10: the scorers and models tables.
+#: reference of methods (a column added). 9 -> 10: the scorers and models tables. 10 -> 11: per-example values.
 UPGRADES = {
     "1": (
         _CELLS_V2.format(name="cells_v2", extra=""),
@@ -228,4 +240,5 @@ UPGRADES = {
     ),
     "8": tuple(f"ALTER TABLE methods ADD COLUMN {c}" for c in _METHODS_V9_COLUMNS),
     "9": (_SCORERS, _MODELS),
+    "10": (_PER_EXAMPLE,),
 }

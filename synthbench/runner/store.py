@@ -102,6 +102,7 @@ class CellResult:
     input_shape: tuple[int, ...] | None = None  # the data's input shape: (p,) or (C, H, W)
     global_truth: bool | None = None  # the data have global ground truth (Dataset.relevant)
     masks: bool | None = None  # the data have per-instance ground truth (Dataset.relevant_local)
+    per_example: dict[str, np.ndarray] = field(default_factory=dict)  # metric -> its value per explained example (n,)
 
 
 class ResultStore:
@@ -432,6 +433,13 @@ class ResultStore:
                         for r, v in enumerate(row)
                     ],
                 )
+                self._con.executemany(
+                    "INSERT INTO per_example VALUES (?, ?, ?, ?)",
+                    [
+                        (c.cell_id, name, len(values), np.ascontiguousarray(values, dtype="<f4").tobytes())
+                        for name, values in result.per_example.items()
+                    ],
+                )
                 if result.examples is not None:
                     maps = np.ascontiguousarray(result.examples, dtype=np.float32)
                     self._con.execute(
@@ -566,6 +574,14 @@ class ResultStore:
         :meth:`cells` for the configuration.
         """
         return self._query("SELECT cell_id, curve, x, replicate, value FROM curves", cell_ids)
+
+    def per_example(self, cell_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        """Each metric's value per explained example, one row per cell and metric (all cells, or those of
+        ``cell_ids``): columns ``cell_id, metric, values`` (``values`` a float64 array ``(n,)``, the examples in
+        the fold's explain order); empty for scorers that record none and for cells written before schema 11."""
+        rows = self._query("SELECT cell_id, metric, n, data FROM per_example", cell_ids)
+        values = [np.frombuffer(b, dtype="<f4", count=n).astype(np.float64) for n, b in zip(rows["n"], rows["data"])]
+        return rows.drop(columns=["n", "data"]).assign(values=values)
 
     def datasets(self) -> pd.DataFrame:
         """One row per dataset the store describes: ``dataset, kind`` (``tabular``, ``image``), ``decoys``

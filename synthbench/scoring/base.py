@@ -41,7 +41,18 @@ __all__ = [
     "scorer_options",
     "explained_kind",
     "explained_model",
+    "nanmean",
 ]
+
+
+def nanmean(values: np.ndarray, axis: int | None = None) -> Any:
+    """The mean of the finite entries of ``values`` (along ``axis``), NaN where there is none, without a warning."""
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values)
+    counts = finite.sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(finite, values, 0.0).sum(axis=axis) / counts  # 0 / 0: NaN
+    return float(out) if axis is None else out
 
 
 class SkipCell(Exception):
@@ -77,7 +88,11 @@ class Scores(dict[str, float]):
     stores them beside the values, so a report can draw them and a resumed run recomputes nothing.
     ``examples``: image maps ``(m, C, H, W)`` the scorer made of the fold's first explained images
     (fragility: after an attack), which the runner stores as the cell's example maps in place of
-    the method's own. A scorer that measures no curve may return a plain ``dict``.
+    the method's own. ``per_example`` maps a metric's name to its value on each explained example
+    (``(n,)`` float, the examples in the fold's explain order, the same for every method of the
+    fold; the metric is their mean, NaN entries left out), for the metrics that are a mean over
+    examples: what reliability across examples (Krippendorff's alpha) is computed from. A scorer
+    that measures no curve may return a plain ``dict``.
     """
 
     def __init__(
@@ -85,10 +100,17 @@ class Scores(dict[str, float]):
         values: Mapping[str, float] | None = None,
         curves: Mapping[str, Curve] | None = None,
         examples: np.ndarray | None = None,
+        per_example: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         super().__init__(values or {})
         self.curves: dict[str, Curve] = dict(curves or {})
         self.examples = examples
+        self.per_example: dict[str, np.ndarray] = {}
+        for name, values_ in (per_example or {}).items():
+            array = np.asarray(values_, dtype=np.float64)
+            if array.ndim != 1:
+                raise ValueError(f"per-example values of {name!r} must be one per example (n,), got {array.shape}")
+            self.per_example[name] = array
 
 
 def explained_kind(spec: MethodSpec, kind: str) -> str:

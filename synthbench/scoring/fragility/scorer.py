@@ -67,7 +67,16 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.models.surrogate import smooth_surrogate
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, SkipCell, explained_model, register_scorer
+from synthbench.scoring.base import (
+    Abilities,
+    Curve,
+    Scorer,
+    Scores,
+    SkipCell,
+    explained_model,
+    nanmean,
+    register_scorer,
+)
 from synthbench.scoring.fragility.attacks import (
     AttackResult,
     center_objective,
@@ -355,7 +364,8 @@ class FragilityScorer(Scorer):
         }
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
-        """Every attack's measures at each eps (curves) and at the largest (values), with the sensitivities."""
+        """Every attack's measures at each eps (curves) and at the largest (values), with the sensitivities; the top-k
+        intersection and Spearman per example (the first ``max_examples``) at the largest eps."""
         self.check_kind(data.kind)
         if spec.explains(data.kind) is None and spec.needs_for(data.kind):
             raise SkipCell(
@@ -374,10 +384,12 @@ class FragilityScorer(Scorer):
             values[f"{self.name}_{measure}"] = float(curve[-1])
         values[f"{self.name}_truth_before"] = cell.truth_before
         shown = next((cell.after[a] for a in EXAMPLE_ATTACKS if a in cell.after), None)
+        kept = {k: v for k, v in values.items() if k in self.metrics and np.isfinite(v)}
         return Scores(
-            {k: v for k, v in values.items() if k in self.metrics and np.isfinite(v)},
+            kept,
             curves,
             examples=shown if data.kind == "image" else None,
+            per_example={f"{self.name}_{k}": v for k, v in cell.by_example.items() if f"{self.name}_{k}" in kept},
         )
 
 
@@ -406,6 +418,8 @@ class _Cell:
         self.gradient = attack_access(spec, data.kind) == "gradient"
         self.surrogate = smooth_surrogate(model, scorer.beta) if self.gradient else None
         self.after: dict[str, np.ndarray] = {}  # attack -> the maps it kept at the last eps measured
+        #: ``{attack}_{measure}`` -> its value per example (n,) at the last eps measured (intersection, spearman_abs)
+        self.by_example: dict[str, np.ndarray] = {}
 
     def explain(self, x: np.ndarray, *, original: bool = False) -> np.ndarray:
         """The method's maps of ``x`` on the original network: the cell's stream (a control: a fresh one)."""
@@ -449,7 +463,7 @@ class _Cell:
         kept = truth.any(axis=1)  # an example with no true feature (a switch's) has no score
         ties = rng("auroc")
         auroc = [M.auroc(a, t, ties) for a, t in zip(maps[kept], truth[kept]) if not t.all()]
-        return M.local_tpr_at_k(maps, truth, rng("best_k")), _nanmean(np.array(auroc))
+        return M.local_tpr_at_k(maps, truth, rng("best_k")), nanmean(np.array(auroc))
 
     def _objective(self, attack: str):
         """The objective ``attack`` raises (see :mod:`~synthbench.scoring.fragility.attacks`)."""
@@ -536,9 +550,11 @@ class _Cell:
     def _compare(self, result: AttackResult, attack: str) -> dict[str, float]:
         rel = relevance(torch.as_tensor(result.maps)).numpy()
         rng = self.data.rng("fragility", "compare", attack)
+        self.by_example[f"{attack}_intersection"] = top_k_intersection(self.rel0, rel, self.k, rng)
+        self.by_example[f"{attack}_spearman_abs"] = spearman_rows(self.rel0, rel)
         out = {
-            "intersection": float(np.mean(top_k_intersection(self.rel0, rel, self.k, rng))),
-            "spearman_abs": _nanmean(spearman_rows(self.rel0, rel)),
+            "intersection": float(np.mean(self.by_example[f"{attack}_intersection"])),
+            "spearman_abs": nanmean(self.by_example[f"{attack}_spearman_abs"]),
             "sign_flips": self._sign_flips(result.maps),
             "success": float(np.mean(result.kept)),
         }
@@ -568,12 +584,7 @@ class _Cell:
         signed = before != 0
         flips = (np.sign(before) != np.sign(after)) & signed
         counted = signed.sum(axis=1)
-        return _nanmean(np.where(counted > 0, flips.sum(axis=1) / np.maximum(counted, 1), np.nan))
-
-
-def _nanmean(values: np.ndarray) -> float:
-    values = np.asarray(values, dtype=np.float64)
-    return float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+        return nanmean(np.where(counted > 0, flips.sum(axis=1) / np.maximum(counted, 1), np.nan))
 
 
 #: The registered instance: ``--scorer fragility``.

@@ -166,7 +166,7 @@ class DataRandomisationScorer(ComparisonOptions, Scorer):
         out = self.compared(self.name, before, after, data.input_shape, data.rng(self.name, spec.name, "top_k"))
         if fit:
             out.update({f"{self.name}_fit": min(fit), f"{self.name}_held_out": max(held_out)})
-        return Scores(out)
+        return out
 
 
 #: The registered instance: ``--scorer data_randomisation``.

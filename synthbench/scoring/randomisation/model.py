@@ -73,7 +73,16 @@ from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels, model_kind
 from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, SkipCell, explained_model, register_scorer
+from synthbench.scoring.base import (
+    Abilities,
+    Curve,
+    Scorer,
+    Scores,
+    SkipCell,
+    explained_model,
+    nanmean,
+    register_scorer,
+)
 from synthbench.scoring.randomisation.activation_scale import activation_scale_curve
 from synthbench.scoring.randomisation.similarity import (
     IMAGE_MEASURES,
@@ -279,22 +288,27 @@ class RandomisationScorer(ComparisonOptions, Scorer):
         if not measures:
             raise SkipCell(f"measures {', '.join(self.measures)} compare images only")
         rng = data.rng(self.name, spec.name, "top_k")
-        compare = partial(self.comparison(trained, data.input_shape, measures).against, rng=rng)
-        rows = [compare(maps((), ("randomisation", 0)))]
+        compare = partial(self.comparison(trained, data.input_shape, measures).per_example, rng=rng)
+        rows = [compare(maps((), ("randomisation", 0)))]  # per state, each measure per example (n,)
         rows += [compare(maps(state, ("randomisation", s))) for s, state in enumerate(states, start=1)]
         last = rows[-1] if final else compare(maps(tuple(names), ("randomisation", "all")))
-        values, curves = {}, {}
+        values, curves, per_example = {}, {}, {}
         x = np.arange(len(rows), dtype=np.float64)
         for measure in rows[0]:
-            curve = np.array([row[measure] for row in rows])
+            states_by_example = np.array([row[measure] for row in rows])  # (states + 1, n)
+            curve = np.array([nanmean(r) for r in states_by_example])
             curves[measure] = Curve(x, curve)
             values[f"{self.name}_{measure}"] = float(np.mean(curve[1:]))
-            values[f"{self.name}_{measure}_final"] = float(last[measure])
+            values[f"{self.name}_{measure}_final"] = nanmean(last[measure])
+            if states_by_example.shape[1] == len(data.X_explain):  # per-instance maps, not one global row
+                per_example[f"{self.name}_{measure}"] = nanmean(states_by_example[1:], axis=0)
+                per_example[f"{self.name}_{measure}_final"] = last[measure]
         if self.order == "top_down" and not self.layers:  # Binder's claim (ii), the same for every method of the fold
             curves["activation_scale"] = models.shared(
                 ("activation_scale", kind), lambda: activation_scale_curve(model, declared, seeds, data)
             )
-        return Scores({k: v for k, v in values.items() if np.isfinite(v)}, curves)
+        kept = {k: v for k, v in values.items() if np.isfinite(v)}
+        return Scores(kept, curves, per_example={k: v for k, v in per_example.items() if k in kept})
 
     def _noisy(self, data: FoldData) -> FoldData:
         """The fold with sMPRT's noisy copies as its explained rows (the fold itself without noise)."""
@@ -325,9 +339,10 @@ class RandomisationScorer(ComparisonOptions, Scorer):
         ok = before > 0
         if not ok.any():
             return Scores()
-        rise = float(np.mean((after[ok] - before[ok]) / before[ok]))
+        rises = np.where(ok, (after - before) / np.where(ok, before, 1.0), np.nan)  # (n,), NaN where undefined
         curve = Curve(np.array([0.0, 1.0]), np.array([before.mean(), after.mean()]))
-        return Scores({f"{self.name}_rise": rise}, {"entropy": curve})
+        metric = f"{self.name}_rise"
+        return Scores({metric: nanmean(rises)}, {"entropy": curve}, per_example={metric: rises})
 
 
 def _choice(what: str, value: str, valid: tuple[str, ...]) -> None:

@@ -95,7 +95,7 @@ class RandomLogitScorer(ComparisonOptions, Scorer):
         else:
             label = explain_again(spec, data, models)
             other = explain_again(spec, data, models, stream=(self.name,))
-        return Scores(self.compared(self.name, label, other, data.input_shape, data.rng(self.name, spec.name, "top_k")))
+        return self.compared(self.name, label, other, data.input_shape, data.rng(self.name, spec.name, "top_k"))
 
 
 #: The registered instance: ``--scorer random_logit``.

@@ -24,6 +24,7 @@ import numpy as np
 from scipy.ndimage import uniform_filter
 from scipy.stats import rankdata
 
+from synthbench.scoring.base import Scores, nanmean
 from synthbench.scoring.ranking import top_k_mask
 from synthbench.scoring.truth.metrics import Metric
 
@@ -474,11 +475,15 @@ class ComparisonOptions:
         other: np.ndarray,
         input_shape: tuple[int, ...],
         rng: np.random.Generator,
-    ) -> dict[str, float]:
+    ) -> Scores:
         """Every measure's mean similarity of ``reference`` and ``other`` as ``{f"{prefix}_{measure}": value}``, the
-        measures without a finite value (constant maps) left out."""
-        values = self.comparison(reference, input_shape).against(other, rng)
-        return {f"{prefix}_{k}": v for k, v in values.items() if np.isfinite(v)}
+        measures without a finite value (constant maps) left out, with each one's value per example where the maps
+        are per example (more than one row)."""
+        per_example = self.comparison(reference, input_shape).per_example(other, rng)
+        values = {f"{prefix}_{k}": nanmean(v) for k, v in per_example.items()}
+        kept = {k: v for k, v in values.items() if np.isfinite(v)}
+        rows = {f"{prefix}_{k}": v for k, v in per_example.items() if f"{prefix}_{k}" in kept and len(v) > 1}
+        return Scores(kept, per_example=rows)
 
 
 def similarity_metrics(prefix: str, between: str, summaries: dict[str, str]) -> dict[str, Metric]:

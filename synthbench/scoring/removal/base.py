@@ -15,7 +15,7 @@ import numpy as np
 
 from synthbench.protocol import FoldData
 
-__all__ = ["UNITS", "RANKINGS", "check_fractions", "ranking_keys", "removal_masks", "mask_shape", "accuracy"]
+__all__ = ["UNITS", "RANKINGS", "check_fractions", "ranking_keys", "removal_masks", "mask_shape", "correct"]
 
 UNITS = ("element", "pixel")
 RANKINGS = ("global", "local")
@@ -80,6 +80,7 @@ def removal_masks(order: np.ndarray, fraction: float) -> tuple[np.ndarray, np.nd
     return morf, lerf
 
 
-def accuracy(model, X: np.ndarray, y: np.ndarray) -> float:
-    """Share of the rows of ``X`` that ``model.predict`` labels as ``y``."""
-    return float(np.mean(model.predict(np.asarray(X, dtype=np.float32)) == y))
+def correct(model, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Whether ``model.predict`` labels each row of ``X`` as ``y``: float ``(n,)`` of 0 and 1 (its mean is the
+    accuracy)."""
+    return (model.predict(np.asarray(X, dtype=np.float32)) == y).astype(np.float64)

@@ -48,8 +48,8 @@ from synthbench.scoring.ranking import rank
 from synthbench.scoring.removal.base import (
     RANKINGS,
     UNITS,
-    accuracy,
     check_fractions,
+    correct,
     mask_shape,
     ranking_keys,
     removal_masks,
@@ -146,7 +146,7 @@ class RetrainScorer(Scorer):
         orders = rank(train_keys, rng, signed=self.signed), rank(test_keys, rng, signed=self.signed)
         mean = self._mean(data)
         redraw = self.random_masks == "epoch" and spec.name == self._control and model_kind(kind).epoch_inputs
-        values = [[accuracy(models.get(kind, replicate=r), data.X_test, data.y_test) for r in range(self.repeats)]]
+        values = [[correct(models.get(kind, replicate=r), data.X_test, data.y_test) for r in range(self.repeats)]]
         for i, t in enumerate(self.fractions):
             changed = [self._changed(X, order, t, mean, data) for X, order in zip((data.X_train, data.X_test), orders)]
             retrain = dataclasses.replace(
@@ -161,11 +161,14 @@ class RetrainScorer(Scorer):
             for r in range(self.repeats):
                 epochs = self._redrawn(data, train_keys.shape, t, mean, spec.name, i, r) if redraw else None
                 row.append(
-                    accuracy(models.train_on(kind, retrain, replicate=r, epoch_inputs=epochs), changed[1], data.y_test)
+                    correct(models.train_on(kind, retrain, replicate=r, epoch_inputs=epochs), changed[1], data.y_test)
                 )
             values.append(row)
-        curve = Curve(np.array([0.0, *self.fractions]), np.array(values))
-        return Scores({f"{self.name}_accuracy": float(curve.values[1:].mean())}, {self.name: curve})
+        hits = np.array(values)  # (fractions + 1, repeats, n): whether each test row is labelled right
+        curve = Curve(np.array([0.0, *self.fractions]), hits.mean(axis=2))
+        per_example = hits[1:].mean(axis=(0, 1))
+        metric = f"{self.name}_accuracy"
+        return Scores({metric: float(per_example.mean())}, {self.name: curve}, per_example={metric: per_example})
 
     @property
     def _control(self) -> str | None:

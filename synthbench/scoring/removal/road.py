@@ -32,8 +32,8 @@ from synthbench.scoring.ranking import rank
 from synthbench.scoring.removal.base import (
     RANKINGS,
     UNITS,
-    accuracy,
     check_fractions,
+    correct,
     mask_shape,
     ranking_keys,
     removal_masks,
@@ -133,18 +133,20 @@ class RoadScorer(Scorer):
         X, y = data.X_explain, data.y_explain
         rng = data.rng("road", spec.name)
         order = rank(keys, rng, signed=self.signed)
-        clean = accuracy(model, X, y)
-        curves = {"morf": [clean], "lerf": [clean]}
+        clean = correct(model, X, y)
+        hits = {"morf": [clean], "lerf": [clean]}  # per fraction, whether each example is still labelled right
         impute = self._imputer(data)
         for t in self.fractions:
             for name, removed in zip(("morf", "lerf"), removal_masks(order, t)):
                 imputed = impute(X, removed.reshape(-1, *mask_shape(data, self.unit)), rng)
-                curves[name].append(accuracy(model, imputed, y))
-        morf, lerf = float(np.mean(curves["morf"][1:])), float(np.mean(curves["lerf"][1:]))
+                hits[name].append(correct(model, imputed, y))
+        morf, lerf = np.mean(hits["morf"][1:], axis=0), np.mean(hits["lerf"][1:], axis=0)  # (n,)
+        per_example = {"road_morf": morf, "road_lerf": lerf, "road_gap": lerf - morf}
         x = np.array([0.0, *self.fractions])
         return Scores(
-            {"road_morf": morf, "road_lerf": lerf, "road_gap": lerf - morf},
-            {k: Curve(x, np.array(v)) for k, v in curves.items()},
+            {name: float(values.mean()) for name, values in per_example.items()},
+            {k: Curve(x, np.mean(v, axis=1)) for k, v in hits.items()},
+            per_example=per_example,
         )
 
     def _imputer(self, data: FoldData):

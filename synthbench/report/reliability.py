@@ -1,0 +1,153 @@
+"""A verdict's reliability without the truth, as the field judges its metrics (Tomsett et al., AAAI 2020,
+"Sanity checks for saliency metrics").
+
+*Inter-rater reliability*: each explained example is a rater that ranks the methods by the verdict's
+value on that example (:attr:`~synthbench.scoring.Scores.per_example`; ties share their mean rank, a
+method without a value there is missing); Krippendorff's alpha, ordinal, of those rankings (the
+``krippendorff`` package, reliability data ``examples × methods``), per fold. 1: every example orders
+the methods alike; 0: no more agreement than chance (as with examples split into camps of opposite orders). A setting's
+alpha is the mean over its folds, with a percentile bootstrap over the folds; across settings the same
+hierarchical bootstrap as validity (:func:`~synthbench.report.trust.validity_table`).
+
+Whether reliability predicts validity is :func:`reliability_against_validity`: Spearman's rho across
+verdicts between their mean alpha and their mean agreement with the truth.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "inter_rater_alpha",
+    "setting_reliability",
+    "reliability_table",
+    "reliability_against_validity",
+    "RELIABILITY_COLUMNS",
+]
+
+#: The columns of :func:`setting_reliability`'s table after its grouping keys.
+RELIABILITY_COLUMNS = ["methods", "folds", "examples", "alpha", "alpha_lo", "alpha_hi", "replicates"]
+
+
+def inter_rater_alpha(values: np.ndarray) -> float:
+    """Krippendorff's alpha (ordinal) of the methods' rankings across examples.
+
+    ``values``: ``(examples, methods)`` a verdict's value per example and method (NaN: missing). Each
+    example (a rater) ranks the methods (a unit each) by value, ties sharing their mean rank; for complete
+    rankings without ties the direction does not matter (reversing every ranking leaves alpha). NaN with fewer
+    than 2 methods or 2 examples, or where no example separates any two methods.
+    """
+    import krippendorff
+    from scipy import stats
+
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] < 2 or values.shape[1] < 2:
+        return float("nan")
+    ranks = stats.rankdata(values, axis=1, nan_policy="omit")
+    if np.unique(ranks[np.isfinite(ranks)]).size < 2:
+        return float("nan")
+    try:
+        return float(krippendorff.alpha(reliability_data=ranks, level_of_measurement="ordinal"))
+    except ValueError:  # a single value in the domain, or too few pairable values
+        return float("nan")
+
+
+def setting_reliability(
+    rows: pd.DataFrame,
+    by: Sequence[str],
+    *,
+    level: float = 0.95,
+    n_resamples: int = 999,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """A verdict's inter-rater reliability per setting, with a percentile bootstrap over the folds.
+
+    Parameters
+    ----------
+    rows : one row per cell: the ``by`` columns, ``fold`` (a ``seed/fold`` key), ``method`` and ``values`` (the
+        verdict's per-example values, an array, the same examples for every method of a fold); controls are
+        left out by the caller
+    by : what makes a setting (``setting, n_decoys, model, apart``)
+    level, n_resamples, seed : the fold bootstrap's level, resamples and seed (with each setting's key)
+
+    Returns
+    -------
+    DataFrame with the ``by`` columns then :data:`RELIABILITY_COLUMNS`: the number of methods and folds, the
+    examples per fold (the most), the mean alpha over the folds with its interval (none with one fold), and
+    ``replicates`` the resampled means (an array; the mean repeated for a single fold).
+    """
+    tail = (1 - level) / 2
+    out = []
+    for key, g in rows.groupby(list(by), sort=False):
+        alphas, examples = [], 0
+        for _, fold in g.groupby("fold", sort=False):
+            lengths = {len(v) for v in fold["values"]}
+            if len(lengths) != 1:  # the methods were measured on different examples: no common raters
+                continue
+            examples = max(examples, lengths.pop())
+            alphas.append(inter_rater_alpha(np.stack(list(fold["values"]), axis=1)))
+        finite = np.array([a for a in alphas if np.isfinite(a)])
+        mean = float(finite.mean()) if len(finite) else np.nan
+        lo = hi = np.nan
+        replicates = np.full(n_resamples, mean)
+        if len(finite) > 1:
+            rng = np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
+            replicates = finite[rng.integers(0, len(finite), size=(n_resamples, len(finite)))].mean(axis=1)
+            lo, hi = (float(q) for q in np.quantile(replicates, [tail, 1 - tail]))
+        keys = key if isinstance(key, tuple) else (key,)
+        out.append((*keys, g["method"].nunique(), len(finite), examples, mean, lo, hi, replicates))
+    return pd.DataFrame(out, columns=[*by, *RELIABILITY_COLUMNS])
+
+
+def reliability_table(
+    per_setting: pd.DataFrame, by: Sequence[str], *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> pd.DataFrame:
+    """A verdict's mean reliability across settings: :func:`setting_reliability`'s rows summarised per ``by`` group
+    (``verdict, kind, model, apart``) with the hierarchical bootstrap of
+    :func:`~synthbench.report.trust.hierarchical_interval`. Columns: the ``by`` columns, ``alpha_settings`` (the
+    settings with an alpha), ``alpha``, ``alpha_lo``, ``alpha_hi``."""
+    from synthbench.report.trust import hierarchical_interval
+
+    out = []
+    for key, g in per_setting.groupby(list(by), sort=False):
+        keys = key if isinstance(key, tuple) else (key,)
+        used = g[np.isfinite(g["alpha"].to_numpy(dtype=float))]
+        if used.empty:
+            out.append((*keys, 0, np.nan, np.nan, np.nan))
+            continue
+        rng = np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
+        lo, hi = hierarchical_interval(list(used["replicates"]), level, n_resamples, rng)
+        out.append((*keys, len(used), float(used["alpha"].mean()), lo, hi))
+    return pd.DataFrame(out, columns=[*by, "alpha_settings", "alpha", "alpha_lo", "alpha_hi"])
+
+
+def reliability_against_validity(
+    summary: pd.DataFrame, *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0
+) -> dict[str, float]:
+    """Does a verdict's reliability predict its validity? Spearman's rho across verdicts.
+
+    ``summary``: one row per verdict (per data kind and model) with ``alpha`` (its mean reliability) and
+    ``spearman`` (its mean agreement with the truth). Returns ``rho``, its percentile bootstrap interval
+    ``lo, hi`` (the verdicts resampled in pairs; resamples that tie either side left out) and ``n`` the verdicts
+    with both; NaN below 3 verdicts.
+    """
+    from scipy import stats
+
+    from synthbench.report.trust import spearman_rows
+
+    both = summary[np.isfinite(summary["alpha"].astype(float)) & np.isfinite(summary["spearman"].astype(float))]
+    alpha, validity = both["alpha"].to_numpy(dtype=float), both["spearman"].to_numpy(dtype=float)
+    n = len(both)
+    if n < 3 or np.ptp(alpha) == 0 or np.ptp(validity) == 0:
+        return {"rho": np.nan, "lo": np.nan, "hi": np.nan, "n": float(n)}
+    rho = float(stats.spearmanr(alpha, validity)[0])
+    picks = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
+    resampled = spearman_rows(alpha[picks], validity[picks])
+    resampled = resampled[np.isfinite(resampled)]
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(resampled, [tail, 1 - tail]) if len(resampled) else (np.nan, np.nan)
+    return {"rho": rho, "lo": float(lo), "hi": float(hi), "n": float(n)}
