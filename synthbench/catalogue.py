@@ -56,6 +56,8 @@ class Abilities:
         every curve, tabulated at the last x)
     examples_caption : the scorer stores example maps of its own (:attr:`~synthbench.scoring.Scores.examples`);
         a report draws them beside the ground truth's, captioned "its map {examples_caption}" (None: it stores none)
+    judges_verdict : its values judge another scorer (its ``verdict`` option: MetaQuantus' meta-consistency), not the
+        methods: reports leave it out of the verdicts set beside the truth and show it beside the verdict it judges
     model_curves : names of curves that describe the fold's model rather than the method (the same in
         every cell of a fold), which reports draw once per setting
     """
@@ -68,6 +70,7 @@ class Abilities:
     report_curves: tuple[str, ...] | None = None
     examples_caption: str | None = None
     model_curves: tuple[str, ...] = ()
+    judges_verdict: bool = False
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ QUICK = {
     "data_randomisation": {"epochs": 20, "max_epochs": 20},
     "smprt": {"noise_samples": 2},
     "fragility": {"eps": (0.1,), "iterations": 2, "search_steps": 2, "samples": 2},
+    "meta_consistency": {"perturbations": 1, "verdict_options": {"fractions": (0.5,)}},
 }
 
 
@@ -224,6 +225,7 @@ PER_EXAMPLE = {
     "random_logit": "random_logit_spearman_abs",
     "data_randomisation": "data_randomisation_spearman_abs",
     "fragility": "fragility_random_intersection",
+    "meta_consistency": "meta_minor_0",
 }
 
 

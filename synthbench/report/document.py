@@ -676,24 +676,30 @@ def _validity_rows(summary: pd.DataFrame) -> str:
             "half-width": summary["half_width"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
             "mean Kendall τ": summary["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
             "reliability α [95 % CI]": [_ci(r.alpha, r.alpha_lo, r.alpha_hi, "+") for r in summary.itertuples()],
+            "meta-consistency MC [95 % CI]": [_ci(r.mc, r.mc_lo, r.mc_hi) for r in summary.itertuples()],
             "why no value": summary["reason"].fillna(""),
         }
     )
     return table.to_markdown(index=False, disable_numparse=True)
 
 
-def _predicts_line(predicts: dict[str, float]) -> list[str]:
-    """Whether reliability predicts validity, in one sentence (none below 3 verdicts with both)."""
-    if not predicts["n"] >= 3 or pd.isna(predicts["rho"]):
+def _predicts_line(predicts: dict[str, dict[str, float]]) -> list[str]:
+    """Whether reliability predicts validity, one sentence per measure of reliability with 3 verdicts or more."""
+    lines = []
+    for value, what in (("alpha", "reliability α"), ("mc", "meta-consistency MC")):
+        found = predicts[value]
+        if not found["n"] >= 3 or pd.isna(found["rho"]):
+            continue
+        interval = "" if pd.isna(found["lo"]) else f" [{found['lo']:+.2f}, {found['hi']:+.2f}]"
+        word = "predicts" if found["lo"] > 0 else "runs against" if found["hi"] < 0 else "does not measurably predict"
+        lines.append(
+            f"across the {int(found['n'])} verdicts (per data kind and model) with both, Spearman's ρ between a "
+            f"verdict's {what} and its agreement with the truth is {found['rho']:+.2f}{interval} (95 % bootstrap "
+            f"over verdicts): {what} {word} validity here"
+        )
+    if not lines:
         return []
-    interval = "" if pd.isna(predicts["lo"]) else f" [{predicts['lo']:+.2f}, {predicts['hi']:+.2f}]"
-    word = "predicts" if predicts["lo"] > 0 else "runs against" if predicts["hi"] < 0 else "does not measurably predict"
-    return [
-        f"**Does reliability predict validity?** Across the {int(predicts['n'])} verdicts (per data kind and model) "
-        f"with both, the rank correlation between a verdict's reliability α and its agreement with the truth is "
-        f"ρ = {predicts['rho']:+.2f}{interval} (95 % bootstrap over verdicts): reliability {word} validity here.",
-        "",
-    ]
+    return ["**Does reliability predict validity?** " + "; ".join(lines) + ".", ""]
 
 
 def _trust_section(validity: VerdictValidity) -> list[str]:
@@ -725,7 +731,10 @@ def _trust_section(validity: VerdictValidity) -> list[str]:
         "holds 0 says nothing, on this data, about which method recovers what drives the label. Reliability, "
         "without the truth (Tomsett et al. 2020): Krippendorff's α (ordinal) of the methods' rankings across the "
         "explained examples, each example ranking the methods by the verdict's value on it, per fold, averaged "
-        "the same way (1: every example orders the methods alike; 0: no more than chance).",
+        "the same way (1: every example orders the methods alike; 0: no more than chance). Meta-consistency "
+        "(Hedström et al. 2023, MetaQuantus), where the store holds a `meta_consistency` scorer judging the verdict: "
+        "the mean of its four criteria (resilience to minor model or input noise, IAC and IEC, and reactivity to "
+        "disruptive noise, IAC and IEC), each 0 to 1, 1 ideal.",
         "",
         _validity_rows(learned),
         "",

@@ -9,14 +9,22 @@ agreement with the truth (the report's "Which verdict to trust" and its summary 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from synthbench.report import tables
-from synthbench.report.reliability import reliability_against_validity, reliability_table, setting_reliability
+from synthbench.report.reliability import (
+    fold_means,
+    meta_consistency,
+    reliability_against_validity,
+    reliability_table,
+    setting_reliability,
+)
 from synthbench.report.results import Results
 from synthbench.report.tables import judgeable, judged_values
 from synthbench.report.trust import VALIDITY_COLUMNS, rank_agreement, validity_table, verdict_tests
@@ -33,6 +41,7 @@ __all__ = [
     "verdict_agreement",
     "verdict_validity",
     "verdict_reliability",
+    "verdict_meta_consistency",
     "VerdictValidity",
     "IMAGE_METRICS",
     "TRUTH_METRICS",
@@ -76,6 +85,11 @@ class Part:
     @property
     def scorer(self) -> str:
         return str(self.results.cells["scorer"].iloc[0])
+
+    @property
+    def judges_verdict(self) -> bool:
+        """Whether the part's scorer judges another verdict (MetaQuantus' meta-consistency), not the methods."""
+        return self.results.catalogue.scorer(self.scorer).abilities.judges_verdict
 
     @property
     def is_truth(self) -> bool:
@@ -196,7 +210,7 @@ def verdict_agreement(parts: list[Part]) -> pd.DataFrame:
     for i, part in enumerate(parts):
         truth = truth_of(parts, part)
         metric = next(iter(scored_metrics(part)), None)
-        if part.is_truth or truth is None or metric is None:
+        if part.is_truth or part.judges_verdict or truth is None or metric is None:
             continue
         present = set(truth.results.scores["metric"])
         candidates = [m for m in TRUTH_METRICS.get(part.kind, ()) if m in present] or list(scored_metrics(truth))[:1]
@@ -251,7 +265,7 @@ def verdict_reliability(parts: list[Part]) -> pd.DataFrame:
     for part in parts:
         metric = next(iter(scored_metrics(part)), None)
         per_example = part.results.per_example
-        if part.is_truth or metric is None or per_example.empty:
+        if part.is_truth or part.judges_verdict or metric is None or per_example.empty:
             continue
         rows = judgeable(judged_values(part.results, metric), part.results)
         rows = rows[~rows["control"]].merge(
@@ -263,6 +277,57 @@ def verdict_reliability(parts: list[Part]) -> pd.DataFrame:
         frames.append(
             setting_reliability(rows, SETTING_KEYS).assign(
                 kind=part.kind, scorer=part.scorer, metric=metric, verdict=_verdict_name(parts, part, metric)
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _judged_part(parts: list[Part], params: dict[str, Any], kind: str) -> Part | None:
+    """The part of the verdict a meta-consistency part judged: its scorer at the same settings, on the same kind."""
+    for other in parts:
+        own = other.results.cells["scorer_params"].dropna()
+        if (
+            other.scorer == params.get("verdict")
+            and other.kind == kind
+            and (json.loads(own.iloc[0]) if len(own) else {}) == params.get("verdict_params")
+        ):
+            return other
+    return None
+
+
+def verdict_meta_consistency(parts: list[Part]) -> pd.DataFrame:
+    """MetaQuantus' meta-consistency of every verdict a ``meta_consistency`` part judged, per setting and model.
+
+    Returns :data:`SETTING_KEYS`, ``verdict`` (the judged verdict's name, as :func:`verdict_agreement` names it),
+    ``kind``, ``perturbation``, then :func:`~synthbench.report.reliability.fold_means` of ``mc, iac_nr, iac_ar,
+    iec_nr, iec_ar`` over the folds (``mc_lo``, ``mc_hi``, ``replicates``); empty without such a part.
+    """
+    frames = []
+    for part in parts:
+        if not part.judges_verdict or part.results.per_example.empty:
+            continue
+        params = json.loads(part.results.cells["scorer_params"].dropna().iloc[0])
+        judged = _judged_part(parts, params, part.kind)
+        metric = next(iter(scored_metrics(judged)), None) if judged is not None else None
+        name = _verdict_name(parts, judged, metric) if judged is not None and metric else str(params.get("verdict"))
+        rows = judged_values(part.results, "meta_iac_nr")
+        rows = judgeable(rows, judged.results if judged is not None else part.results)
+        rows = rows[~rows["control"]]
+        k = int(params.get("perturbations", 0))
+        needed = ["meta_unperturbed", *(f"meta_{w}_{i}" for i in range(k) for w in ("minor", "kept_minor"))]
+        series = part.results.per_example.pivot(index="cell_id", columns="metric", values="values")
+        if rows.empty or any(c not in series.columns for c in needed):
+            continue
+        wide = part.results.scores.pivot_table(index="cell_id", columns="metric", values="value", aggfunc="first")
+        rows = rows.drop(columns="value").merge(
+            wide.reindex(columns=["meta_iac_nr", "meta_iac_ar", "meta_iec_ar"]), left_on="cell_id", right_index=True
+        )
+        rows = rows.merge(series[needed], left_on="cell_id", right_index=True).dropna(subset=needed)
+        rows = _apart(rows).assign(fold=[f"{s}/{f}" for s, f in zip(rows["seed"], rows["fold"])])
+        criteria = ["mc", "iac_nr", "iac_ar", "iec_nr", "iec_ar"]
+        frames.append(
+            fold_means(meta_consistency(rows, SETTING_KEYS, k), SETTING_KEYS, criteria).assign(
+                verdict=name, kind=part.kind, perturbation=params.get("perturbation")
             )
         )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -282,15 +347,18 @@ class VerdictValidity:
     tests : :func:`~synthbench.report.trust.verdict_tests` between the verdicts on models that learned, within
         each ``kind, model``
     reliability : :func:`verdict_reliability`'s table, one row per verdict, setting and explained model
-    predicts : :func:`~synthbench.report.reliability.reliability_against_validity` over the verdicts on models
-        that learned: whether a verdict's reliability predicts its validity
+    meta : :func:`verdict_meta_consistency`'s table, one row per judged verdict, setting and explained model
+    predicts : ``{"alpha": ..., "mc": ...}``, :func:`~synthbench.report.reliability.reliability_against_validity`
+        over the verdicts on models that learned: whether a verdict's reliability (Krippendorff's alpha; MetaQuantus'
+        meta-consistency) predicts its validity
     """
 
     settings: pd.DataFrame
     summary: pd.DataFrame
     tests: pd.DataFrame
     reliability: pd.DataFrame
-    predicts: dict[str, float]
+    meta: pd.DataFrame
+    predicts: dict[str, dict[str, float]]
 
     @property
     def empty(self) -> bool:
@@ -306,7 +374,7 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
     tests = verdict_tests(learned, ["kind", "model"], ["setting", "n_decoys"]) if not learned.empty else pd.DataFrame()
     unmeasured = []
     for part in parts:
-        if part.is_truth or (not settings.empty and part.scorer in set(settings["scorer"])):
+        if part.is_truth or part.judges_verdict or (not settings.empty and part.scorer in set(settings["scorer"])):
             continue
         cells = part.results.cells
         skipped = cells.loc[cells["status"] == "skipped", "message"].dropna()
@@ -329,20 +397,22 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
     if unmeasured:
         named = pd.DataFrame(unmeasured).reindex(columns=[*groups, *VALIDITY_COLUMNS])
         summary = pd.concat([summary, named], ignore_index=True) if not summary.empty else named
-    reliability = verdict_reliability(parts)
-    alpha = ["alpha_settings", "alpha", "alpha_lo", "alpha_hi"]
-    if not summary.empty:
-        found = reliability_table(reliability, groups, seed=seed) if not reliability.empty else pd.DataFrame()
+    reliability, meta = verdict_reliability(parts), verdict_meta_consistency(parts)
+    for table, value in ((reliability, "alpha"), (meta, "mc")):
+        if summary.empty:
+            break
+        columns = [f"{value}_settings", value, f"{value}_lo", f"{value}_hi"]
+        found = reliability_table(table, groups, value, seed=seed) if not table.empty else pd.DataFrame()
         summary = (
             summary.merge(found, on=groups, how="left")
             if not found.empty
-            else summary.assign(**{c: np.nan for c in alpha})
+            else summary.assign(**{c: np.nan for c in columns})
         )
-        summary["alpha_settings"] = summary["alpha_settings"].fillna(0).astype(int)
+        summary[columns[0]] = summary[columns[0]].fillna(0).astype(int)
     learned_summary = summary[~summary["apart"].astype(bool)] if not summary.empty else summary
-    predicts = (
-        reliability_against_validity(learned_summary, seed=seed)
-        if not learned_summary.empty
-        else {"rho": np.nan, "lo": np.nan, "hi": np.nan, "n": 0.0}
-    )
-    return VerdictValidity(settings, summary, tests, reliability, predicts)
+    none = {"rho": np.nan, "lo": np.nan, "hi": np.nan, "n": 0.0}
+    predicts = {
+        value: reliability_against_validity(learned_summary, value, seed=seed) if not learned_summary.empty else none
+        for value in ("alpha", "mc")
+    }
+    return VerdictValidity(settings, summary, tests, reliability, meta, predicts)

@@ -25,6 +25,9 @@ __all__ = [
     "inter_rater_alpha",
     "setting_reliability",
     "reliability_table",
+    "fold_means",
+    "iec_resilience",
+    "meta_consistency",
     "reliability_against_validity",
     "RELIABILITY_COLUMNS",
 ]
@@ -80,67 +83,136 @@ def setting_reliability(
     examples per fold (the most), the mean alpha over the folds with its interval (none with one fold), and
     ``replicates`` the resampled means (an array; the mean repeated for a single fold).
     """
-    tail = (1 - level) / 2
+    per_fold = []
+    for key, g in rows.groupby([*by, "fold"], sort=False):
+        lengths = {len(v) for v in g["values"]}
+        if len(lengths) != 1:  # the methods were measured on different examples: no common raters
+            continue
+        alpha = inter_rater_alpha(np.stack(list(g["values"]), axis=1))
+        per_fold.append((*key, g["method"].nunique(), lengths.pop(), alpha))
+    folds = pd.DataFrame(per_fold, columns=[*by, "fold", "methods", "examples", "alpha"])
+    out = fold_means(folds, by, ["alpha"], level=level, n_resamples=n_resamples, seed=seed)
+    sizes = folds.groupby(list(by), sort=False)[["methods", "examples"]].max().reset_index()
+    out = out.merge(sizes, on=list(by), how="left") if len(out) else out.assign(methods=0, examples=0)
+    return out[[*by, *RELIABILITY_COLUMNS]]
+
+
+def fold_means(
+    per_fold: pd.DataFrame,
+    by: Sequence[str],
+    values: Sequence[str],
+    *,
+    level: float = 0.95,
+    n_resamples: int = 999,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per setting (``by``), the mean over its folds of each column of ``values`` (the finite ones), with a
+    percentile bootstrap over the folds for the first: columns ``by``, ``folds`` (with a finite first value),
+    each of ``values``, ``{values[0]}_lo``, ``{values[0]}_hi`` and ``replicates`` (the resampled means of the first;
+    the mean repeated for a single fold)."""
+    first, tail = values[0], (1 - level) / 2
     out = []
-    for key, g in rows.groupby(list(by), sort=False):
-        alphas, examples = [], 0
-        for _, fold in g.groupby("fold", sort=False):
-            lengths = {len(v) for v in fold["values"]}
-            if len(lengths) != 1:  # the methods were measured on different examples: no common raters
-                continue
-            examples = max(examples, lengths.pop())
-            alphas.append(inter_rater_alpha(np.stack(list(fold["values"]), axis=1)))
-        finite = np.array([a for a in alphas if np.isfinite(a)])
-        mean = float(finite.mean()) if len(finite) else np.nan
+    for key, g in per_fold.groupby(list(by), sort=False):
+        finite = g[np.isfinite(g[first].to_numpy(dtype=float))]
+        means = [float(finite[v].mean()) if len(finite) else np.nan for v in values]
         lo = hi = np.nan
-        replicates = np.full(n_resamples, mean)
+        replicates = np.full(n_resamples, means[0])
         if len(finite) > 1:
+            x = finite[first].to_numpy(dtype=float)
             rng = np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
-            replicates = finite[rng.integers(0, len(finite), size=(n_resamples, len(finite)))].mean(axis=1)
+            replicates = x[rng.integers(0, len(x), size=(n_resamples, len(x)))].mean(axis=1)
             lo, hi = (float(q) for q in np.quantile(replicates, [tail, 1 - tail]))
         keys = key if isinstance(key, tuple) else (key,)
-        out.append((*keys, g["method"].nunique(), len(finite), examples, mean, lo, hi, replicates))
-    return pd.DataFrame(out, columns=[*by, *RELIABILITY_COLUMNS])
+        out.append((*keys, len(finite), *means, lo, hi, replicates))
+    return pd.DataFrame(out, columns=[*by, "folds", *values, f"{first}_lo", f"{first}_hi", "replicates"])
 
 
 def reliability_table(
-    per_setting: pd.DataFrame, by: Sequence[str], *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0
+    per_setting: pd.DataFrame,
+    by: Sequence[str],
+    value: str = "alpha",
+    *,
+    level: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """A verdict's mean reliability across settings: :func:`setting_reliability`'s rows summarised per ``by`` group
-    (``verdict, kind, model, apart``) with the hierarchical bootstrap of
-    :func:`~synthbench.report.trust.hierarchical_interval`. Columns: the ``by`` columns, ``alpha_settings`` (the
-    settings with an alpha), ``alpha``, ``alpha_lo``, ``alpha_hi``."""
+    """A verdict's mean ``value`` (its reliability alpha, or its meta-consistency ``mc``) across settings:
+    per-setting rows (:func:`fold_means`' columns) summarised per ``by`` group (``verdict, kind, model, apart``)
+    with the hierarchical bootstrap of :func:`~synthbench.report.trust.hierarchical_interval`. Columns: the ``by``
+    columns, ``{value}_settings`` (the settings with a value), ``value``, ``{value}_lo``, ``{value}_hi``."""
     from synthbench.report.trust import hierarchical_interval
 
     out = []
     for key, g in per_setting.groupby(list(by), sort=False):
         keys = key if isinstance(key, tuple) else (key,)
-        used = g[np.isfinite(g["alpha"].to_numpy(dtype=float))]
+        used = g[np.isfinite(g[value].to_numpy(dtype=float))]
         if used.empty:
             out.append((*keys, 0, np.nan, np.nan, np.nan))
             continue
         rng = np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
         lo, hi = hierarchical_interval(list(used["replicates"]), level, n_resamples, rng)
-        out.append((*keys, len(used), float(used["alpha"].mean()), lo, hi))
-    return pd.DataFrame(out, columns=[*by, "alpha_settings", "alpha", "alpha_lo", "alpha_hi"])
+        out.append((*keys, len(used), float(used[value].mean()), lo, hi))
+    return pd.DataFrame(out, columns=[*by, f"{value}_settings", value, f"{value}_lo", f"{value}_hi"])
+
+
+def iec_resilience(before: np.ndarray, after: np.ndarray, counted: np.ndarray) -> float:
+    """MetaQuantus' IEC under minor noise: the share of (counted example, method) pairs whose rank among the methods
+    is unchanged. ``before``, ``after``: ``(methods, examples)`` a verdict's values; ``counted``: ``(examples,)``
+    bool. Methods are ranked per example by value (ties by method order, as MetaQuantus' argsort); NaN without a
+    counted example."""
+    if not counted.any():
+        return float("nan")
+    rank_before = np.argsort(np.argsort(before[:, counted], axis=0, kind="stable"), axis=0, kind="stable")
+    rank_after = np.argsort(np.argsort(after[:, counted], axis=0, kind="stable"), axis=0, kind="stable")
+    return float(np.mean(rank_before == rank_after))
+
+
+def meta_consistency(rows: pd.DataFrame, by: Sequence[str], perturbations: int) -> pd.DataFrame:
+    """MetaQuantus' four criteria and their mean, MC, per fold of a ``meta_consistency`` scorer's cells.
+
+    ``rows``: one row per cell (controls left out by the caller): the ``by`` columns, ``fold``, ``method``, the
+    cell's ``meta_iac_nr``, ``meta_iac_ar``, ``meta_iec_ar`` and its per-example arrays ``meta_unperturbed``,
+    ``meta_minor_{k}``, ``meta_kept_minor_{k}`` for ``k < perturbations``. Returns ``by``, ``fold``, ``methods``,
+    ``iac_nr``, ``iac_ar`` (means over the methods), ``iec_nr`` (:func:`iec_resilience` over the methods, averaged
+    over the perturbations), ``iec_ar`` and ``mc`` (the mean of the four; 1 ideal).
+    """
+    out = []
+    for key, g in rows.groupby([*by, "fold"], sort=False):
+        lengths = {len(v) for v in g["meta_unperturbed"]}
+        iec = []
+        if len(lengths) == 1 and len(g) > 1:
+            before = np.stack(list(g["meta_unperturbed"]))
+            for k in range(perturbations):
+                after = np.stack(list(g[f"meta_minor_{k}"]))
+                counted = np.all(np.stack(list(g[f"meta_kept_minor_{k}"])) > 0, axis=0)
+                iec.append(iec_resilience(before, after, counted))
+        criteria = [
+            float(g["meta_iac_nr"].mean()),
+            float(g["meta_iac_ar"].mean()),
+            float(np.nanmean(iec)) if np.isfinite(iec).any() else np.nan,
+            float(g["meta_iec_ar"].mean()),
+        ]
+        mc = float(np.mean(criteria)) if np.all(np.isfinite(criteria)) else np.nan
+        out.append((*key, len(g), *criteria, mc))
+    return pd.DataFrame(out, columns=[*by, "fold", "methods", "iac_nr", "iac_ar", "iec_nr", "iec_ar", "mc"])
 
 
 def reliability_against_validity(
-    summary: pd.DataFrame, *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0
+    summary: pd.DataFrame, value: str = "alpha", *, level: float = 0.95, n_resamples: int = 2000, seed: int = 0
 ) -> dict[str, float]:
     """Does a verdict's reliability predict its validity? Spearman's rho across verdicts.
 
-    ``summary``: one row per verdict (per data kind and model) with ``alpha`` (its mean reliability) and
-    ``spearman`` (its mean agreement with the truth). Returns ``rho``, its percentile bootstrap interval
-    ``lo, hi`` (the verdicts resampled in pairs; resamples that tie either side left out) and ``n`` the verdicts
-    with both; NaN below 3 verdicts.
+    ``summary``: one row per verdict (per data kind and model) with ``value`` (its mean reliability: ``alpha``,
+    or the meta-consistency ``mc``) and ``spearman`` (its mean agreement with the truth). Returns ``rho``, its
+    percentile bootstrap interval ``lo, hi`` (the verdicts resampled in pairs; resamples that tie either side
+    left out) and ``n`` the verdicts with both; NaN below 3 verdicts.
     """
     from scipy import stats
 
     from synthbench.report.trust import spearman_rows
 
-    both = summary[np.isfinite(summary["alpha"].astype(float)) & np.isfinite(summary["spearman"].astype(float))]
-    alpha, validity = both["alpha"].to_numpy(dtype=float), both["spearman"].to_numpy(dtype=float)
+    both = summary[np.isfinite(summary[value].astype(float)) & np.isfinite(summary["spearman"].astype(float))]
+    alpha, validity = both[value].to_numpy(dtype=float), both["spearman"].to_numpy(dtype=float)
     n = len(both)
     if n < 3 or np.ptp(alpha) == 0 or np.ptp(validity) == 0:
         return {"rho": np.nan, "lo": np.nan, "hi": np.nan, "n": float(n)}

@@ -17,6 +17,8 @@ rerun a method or train models) and below the runner. Registered scorers:
   class is explained.
 * ``fragility`` (:mod:`~synthbench.scoring.fragility.scorer`): how far label-preserving perturbations,
   random and adversarial, move the maps, and off the ground truth.
+* ``meta_consistency`` (:mod:`~synthbench.scoring.meta_consistency`): MetaQuantus' criteria of another verdict,
+  how it stays put under minor perturbations of the model (or inputs) and reacts to disruptive ones.
 """
 
 from synthbench.scoring.base import (
@@ -43,6 +45,7 @@ from synthbench.scoring.randomisation.model import EMPRT, RANDOMISATION, SMPRT, 
 from synthbench.scoring.randomisation.random_logit import RANDOM_LOGIT, RandomLogitScorer
 from synthbench.scoring.randomisation.data import DATA_RANDOMISATION, DataRandomisationScorer
 from synthbench.scoring.fragility.scorer import FRAGILITY, FragilityScorer
+from synthbench.scoring.meta_consistency import META_CONSISTENCY, MetaConsistencyScorer
 
 __all__ = [
     "Scorer",
@@ -69,6 +72,8 @@ __all__ = [
     "DATA_RANDOMISATION",
     "FragilityScorer",
     "FRAGILITY",
+    "MetaConsistencyScorer",
+    "META_CONSISTENCY",
     "explained_kind",
     "explained_model",
     "configure_scorer",
