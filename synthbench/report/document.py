@@ -24,8 +24,6 @@ from synthbench.report import tables
 from synthbench.report.page import html_page
 from synthbench.report.parts import (
     IMAGE_METRICS,
-    MIN_TRUTH_SPREAD,
-    TRUTH_METRICS,
     Part,
     VerdictValidity,
     headline,
@@ -39,6 +37,7 @@ from synthbench.report.parts import (
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
 from synthbench.report.summary import duration, summary_lines, used_runs, wall_seconds
+from synthbench.report.trust_section import ci_text, trust_lines
 from synthbench.runner.judged import control_verdict
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, so reading a store does not load it
@@ -60,19 +59,11 @@ class Report:
         return html_page(self.markdown, images)
 
 
-def _ci(mean: float, lo: float, hi: float, sign: str = "") -> str:
-    """``0.45 [0.20, 0.66]`` (``sign="+"``: ``+0.45 [+0.20, +0.66]``), the mean alone without an interval, ``–``
-    without a mean."""
-    if pd.isna(mean):
-        return "–"
-    return f"{mean:{sign}.2f}" + ("" if pd.isna(lo) else f" [{lo:{sign}.2f}, {hi:{sign}.2f}]")
-
-
 def _leaderboard_markdown(table: pd.DataFrame, metrics: tuple[str, ...]) -> str:
     """A summary table as Markdown: CI columns merged, chance beside the first metric, counts last."""
     out = pd.DataFrame(index=[method_link(m) + (" †" if table.at[m, "incompetent"] else "") for m in table.index])
     for metric in metrics:
-        out[f"{metric} [95 % CI]"] = [_ci(*r) for r in table[[metric, f"{metric}_lo", f"{metric}_hi"]].to_numpy()]
+        out[f"{metric} [95 % CI]"] = [ci_text(*r) for r in table[[metric, f"{metric}_lo", f"{metric}_hi"]].to_numpy()]
         out[f"{metric} chance"] = table[f"{metric}_chance"].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}").to_numpy()
     out["method s / cell"] = table["seconds"].map(_seconds).to_numpy()
     if (table["model_seconds"].fillna(0) > 0).any():
@@ -138,7 +129,7 @@ def _models_markdown(models: pd.DataFrame) -> list[str]:
     for (kind, setting), g in models.groupby(["model", "setting"], sort=False):
         by = g.set_index("n_decoys")
         row = {
-            f"{d} decoys": _ci(*by.loc[d, ["auroc", "auroc_lo", "auroc_hi"]]) if d in by.index else "missing"
+            f"{d} decoys": ci_text(*by.loc[d, ["auroc", "auroc_lo", "auroc_hi"]]) if d in by.index else "missing"
             for d in decoys
         }
         row["accuracy"] = f"{_per_fit(g, 'accuracy'):.3f}"
@@ -271,7 +262,7 @@ def build_report(
             md += _image_sections(part, report)
         else:
             md += _tabular_sections(part, report, metrics, level, alpha)
-    md += _trust_section(validity)
+    md += _trust_section(validity, report)
     md += _methods_section(results)
     md += [_anchor("provenance"), "", "## Provenance", "", *_provenance(results), ""]
     report.markdown = "\n".join(md)
@@ -663,148 +654,16 @@ def _controls_lines(results: Results, metric: str) -> list[str]:
     return [verdict, ""] if verdict else []
 
 
-def _validity_rows(summary: pd.DataFrame) -> str:
-    table = pd.DataFrame(
-        {
-            "verdict": summary["verdict"],
-            "data": summary["kind"].map({"tabular": "tables", "image": "images"}).fillna(summary["kind"]),
-            "model": summary["model"].replace("", "–"),
-            "settings": [f"{int(r.settings)} of {int(r.of)}" for r in summary.itertuples()],
-            "mean Spearman ρ [95 % CI]": [
-                _ci(r.spearman, r.spearman_lo, r.spearman_hi, "+") for r in summary.itertuples()
-            ],
-            "half-width": summary["half_width"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
-            "mean Kendall τ": summary["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
-            "reliability α [95 % CI]": [_ci(r.alpha, r.alpha_lo, r.alpha_hi, "+") for r in summary.itertuples()],
-            "meta-consistency MC [95 % CI]": [_ci(r.mc, r.mc_lo, r.mc_hi) for r in summary.itertuples()],
-            "why no value": summary["reason"].fillna(""),
-        }
-    )
-    return table.to_markdown(index=False, disable_numparse=True)
-
-
-def _predicts_line(predicts: dict[str, dict[str, float]]) -> list[str]:
-    """Whether reliability predicts validity, one sentence per measure of reliability with 3 verdicts or more."""
-    lines = []
-    for value, what in (("alpha", "reliability α"), ("mc", "meta-consistency MC")):
-        found = predicts[value]
-        if not found["n"] >= 3 or pd.isna(found["rho"]):
-            continue
-        interval = "" if pd.isna(found["lo"]) else f" [{found['lo']:+.2f}, {found['hi']:+.2f}]"
-        word = "predicts" if found["lo"] > 0 else "runs against" if found["hi"] < 0 else "does not measurably predict"
-        lines.append(
-            f"across the {int(found['n'])} verdicts (per data kind and model) with both, Spearman's ρ between a "
-            f"verdict's {what} and its agreement with the truth is {found['rho']:+.2f}{interval} (95 % bootstrap "
-            f"over verdicts): {what} {word} validity here"
-        )
-    if not lines:
-        return []
-    return ["**Does reliability predict validity?** " + "; ".join(lines) + ".", ""]
-
-
-def _trust_section(validity: VerdictValidity) -> list[str]:
-    """Which verdict to trust: every verdict of the store beside the ground truth, across settings and per
-    setting, on models that learned and, apart, on those that did not."""
+def _trust_section(validity: VerdictValidity, report: Report) -> list[str]:
+    """Which verdict to trust: every verdict of the store beside the ground truth (:func:`trust_lines`)."""
     if validity.empty:
         return []
-    summary = validity.summary.sort_values(
-        ["kind", "model", "spearman"], ascending=[True, True, False], na_position="last"
-    )
-    learned, apart = summary[~summary["apart"].astype(bool)], summary[summary["apart"].astype(bool)]
-    md = [
+    return [
         _anchor("trust"),
         "",
         "## Which verdict to trust",
         "",
-        "Every verdict in this store set beside the ground truth on the same cells: in each setting (a dataset at a "
-        "decoy count, one explained model) the rank correlation between the verdict's ordering of the methods (its "
-        "headline metric, fold means) and the ground truth's (+1: the same order; 0: unrelated; below 0: "
-        "reversed), controls left out, only the methods the verdict can judge (a check of how maps depend on the "
-        "model's parameters ranks only methods that read a model), and one ordering per explained model. The truth "
-        "metric of a setting is the first of "
-        + ", ".join(f"`{m}`" for m in TRUTH_METRICS["tabular"])
-        + " (tables) or "
-        + ", ".join(f"`{m}`" for m in TRUTH_METRICS["image"])
-        + f" (images) whose method means span at least {MIN_TRUTH_SPREAD:g}; where none does, the truth does not "
-        "separate the methods and there is no agreement to measure. Across settings: the mean ρ with a 95 % "
-        "hierarchical bootstrap interval (settings resampled, then the folds within each). A verdict whose interval "
-        "holds 0 says nothing, on this data, about which method recovers what drives the label. Reliability, "
-        "without the truth (Tomsett et al. 2020): Krippendorff's α (ordinal) of the methods' rankings across the "
-        "explained examples, each example ranking the methods by the verdict's value on it, per fold, averaged "
-        "the same way (1: every example orders the methods alike; 0: no more than chance). Meta-consistency "
-        "(Hedström et al. 2023, MetaQuantus), where the store holds a `meta_consistency` scorer judging the verdict: "
-        "the mean of its four criteria (resilience to minor model or input noise, IAC and IEC, and reactivity to "
-        "disruptive noise, IAC and IEC), each 0 to 1, 1 ideal.",
-        "",
-        _validity_rows(learned),
-        "",
-        *_predicts_line(validity.predicts),
-    ]
-    if not apart.empty:
-        md += [
-            "**On models that did not learn** (folds whose explained model fell below the competence threshold; "
-            "kept out of the table above): does a verdict's agreement with the truth survive a model that learned "
-            "nothing?",
-            "",
-            _validity_rows(apart),
-            "",
-        ]
-    md += _tests_lines(validity.tests)
-    per_setting = validity.settings
-    table = pd.DataFrame(
-        {
-            "setting": [
-                tables.setting_label(s, d) + (" †" if a else "")
-                for s, d, a in zip(per_setting["setting"], per_setting["n_decoys"], per_setting["apart"])
-            ],
-            "model": per_setting["model"].replace("", "–"),
-            "verdict": per_setting["verdict"],
-            "truth metric": per_setting["truth_metric"].map(lambda m: f"`{m}`"),
-            "truth spread": per_setting["truth_spread"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
-            "methods": per_setting["methods"],
-            "folds": per_setting["folds"],
-            "rho": per_setting["spearman"],
-            "Spearman ρ [95 % CI]": [
-                _ci(r.spearman, r.spearman_lo, r.spearman_hi, "+") for r in per_setting.itertuples()
-            ],
-            "Kendall τ": per_setting["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
-            "methods ranked": [", ".join(m) for m in per_setting["ranked"]],
-        }
-    ).sort_values(["setting", "model", "rho"], ascending=[True, True, False], na_position="last")
-    return md + [
-        "**Per setting** (interval: percentile bootstrap over the setting's folds; † a model that did not learn; the "
-        "truth spread is the range of the ranked methods' truth means):",
-        "",
-        table.drop(columns="rho").to_markdown(index=False, disable_numparse=True),
-        "",
-    ]
-
-
-def _tests_lines(tests: pd.DataFrame, alpha: float = 0.05) -> list[str]:
-    """Which verdicts the paired tests tell apart, one sentence per data kind and model."""
-    if tests.empty:
-        return []
-    lines = []
-    for (kind, model), g in tests.groupby(["kind", "model"], sort=False):
-        tested = g[g["p_holm"].notna()]
-        apart = tested[tested["p_holm"] < alpha]
-        where = f"{'images' if kind == 'image' else 'tables'}, {model or 'no model'}"
-        if tested.empty:
-            lines.append(f"- {where}: no pair of verdicts shares two settings with an agreement; nothing to test.")
-            continue
-        found = "; ".join(
-            f"{r.verdict} above {r.other} (Δρ {r.difference:+.2f} over {r.settings} settings, p = {r.p_holm:.2g})"
-            for r in apart.itertuples()
-        )
-        lines.append(
-            f"- {where}: {len(apart)} of {len(tested)} pairs of verdicts told apart" + (f": {found}." if found else ".")
-        )
-    return [
-        "**Which verdicts can be told apart** (paired Wilcoxon signed-rank test of the per-setting ρ over the "
-        f"settings both measured, Holm-corrected within each data kind and model, α = {alpha}):",
-        "",
-        *lines,
-        "",
+        *trust_lines(validity, lambda *args: _figure(report, *args), prefix="trust"),
     ]
 
 

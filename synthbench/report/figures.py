@@ -36,6 +36,8 @@ __all__ = [
     "scorer_curves",
     "truth_scatter",
     "overview_heatmap",
+    "validity_heatmap",
+    "reliability_validity",
     "TOL_MUTED",
 ]
 
@@ -652,5 +654,78 @@ def overview_heatmap(
             borderaxespad=0.3,
         )
     ax.set_title(title or f"Mean {m.name} per setting (best methods on top)", fontsize=10, pad=22 if legend else 6)
+    fig.tight_layout()
+    return fig
+
+
+def validity_heatmap(settings: pd.DataFrame) -> Figure:
+    """Each verdict's agreement with the truth (Spearman's rho) per setting: one row per verdict and explained model,
+    one column per setting (``†``: folds whose model did not learn), blue agreeing, red reversed, grey none.
+
+    ``settings`` is :func:`synthbench.report.parts.verdict_agreement`'s table.
+    """
+    table = settings.assign(
+        row=[f"{v} ({m or 'no model'})" for v, m in zip(settings["verdict"], settings["model"])],
+        column=[
+            setting_label(s, d) + (" †" if a else "")
+            for s, d, a in zip(settings["setting"], settings["n_decoys"], settings["apart"])
+        ],
+    )
+    grid = table.pivot_table(index="row", columns="column", values="spearman", aggfunc="mean", sort=False)
+    grid = grid.reindex(index=list(dict.fromkeys(table["row"])), columns=list(dict.fromkeys(table["column"])))
+    values = grid.to_numpy(dtype=float)
+    fig = Figure(figsize=(1.2 + 0.75 * grid.shape[1] + 3.2, 0.9 + 0.38 * grid.shape[0]))
+    ax = fig.add_subplot()
+    cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="#dddddd")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-1, vmax=1, aspect="auto")
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, "–" if np.isnan(v) else f"{v:+.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(grid.shape[1]), grid.columns, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=8)
+    fig.colorbar(image, ax=ax, fraction=0.03, label="Spearman ρ with the truth")
+    fig.tight_layout()
+    return fig
+
+
+def reliability_validity(summary: pd.DataFrame) -> Figure:
+    """Each verdict's reliability (Krippendorff's alpha; MetaQuantus' meta-consistency where measured) against its
+    validity (mean Spearman's rho with the truth), with both 95 % intervals: one point per verdict, data kind and
+    model, one panel per measure of reliability.
+
+    ``summary`` is :attr:`synthbench.report.parts.VerdictValidity.summary` (the rows of models that learned).
+    """
+    measures = [
+        (v, label)
+        for v, label in (("alpha", "reliability α"), ("mc", "meta-consistency MC"))
+        if summary[v].notna().any()
+    ]
+    fig = Figure(figsize=(5.2 * max(1, len(measures)) + 2.5, 4.2))
+    axes = [fig.add_subplot(1, max(1, len(measures)), i + 1) for i in range(max(1, len(measures)))]
+    handles: dict[str, object] = {}
+    for ax, (value, label) in zip(axes, measures):
+        shown = summary[summary[value].notna() & summary["spearman"].notna()]
+        for i, r in enumerate(shown.itertuples()):
+            name = f"{r.verdict} ({'images' if r.kind == 'image' else 'tables'}, {r.model or 'no model'})"
+            color, marker = TOL_MUTED[i % len(TOL_MUTED)], _MARKERS[(i // len(TOL_MUTED)) % len(_MARKERS)]
+            lo, hi = getattr(r, f"{value}_lo"), getattr(r, f"{value}_hi")
+            x, y = getattr(r, value), r.spearman
+            handles.setdefault(
+                name,
+                ax.errorbar(
+                    x,
+                    y,
+                    xerr=None if np.isnan(lo) else [[x - lo], [hi - x]],
+                    yerr=None if np.isnan(r.spearman_lo) else [[y - r.spearman_lo], [r.spearman_hi - y]],
+                    fmt=marker,
+                    color=color,
+                    capsize=2,
+                    markersize=5,
+                ),
+            )
+        ax.axhline(0, color="#777777", lw=0.8)
+        ax.set_xlabel(f"{label} (no truth)", fontsize=9)
+        ax.set_ylabel("validity: mean Spearman ρ with the truth", fontsize=9)
+        ax.grid(True, alpha=0.3)
+    _legend_right(fig, list(handles.values()), list(handles))
     fig.tight_layout()
     return fig
