@@ -21,6 +21,13 @@ scorer_options = {fractions = [0.5]}
 [[grid]]
 datasets = ["xor"]
 n_decoys = [4]
+
+[[grid]]
+datasets = ["xor"]
+n_decoys = [4]
+seeds = [0]
+scorers = ["meta_consistency"]
+scorer_options = {verdict = "road", verdict_options = {fractions = [0.5]}, perturbations = 1}
 """
 
 
@@ -34,9 +41,11 @@ def test_the_study_page_is_written_from_the_suites_store_alone_and_the_same_each
     assert study(args) == 0
     text = page.read_text()
     assert f"| suite | `tiny_verdicts` (hash `{load_suite(suite).hash}`) |" in text
-    assert "| cells | 40: 40 finished" in text and "| wall time |" in text and "| machine | " in text
+    assert "| cells | 50: 50 finished" in text and "| wall time |" in text and "| machine | " in text
     assert "road `road_gap`" in text and "mean Spearman ρ [95 % CI]" in text and "reliability α [95 % CI]" in text
     assert "- road on tables: Controls random do as well as" in text
+    road = [line.split("|")[9].strip() for line in text.splitlines() if line.startswith("| road `road_gap`")]
+    assert any(mc not in ("", "–") for mc in road)  # its meta-consistency, from the block judging it
     assert (page.parent / "study_validity.png").exists() and "![" in text and "(study_validity.png)" in text
     first = {p.name: p.read_bytes() for p in page.parent.iterdir()}
     assert study(args) == 0
