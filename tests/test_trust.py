@@ -260,3 +260,21 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
     assert (
         skipped["settings"] == 0 and "no method's value to rank: 12 of 12 cells skipped (one logit" in skipped["reason"]
     )
+
+
+def test_a_verdict_without_a_ground_truth_beside_it_is_named_with_the_reason_and_nothing_fails(tmp_path):
+    from synthbench.report import build_report, load_results
+    from synthbench.report.parts import store_parts, verdict_validity
+    from synthbench.runner.grid import Cell
+    from synthbench.runner.store import CellResult, ResultStore
+
+    mlp = {"mlp": {"test_accuracy": 0.95, "competence": 0.9, "train_seconds": 1.0}}
+    with ResultStore(tmp_path / "s.sqlite") as db:
+        for method in ("saliency", "deeplift", "integrated_gradients"):
+            cell = Cell("xor", 150, 4, 0, 3, 0, method, scorer="road", model="sparse_mlp")
+            db.write(CellResult(cell, "ok", scores={"road_gap": 0.5}, model=mlp))
+    results = load_results(tmp_path / "s.sqlite")
+    validity = verdict_validity(store_parts(results))
+    row = validity.summary.iloc[0]
+    assert row["verdict"] == "road `road_gap`" and row["reason"] == "no ground truth beside it on the same cells"
+    assert "no ground truth beside it on the same cells" in build_report(results).markdown

@@ -15,7 +15,15 @@ import pandas as pd
 from synthbench.report import tables
 from synthbench.report.parts import MIN_TRUTH_SPREAD, TRUTH_METRICS, VerdictValidity
 
-__all__ = ["ci_text", "trust_lines", "validity_markdown", "predicts_lines", "tests_lines", "FigureHook"]
+__all__ = [
+    "ci_text",
+    "trust_lines",
+    "validity_markdown",
+    "predicts_lines",
+    "tests_lines",
+    "per_setting_lines",
+    "FigureHook",
+]
 
 #: ``figure(enabled, name, alt, draw) -> Markdown lines``: how :func:`trust_lines` adds a figure.
 FigureHook = Callable[[bool, str, str, Callable[[], object]], list[str]]
@@ -130,8 +138,13 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
             validity_markdown(apart),
             "",
         ]
-    md += tests_lines(validity.tests)
-    per_setting = validity.settings
+    return md + tests_lines(validity.tests) + per_setting_lines(validity.settings)
+
+
+def per_setting_lines(per_setting: pd.DataFrame) -> list[str]:
+    """The agreement of every verdict per setting, as a table (none without a setting)."""
+    if per_setting.empty:
+        return []
     table = pd.DataFrame(
         {
             "setting": [
@@ -152,7 +165,7 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
             "methods ranked": [", ".join(m) for m in per_setting["ranked"]],
         }
     ).sort_values(["setting", "model", "rho"], ascending=[True, True, False], na_position="last")
-    return md + [
+    return [
         "**Per setting** (interval: percentile bootstrap over the setting's folds; † a model that did not learn; the "
         "truth spread is the range of the ranked methods' truth means):",
         "",
