@@ -15,11 +15,12 @@ verdicts between their mean alpha and their mean agreement with the truth.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from synthbench.report.trust import group_rng, hierarchical_interval, spearman_rows
 
 __all__ = [
     "inter_rater_alpha",
@@ -119,7 +120,7 @@ def fold_means(
         replicates = np.full(n_resamples, means[0])
         if len(finite) > 1:
             x = finite[first].to_numpy(dtype=float)
-            rng = np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
+            rng = group_rng(seed, key)
             replicates = x[rng.integers(0, len(x), size=(n_resamples, len(x)))].mean(axis=1)
             lo, hi = (float(q) for q in np.quantile(replicates, [tail, 1 - tail]))
         keys = key if isinstance(key, tuple) else (key,)
@@ -140,8 +141,6 @@ def reliability_table(
     per-setting rows (:func:`fold_means`' columns) summarised per ``by`` group (``verdict, kind, model, apart``)
     with the hierarchical bootstrap of :func:`~synthbench.report.trust.hierarchical_interval`. Columns: the ``by``
     columns, ``{value}_settings`` (the settings with a value), ``value``, ``{value}_lo``, ``{value}_hi``."""
-    from synthbench.report.trust import hierarchical_interval
-
     out = []
     for key, g in per_setting.groupby(list(by), sort=False):
         keys = key if isinstance(key, tuple) else (key,)
@@ -149,7 +148,7 @@ def reliability_table(
         if used.empty:
             out.append((*keys, 0, np.nan, np.nan, np.nan))
             continue
-        rng = np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
+        rng = group_rng(seed, key)
         lo, hi = hierarchical_interval(list(used["replicates"]), level, n_resamples, rng)
         out.append((*keys, len(used), float(used[value].mean()), lo, hi))
     return pd.DataFrame(out, columns=[*by, f"{value}_settings", value, f"{value}_lo", f"{value}_hi"])
@@ -208,8 +207,6 @@ def reliability_against_validity(
     left out) and ``n`` the verdicts with both; NaN below 3 verdicts.
     """
     from scipy import stats
-
-    from synthbench.report.trust import spearman_rows
 
     both = summary[np.isfinite(summary[value].astype(float)) & np.isfinite(summary["spearman"].astype(float))]
     alpha, validity = both[value].to_numpy(dtype=float), both["spearman"].to_numpy(dtype=float)

@@ -33,6 +33,7 @@ __all__ = [
     "spearman_rows",
     "validity_table",
     "hierarchical_interval",
+    "group_rng",
     "verdict_tests",
     "holm",
     "AGREEMENT_COLUMNS",
@@ -102,7 +103,7 @@ def _correlations(truth: np.ndarray, verdict: np.ndarray) -> tuple[float, float]
     return float(stats.spearmanr(truth, verdict)[0]), float(stats.kendalltau(truth, verdict)[0])
 
 
-def _stable_seed(seed: int, key: object) -> np.random.Generator:
+def group_rng(seed: int, key: object) -> np.random.Generator:
     """A generator for one group, from ``seed`` and the group's key, so adding a group leaves the others' draws."""
     return np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
 
@@ -163,7 +164,7 @@ def rank_agreement(
         lo = hi = np.nan
         replicates = np.full(n_resamples, rho)
         if len(truth) > 1 and np.isfinite(rho):
-            replicates = _fold_resamples(truth, verdict, n_resamples, _stable_seed(seed, key))
+            replicates = _fold_resamples(truth, verdict, n_resamples, group_rng(seed, key))
             finite = replicates[np.isfinite(replicates)]
             lo, hi = (float(q) for q in np.quantile(finite, [tail, 1 - tail])) if len(finite) else (np.nan, np.nan)
         spread = float(np.ptp(truth.mean(axis=0))) if methods else np.nan
@@ -237,7 +238,7 @@ def validity_table(
         if used.empty:
             rows.append((*keys, 0, len(g), np.nan, np.nan, np.nan, np.nan, np.nan, _reason(g)))
             continue
-        lo, hi = hierarchical_interval(list(used["replicates"]), level, n_resamples, _stable_seed(seed, key))
+        lo, hi = hierarchical_interval(list(used["replicates"]), level, n_resamples, group_rng(seed, key))
         mean = float(used["spearman"].mean())
         rows.append((*keys, len(used), len(g), mean, lo, hi, (hi - lo) / 2, float(used["kendall"].mean()), ""))
     return pd.DataFrame(rows, columns=[*by, *VALIDITY_COLUMNS])
