@@ -93,6 +93,8 @@ class MetricInfo:
         (per instance); None otherwise
     truth_based : it is computed from a method's scores and the known truth (the ground truth's metrics), so a
         scorer declaring it scores against the truth rather than giving a verdict without one
+    variant_of : another metric of the same scorer that measures the same thing another way (ROAD's LeRF of its
+        MoRF): a verdict's internal consistency (Tomsett et al. 2020) compares the two on each example; None
     """
 
     name: str
@@ -105,6 +107,7 @@ class MetricInfo:
     control: str | None = None
     scope: Literal["global", "local"] | None = None
     truth_based: bool = False
+    variant_of: str | None = None
 
     def metadata(self) -> tuple[object, ...]:
         """What two declarations of one metric must share to be the same metric: direction, limits, unit,

@@ -198,7 +198,7 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
         return {kind: {"test_accuracy": 0.9, "competence": competence, "train_seconds": 1.0}}
 
     mlp_ap = {"saliency": 0.95, "deeplift": 0.85, "integrated_gradients": 0.75, "mrmr": 0.6}
-    rng, examples = np.random.default_rng(0), {}
+    rng, examples, consistent = np.random.default_rng(0), {}, {}
     gbm_auroc = {"gbm_gain": 0.9, "gbm_treeshap": 0.7, "gbm_feature_permutation": 0.5}
     with ResultStore(tmp_path / "s.sqlite") as db:
         for fold in range(4):
@@ -217,17 +217,21 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
                 road = ap if reads != "gbm" else -ap
                 on = mlp_fit if reads != "gbm" else model
                 per_example = road + rng.normal(0, 0.2, 30)  # the same 30 examples per fold for every method
+                morf = rng.uniform(size=30)
+                lerf = morf + per_example  # a LeRF that grows with the MoRF (lower better): inconsistent orders
                 db.write(
                     CellResult(
                         Cell("xor", 150, 4, 0, 4, fold, method, scorer="road", **judged),
                         "ok",
                         scores={"road_gap": road + 0.001 * fold},
                         model=on if method not in ("mrmr", "random") else None,
-                        per_example={"road_gap": per_example},
+                        per_example={"road_gap": per_example, "road_morf": morf, "road_lerf": lerf},
                     )
                 )
                 if reads != "gbm" and fold < 3 and method != "random":
                     examples.setdefault(fold, []).append(per_example.astype(np.float32))
+                    f32 = [v.astype(np.float32).astype(np.float64) for v in (morf, lerf)]
+                    consistent.setdefault(fold, []).append(stats.spearmanr(-f32[0], f32[1])[0])
                 if reads == "mlp":
                     db.write(
                         CellResult(
@@ -256,6 +260,11 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
     want = np.mean([inter_rater_alpha(np.stack(v, axis=1)) for v in examples.values()])
     assert reliability["alpha"] == pytest.approx(want)
     assert summary.loc[("road `road_gap`", "sparse_mlp", False), "alpha"] == pytest.approx(want)
+    # internal consistency: MoRF against its declared variant LeRF per example, each oriented higher-better
+    within = validity.consistency.set_index(["model", "apart"]).loc[("sparse_mlp", False)]
+    assert within["pair"] == "road_morf ~ road_lerf"
+    assert within["consistency"] == pytest.approx(np.mean([np.mean(v) for v in consistent.values()]))
+    assert within["consistency"] < 0  # the two orders disagree here, as built
     skipped = validity.summary[validity.summary["verdict"].str.startswith("random_logit")].iloc[0]
     assert (
         skipped["settings"] == 0 and "no method's value to rank: 12 of 12 cells skipped (one logit" in skipped["reason"]

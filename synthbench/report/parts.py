@@ -20,6 +20,7 @@ import pandas as pd
 from synthbench.report import tables
 from synthbench.report.reliability import (
     fold_means,
+    internal_consistency,
     meta_consistency,
     reliability_against_validity,
     reliability_table,
@@ -42,6 +43,7 @@ __all__ = [
     "verdict_validity",
     "verdict_reliability",
     "verdict_meta_consistency",
+    "verdict_consistency",
     "VerdictValidity",
     "IMAGE_METRICS",
     "TRUTH_METRICS",
@@ -333,6 +335,53 @@ def verdict_meta_consistency(parts: list[Part]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _variant_pair(part: Part, recorded: set[str]) -> tuple[str, str] | None:
+    """Two of the part's metrics that measure the same thing (a metric and its declared ``variant_of``), both with
+    per-example values: the first such pair in declaration order, one of the headline's first; None without."""
+    declared = part.results.catalogue.scorer(part.scorer).metrics
+    pairs = [
+        (info.variant_of, name)
+        for name, info in declared.items()
+        if info.variant_of is not None and name in recorded and info.variant_of in recorded
+    ]
+    headline = next(iter(scored_metrics(part)), None)
+    return next((p for p in pairs if headline in p), pairs[0] if pairs else None)
+
+
+def verdict_consistency(parts: list[Part]) -> pd.DataFrame:
+    """Every verdict's internal consistency (Tomsett et al. 2020) per setting and explained model: Spearman's rho
+    across examples between two of its metrics that measure the same thing (:func:`_variant_pair`), per method,
+    averaged over the methods and folds (:func:`~synthbench.report.reliability.internal_consistency`).
+
+    Returns :data:`SETTING_KEYS`, :func:`~synthbench.report.reliability.fold_means`' columns for ``consistency``,
+    ``verdict``, ``kind`` and ``pair`` (the two metrics); empty where no verdict records such a pair.
+    """
+    frames = []
+    for part in parts:
+        per_example = part.results.per_example
+        metric = next(iter(scored_metrics(part)), None)
+        if part.is_truth or part.judges_verdict or metric is None or per_example.empty:
+            continue
+        pair = _variant_pair(part, set(per_example["metric"]))
+        if pair is None:
+            continue
+        series = per_example.pivot(index="cell_id", columns="metric", values="values")[list(pair)]
+        series.columns = ["first", "second"]
+        rows = judgeable(judged_values(part.results, metric), part.results)
+        rows = rows[~rows["control"]].merge(series.dropna(), left_on="cell_id", right_index=True)
+        if rows.empty:
+            continue
+        rows = _apart(rows).assign(fold=[f"{s}/{f}" for s, f in zip(rows["seed"], rows["fold"])])
+        directions = [part.results.metric(m, part.scorer).direction for m in pair]
+        signs = (1.0 if directions[0] == "higher" else -1.0, 1.0 if directions[1] == "higher" else -1.0)
+        frames.append(
+            internal_consistency(rows, SETTING_KEYS, signs).assign(
+                verdict=_verdict_name(parts, part, metric), kind=part.kind, pair=" ~ ".join(pair)
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 @dataclass(frozen=True)
 class VerdictValidity:
     """How far each verdict of a store can be trusted, measured against the ground truth.
@@ -343,13 +392,16 @@ class VerdictValidity:
     summary : :func:`~synthbench.report.trust.validity_table` per ``verdict, kind, model, apart``: the mean agreement
         across settings with its hierarchical bootstrap interval, or the reason there is none; a verdict with no
         finished value (every cell skipped) has one row saying why; with the mean reliability across settings
-        (:func:`~synthbench.report.reliability.reliability_table`: ``alpha_settings, alpha, alpha_lo, alpha_hi``)
+        (:func:`~synthbench.report.reliability.reliability_table`: ``alpha_settings, alpha, alpha_lo, alpha_hi``),
+        its internal consistency (``consistency...``) and meta-consistency (``mc...``) likewise
     tests : :func:`~synthbench.report.trust.verdict_tests` between the verdicts on models that learned, within
         each ``kind, model``
     reliability : :func:`verdict_reliability`'s table, one row per verdict, setting and explained model
+    consistency : :func:`verdict_consistency`'s table, likewise
     meta : :func:`verdict_meta_consistency`'s table, one row per judged verdict, setting and explained model
-    predicts : ``{"alpha": ..., "mc": ...}``, :func:`~synthbench.report.reliability.reliability_against_validity`
-        over the verdicts on models that learned: whether a verdict's reliability (Krippendorff's alpha; MetaQuantus'
+    predicts : ``{"alpha": ..., "consistency": ..., "mc": ...}``,
+        :func:`~synthbench.report.reliability.reliability_against_validity` over the verdicts on models that
+        learned: whether a verdict's reliability (Krippendorff's alpha, internal consistency, MetaQuantus'
         meta-consistency) predicts its validity
     """
 
@@ -357,6 +409,7 @@ class VerdictValidity:
     summary: pd.DataFrame
     tests: pd.DataFrame
     reliability: pd.DataFrame
+    consistency: pd.DataFrame
     meta: pd.DataFrame
     predicts: dict[str, dict[str, float]]
 
@@ -397,8 +450,12 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
     if unmeasured:
         named = pd.DataFrame(unmeasured).reindex(columns=[*groups, *VALIDITY_COLUMNS])
         summary = pd.concat([summary, named], ignore_index=True) if not summary.empty else named
-    reliability, meta = verdict_reliability(parts), verdict_meta_consistency(parts)
-    for table, value in ((reliability, "alpha"), (meta, "mc")):
+    reliability, meta, consistency = (
+        verdict_reliability(parts),
+        verdict_meta_consistency(parts),
+        verdict_consistency(parts),
+    )
+    for table, value in ((reliability, "alpha"), (consistency, "consistency"), (meta, "mc")):
         if summary.empty:
             break
         columns = [f"{value}_settings", value, f"{value}_lo", f"{value}_hi"]
@@ -413,6 +470,6 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
     none = {"rho": np.nan, "lo": np.nan, "hi": np.nan, "n": 0.0}
     predicts = {
         value: reliability_against_validity(learned_summary, value, seed=seed) if not learned_summary.empty else none
-        for value in ("alpha", "mc")
+        for value in ("alpha", "consistency", "mc")
     }
-    return VerdictValidity(settings, summary, tests, reliability, meta, predicts)
+    return VerdictValidity(settings, summary, tests, reliability, consistency, meta, predicts)

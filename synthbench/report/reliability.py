@@ -28,6 +28,7 @@ __all__ = [
     "reliability_table",
     "fold_means",
     "iec_resilience",
+    "internal_consistency",
     "meta_consistency",
     "reliability_against_validity",
     "RELIABILITY_COLUMNS",
@@ -152,6 +153,32 @@ def reliability_table(
         lo, hi = hierarchical_interval(list(used["replicates"]), level, n_resamples, rng)
         out.append((*keys, len(used), float(used[value].mean()), lo, hi))
     return pd.DataFrame(out, columns=[*by, f"{value}_settings", value, f"{value}_lo", f"{value}_hi"])
+
+
+def internal_consistency(
+    rows: pd.DataFrame, by: Sequence[str], signs: tuple[float, float], *, n_resamples: int = 999, seed: int = 0
+) -> pd.DataFrame:
+    """Tomsett et al.'s internal consistency: Spearman's rho, across a cell's examples, between two of a verdict's
+    metrics that measure the same thing (a metric and its declared ``variant_of``), each oriented so that higher is
+    better (``signs``), averaged over the fold's methods, then per setting over the folds (:func:`fold_means`).
+
+    ``rows``: one row per cell (controls left out by the caller): the ``by`` columns, ``fold``, ``method``, and
+    ``first``, ``second`` the two metrics' per-example arrays. Returns :func:`fold_means`' columns for
+    ``consistency``.
+    """
+    out = []
+    for key, g in rows.groupby([*by, "fold"], sort=False):
+        rhos = []
+        for a, b in zip(g["first"], g["second"]):
+            if len(a) != len(b):
+                continue
+            keep = np.isfinite(a) & np.isfinite(b)
+            a, b = signs[0] * a[keep], signs[1] * b[keep]
+            rhos.append(spearman_rows(a[None, :], b[None, :])[0] if keep.sum() >= 3 else np.nan)
+        finite = [r for r in rhos if np.isfinite(r)]
+        out.append((*key, float(np.mean(finite)) if finite else np.nan))
+    per_fold = pd.DataFrame(out, columns=[*by, "fold", "consistency"])
+    return fold_means(per_fold, by, ["consistency"], n_resamples=n_resamples, seed=seed)
 
 
 def iec_resilience(before: np.ndarray, after: np.ndarray, counted: np.ndarray) -> float:

@@ -50,6 +50,9 @@ def validity_markdown(summary: pd.DataFrame) -> str:
             "half-width": summary["half_width"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
             "mean Kendall τ": summary["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
             "reliability α [95 % CI]": [ci_text(r.alpha, r.alpha_lo, r.alpha_hi, "+") for r in summary.itertuples()],
+            "internal consistency ρ [95 % CI]": [
+                ci_text(r.consistency, r.consistency_lo, r.consistency_hi, "+") for r in summary.itertuples()
+            ],
             "meta-consistency MC [95 % CI]": [ci_text(r.mc, r.mc_lo, r.mc_hi) for r in summary.itertuples()],
             "why no value": summary["reason"].fillna(""),
         }
@@ -60,7 +63,11 @@ def validity_markdown(summary: pd.DataFrame) -> str:
 def predicts_lines(predicts: dict[str, dict[str, float]]) -> list[str]:
     """Whether reliability predicts validity, one sentence per measure of reliability with 3 verdicts or more."""
     lines = []
-    for value, what in (("alpha", "reliability α"), ("mc", "meta-consistency MC")):
+    for value, what in (
+        ("alpha", "reliability α"),
+        ("consistency", "internal consistency"),
+        ("mc", "meta-consistency MC"),
+    ):
         found = predicts[value]
         if not found["n"] >= 3 or pd.isna(found["rho"]):
             continue

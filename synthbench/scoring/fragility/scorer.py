@@ -176,6 +176,7 @@ def _metrics(name: str) -> dict[str, Metric]:
                 unit="Spearman correlation",
                 kinds=kinds,
                 control="random",
+                variant_of=f"{name}_{attack}_intersection",
             ),
             Metric(
                 f"{name}_{attack}_sign_flips",

@@ -506,6 +506,7 @@ def similarity_metrics(prefix: str, between: str, summaries: dict[str, str]) -> 
                 unit="similarity",
                 kinds=kinds,
                 control="random",
+                variant_of=None if measure == "spearman_abs" else f"{prefix}_spearman_abs{suffix}",
             )
             out[m.name] = m
     return out

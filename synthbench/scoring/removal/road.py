@@ -73,6 +73,7 @@ ROAD_METRICS: dict[str, Metric] = {
             unit="accuracy",
             kinds=("tabular", "image"),
             control="random",
+            variant_of="road_morf",
         ),
     ]
 }
