@@ -157,3 +157,20 @@ def test_importing_the_report_loads_no_torch_registry_scipy_or_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_run_describes_its_scorers_as_this_process_registers_them_even_computing_nothing(tmp_path):
+    """A scorer's metrics change between versions (a metric gains ``variant_of``): a run that resumes a finished grid
+    computes no cell, yet the store then describes the scorer as the resuming process does."""
+    from synthbench.runner.execute import execute
+
+    path = tmp_path / "r.sqlite"
+    cells = _cells("plugin_gap")
+    with SCORERS.temporarily("plugin_gap", _Gap()), ResultStore(path) as store:
+        _write(store, cells, "plugin_gap")
+    newer = _Gap()
+    newer.metrics = {"plugin_gap": dataclasses.replace(_Gap.metrics["plugin_gap"], description="the newer gap")}
+    with SCORERS.temporarily("plugin_gap", newer), ResultStore(path) as store:
+        summary = execute(cells, store)
+        assert summary.ok == 0 and summary.skipped == len(cells)  # nothing computed
+        assert store.catalogue().scorer("plugin_gap").metrics["plugin_gap"].description == "the newer gap"

@@ -87,6 +87,7 @@ def execute(
         package_version=__version__,
         cells_total=len(cells),
         cells_pending=len(pending),
+        scorers=sorted({c.scorer for c in cells}),
     )
     if on_start is not None:
         on_start(len(pending))

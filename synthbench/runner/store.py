@@ -327,8 +327,11 @@ class ResultStore:
         package_version: str,
         cells_total: int,
         cells_pending: int,
+        scorers: Iterable[str] = (),
     ) -> int:
-        """Record the start of a run (status ``running``) and return its ``run_id``."""
+        """Record the start of a run (status ``running``) and return its ``run_id``; the run's ``scorers`` are
+        described as this process registers them (their metrics and abilities), so a store's description of a
+        scorer is its latest run's even where that run computes no cell."""
         row = (
             _now(),
             "running",
@@ -342,8 +345,10 @@ class ResultStore:
             os.getpid(),
             time.time(),
         )
+        described = _registered_scorers(scorers).values()
         try:
             with self._transaction():
+                self._con.executemany("INSERT OR REPLACE INTO scorers VALUES (?, ?, ?, ?)", map(_scorer_row, described))
                 cur = self._con.execute(
                     "INSERT INTO runs (started_at, status, command, executor, machine, package_version, cells_total,"
                     " cells_pending, host, pid, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
