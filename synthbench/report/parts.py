@@ -168,7 +168,7 @@ def headline(part: Part, metrics: tuple[str, ...]) -> str | None:
     if part.is_truth:
         wanted = metrics[0] if part.kind == "tabular" else IMAGE_METRICS[0]
         return wanted if wanted in set(part.results.scores["metric"]) else None
-    return next(iter(scored_metrics(part)), None)
+    return _verdict_metric(part)
 
 
 def _truth_choice(paired: pd.DataFrame, keys: list[str], candidates: list[str]) -> pd.DataFrame:
@@ -183,11 +183,26 @@ def _truth_choice(paired: pd.DataFrame, keys: list[str], candidates: list[str]) 
     return chosen[[*keys, "truth_metric"]]
 
 
-def _apart(paired: pd.DataFrame) -> pd.DataFrame:
-    """``paired`` with ``apart``: whether the model of the row's (setting, seed, fold, model) did not learn (any
-    of its cells explains a model below the competence threshold; controls and methods judged on it follow)."""
+def _by_fold(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with ``apart``, whether the model of the row's (setting, seed, fold, model) did not learn (any of
+    its cells explains a model below the competence threshold; controls and methods judged on it follow), and
+    ``fold`` made a ``seed/fold`` key (the unit the bootstraps resample)."""
     fold = ["setting", "n_decoys", "seed", "fold", "model"]
-    return paired.assign(apart=paired.groupby(fold, sort=False)["incompetent"].transform("any").astype(bool))
+    apart = rows.groupby(fold, sort=False)["incompetent"].transform("any").astype(bool)
+    return rows.assign(apart=apart, fold=[f"{s}/{f}" for s, f in zip(rows["seed"], rows["fold"])])
+
+
+def _verdict_metric(part: Part) -> str | None:
+    """The metric a verdict is judged by: its first declared metric with a value (None without)."""
+    return next(iter(scored_metrics(part)), None)
+
+
+def _method_rows(part: Part, metric: str, judged: Part | None = None) -> pd.DataFrame:
+    """The finished cells of ``part`` (their ``metric`` value) that a verdict ranks: the methods ``judged`` (the
+    part itself, or the verdict a meta-consistency part judged) can judge, controls left out, with
+    :func:`_by_fold`'s columns."""
+    rows = judgeable(judged_values(part.results, metric), (judged or part).results)
+    return _by_fold(rows[~rows["control"]])
 
 
 #: What makes one setting of a verdict's agreement: a dataset at a decoy count, one explained model, and whether
@@ -211,18 +226,20 @@ def verdict_agreement(parts: list[Part]) -> pd.DataFrame:
     frames = []
     for i, part in enumerate(parts):
         truth = truth_of(parts, part)
-        metric = next(iter(scored_metrics(part)), None)
+        metric = _verdict_metric(part)
         if part.is_truth or part.judges_verdict or truth is None or metric is None:
             continue
         present = set(truth.results.scores["metric"])
         candidates = [m for m in TRUTH_METRICS.get(part.kind, ()) if m in present] or list(scored_metrics(truth))[:1]
+        if not candidates:
+            continue
         paired = pd.concat(
             [tables.paired_cells(part.results, truth.results, metric, m).assign(truth_metric=m) for m in candidates],
             ignore_index=True,
         )
         if paired.empty:
             continue
-        paired = _apart(paired.assign(fold=[f"{s}/{f}" for s, f in zip(paired["seed"], paired["fold"])]))
+        paired = _by_fold(paired)
         paired = paired.merge(_truth_choice(paired, SETTING_KEYS, candidates), on=[*SETTING_KEYS, "truth_metric"])
         name = _verdict_name(parts, part, metric)
         for truth_metric, rows in paired.groupby("truth_metric", sort=False):
@@ -265,17 +282,15 @@ def verdict_reliability(parts: list[Part]) -> pd.DataFrame:
     """
     frames = []
     for part in parts:
-        metric = next(iter(scored_metrics(part)), None)
+        metric = _verdict_metric(part)
         per_example = part.results.per_example
         if part.is_truth or part.judges_verdict or metric is None or per_example.empty:
             continue
-        rows = judgeable(judged_values(part.results, metric), part.results)
-        rows = rows[~rows["control"]].merge(
+        rows = _method_rows(part, metric).merge(
             per_example[per_example["metric"] == metric][["cell_id", "values"]], on="cell_id"
         )
         if rows.empty:
             continue
-        rows = _apart(rows).assign(fold=[f"{s}/{f}" for s, f in zip(rows["seed"], rows["fold"])])
         frames.append(
             setting_reliability(rows, SETTING_KEYS).assign(
                 kind=part.kind, scorer=part.scorer, metric=metric, verdict=_verdict_name(parts, part, metric)
@@ -310,11 +325,9 @@ def verdict_meta_consistency(parts: list[Part]) -> pd.DataFrame:
             continue
         params = json.loads(part.results.cells["scorer_params"].dropna().iloc[0])
         judged = _judged_part(parts, params, part.kind)
-        metric = next(iter(scored_metrics(judged)), None) if judged is not None else None
+        metric = _verdict_metric(judged) if judged is not None else None
         name = _verdict_name(parts, judged, metric) if judged is not None and metric else str(params.get("verdict"))
-        rows = judged_values(part.results, "meta_iac_nr")
-        rows = judgeable(rows, judged.results if judged is not None else part.results)
-        rows = rows[~rows["control"]]
+        rows = _method_rows(part, "meta_iac_nr", judged)
         k = int(params.get("perturbations", 0))
         needed = ["meta_unperturbed", *(f"meta_{w}_{i}" for i in range(k) for w in ("minor", "kept_minor"))]
         series = part.results.per_example.pivot(index="cell_id", columns="metric", values="values")
@@ -325,7 +338,6 @@ def verdict_meta_consistency(parts: list[Part]) -> pd.DataFrame:
             wide.reindex(columns=["meta_iac_nr", "meta_iac_ar", "meta_iec_ar"]), left_on="cell_id", right_index=True
         )
         rows = rows.merge(series[needed], left_on="cell_id", right_index=True).dropna(subset=needed)
-        rows = _apart(rows).assign(fold=[f"{s}/{f}" for s, f in zip(rows["seed"], rows["fold"])])
         criteria = ["mc", "iac_nr", "iac_ar", "iec_nr", "iec_ar"]
         frames.append(
             fold_means(meta_consistency(rows, SETTING_KEYS, k), SETTING_KEYS, criteria).assign(
@@ -344,7 +356,7 @@ def _variant_pair(part: Part, recorded: set[str]) -> tuple[str, str] | None:
         for name, info in declared.items()
         if info.variant_of is not None and name in recorded and info.variant_of in recorded
     ]
-    headline = next(iter(scored_metrics(part)), None)
+    headline = _verdict_metric(part)
     return next((p for p in pairs if headline in p), pairs[0] if pairs else None)
 
 
@@ -359,7 +371,7 @@ def verdict_consistency(parts: list[Part]) -> pd.DataFrame:
     frames = []
     for part in parts:
         per_example = part.results.per_example
-        metric = next(iter(scored_metrics(part)), None)
+        metric = _verdict_metric(part)
         if part.is_truth or part.judges_verdict or metric is None or per_example.empty:
             continue
         pair = _variant_pair(part, set(per_example["metric"]))
@@ -367,11 +379,9 @@ def verdict_consistency(parts: list[Part]) -> pd.DataFrame:
             continue
         series = per_example.pivot(index="cell_id", columns="metric", values="values")[list(pair)]
         series.columns = ["first", "second"]
-        rows = judgeable(judged_values(part.results, metric), part.results)
-        rows = rows[~rows["control"]].merge(series.dropna(), left_on="cell_id", right_index=True)
+        rows = _method_rows(part, metric).merge(series.dropna(), left_on="cell_id", right_index=True)
         if rows.empty:
             continue
-        rows = _apart(rows).assign(fold=[f"{s}/{f}" for s, f in zip(rows["seed"], rows["fold"])])
         directions = [part.results.metric(m, part.scorer).direction for m in pair]
         signs = (1.0 if directions[0] == "higher" else -1.0, 1.0 if directions[1] == "higher" else -1.0)
         frames.append(

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synthbench.report.parts import scored_metrics, store_parts, verdict_validity
+from synthbench.report.parts import headline, store_parts, verdict_validity
 from synthbench.report.results import Results
 from synthbench.report.summary import duration, used_runs, wall_seconds
 from synthbench.report.trust_section import trust_lines
@@ -58,8 +58,10 @@ def _controls(results: Results) -> list[str]:
     failure)."""
     lines = []
     for part in store_parts(results):
-        metric = next(iter(scored_metrics(part)), None)
-        if part.is_truth or part.judges_verdict or metric is None:
+        if part.is_truth or part.judges_verdict:
+            continue
+        metric = headline(part, ())
+        if metric is None:
             continue
         sentence = control_verdict(part.results.scores, metric, part.results.catalogue)
         kind = "images" if part.kind == "image" else "tables"
