@@ -287,3 +287,15 @@ def test_a_verdict_without_a_ground_truth_beside_it_is_named_with_the_reason_and
     row = validity.summary.iloc[0]
     assert row["verdict"] == "road `road_gap`" and row["reason"] == "no ground truth beside it on the same cells"
     assert "no ground truth beside it on the same cells" in build_report(results).markdown
+
+
+def test_the_precision_sentence_counts_the_intervals_within_the_target_and_names_the_wider():
+    from synthbench.report.trust_section import precision_lines
+
+    summary = pd.DataFrame(
+        {"verdict": ["road", "roar", "mprt"], "model": ["mlp", "mlp", ""], "half_width": [0.1, 0.4, np.nan]}
+    )
+    line = precision_lines(summary)[0]
+    assert "1 of 2 verdicts' mean agreement is known to ±0.15 or better; wider: roar (mlp, ±0.40)." in line
+    assert precision_lines(summary.head(1))[0].endswith("±0.15 or better.")
+    assert precision_lines(summary.tail(1)) == []

@@ -22,6 +22,8 @@ __all__ = [
     "predicts_lines",
     "tests_lines",
     "per_setting_lines",
+    "precision_lines",
+    "TARGET_HALF_WIDTH",
     "FigureHook",
 ]
 
@@ -58,6 +60,25 @@ def validity_markdown(summary: pd.DataFrame) -> str:
         }
     )
     return table.to_markdown(index=False, disable_numparse=True)
+
+
+#: The half-width of a mean agreement's interval the study aims at (issue 34): narrower tells verdicts apart.
+TARGET_HALF_WIDTH = 0.15
+
+
+def precision_lines(summary: pd.DataFrame) -> list[str]:
+    """How many verdicts' intervals are as narrow as :data:`TARGET_HALF_WIDTH`, naming the wider ones."""
+    measured = summary[summary["half_width"].notna()]
+    if measured.empty:
+        return []
+    wide = measured[measured["half_width"] > TARGET_HALF_WIDTH]
+    names = "; ".join(f"{r.verdict} ({r.model or 'no model'}, ±{r.half_width:.2f})" for r in wide.itertuples())
+    return [
+        f"**Precision.** {len(measured) - len(wide)} of {len(measured)} verdicts' mean agreement is known to "
+        f"±{TARGET_HALF_WIDTH:g} or better"
+        + (f"; wider: {names}. More settings or seeds narrow them." if len(wide) else "."),
+        "",
+    ]
 
 
 def predicts_lines(predicts: dict[str, dict[str, float]]) -> list[str]:
@@ -122,6 +143,7 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
         "",
         validity_markdown(learned),
         "",
+        *precision_lines(learned),
         *predicts_lines(validity.predicts),
         *figure(
             bool(learned["alpha"].notna().any() or learned["mc"].notna().any()) and learned["spearman"].notna().any(),
