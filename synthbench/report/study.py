@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 __all__ = ["study_page", "main"]
 
 
+def _suite_size(suite: str) -> str:
+    """`` of the suite's N`` for a shipped suite (so a partial run shows as one), else nothing."""
+    from synthbench.suites import load_suite, suite_names
+
+    return f" of the suite's {len(load_suite(suite).cells())}" if suite in suite_names() else ""
+
+
 def _provenance(results: Results, suite: str) -> list[str]:
     cells = results.cells
     status = cells["status"].value_counts()
@@ -35,8 +42,8 @@ def _provenance(results: Results, suite: str) -> list[str]:
         ("suite", f"`{suite}` (hash {', '.join(f'`{h}`' for h in hashes) or 'not recorded'})"),
         (
             "cells",
-            f"{len(cells)}: {status.get('ok', 0)} finished, {status.get('skipped', 0)} skipped with their "
-            f"reason, {status.get('failed', 0)} failed",
+            f"{len(cells)}{_suite_size(suite)}: {status.get('ok', 0)} finished, {status.get('skipped', 0)} "
+            f"skipped with their reason, {status.get('failed', 0)} failed",
         ),
         ("synthbench", ", ".join(sorted(cells["package_version"].dropna().unique()))),
         ("machine", "; ".join(machines) or "not recorded"),
