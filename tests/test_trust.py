@@ -299,3 +299,28 @@ def test_the_precision_sentence_counts_the_intervals_within_the_target_and_names
     assert "1 of 2 verdicts' mean agreement is known to ±0.15 or better; wider: roar (mlp, ±0.40)." in line
     assert precision_lines(summary.head(1))[0].endswith("±0.15 or better.")
     assert precision_lines(summary.tail(1)) == []
+
+
+def test_the_reliability_figure_draws_a_mean_outside_its_bootstrap_interval():
+    """A percentile bootstrap interval over settings need not hold the mean (a skewed resample distribution): the
+    figure draws the side beyond it as none instead of failing."""
+    from synthbench.report.figures import reliability_validity
+
+    summary = pd.DataFrame(
+        {
+            "verdict": ["kar", "road", "mprt"],
+            "kind": ["tabular"] * 3,
+            "model": ["gbm"] * 3,
+            "spearman": [0.8, 0.2, -0.3],
+            "spearman_lo": [-0.77, 0.1, -0.5],
+            "spearman_hi": [0.79, 0.5, 0.0],
+            "alpha": [0.1, 0.2, 0.3],
+            "alpha_lo": [0.0, 0.25, 0.2],
+            "alpha_hi": [0.2, 0.3, 0.4],
+            "mc": [np.nan] * 3,
+            "mc_lo": [np.nan] * 3,
+            "mc_hi": [np.nan] * 3,
+        }
+    )
+    fig = reliability_validity(summary)
+    assert len(fig.axes[0].containers) == 3

@@ -687,26 +687,37 @@ def validity_heatmap(settings: pd.DataFrame) -> Figure:
     return fig
 
 
+def _bars(value: float, lo: float, hi: float) -> list[list[float]]:
+    """Error-bar lengths below and above ``value`` of the interval ``[lo, hi]``; a percentile bootstrap interval
+    need not hold its point estimate, so a side beyond the estimate is drawn as none."""
+    return [[max(0.0, value - lo)], [max(0.0, hi - value)]]
+
+
 def reliability_validity(summary: pd.DataFrame) -> Figure:
-    """Each verdict's reliability (Krippendorff's alpha; MetaQuantus' meta-consistency where measured) against its
-    validity (mean Spearman's rho with the truth), with both 95 % intervals: one point per verdict, data kind and
-    model, one panel per measure of reliability.
+    """Each verdict's reliability (Krippendorff's alpha, internal consistency, MetaQuantus' meta-consistency where
+    measured) against its validity (mean Spearman's rho with the truth), with both 95 % intervals: one point per
+    verdict, data kind and model (one colour and marker each, the same in every panel), one panel per measure.
 
     ``summary`` is :attr:`synthbench.report.parts.VerdictValidity.summary` (the rows of models that learned).
     """
-    measures = [
-        (v, label)
-        for v, label in (("alpha", "reliability α"), ("mc", "meta-consistency MC"))
-        if summary[v].notna().any()
+    labels = (("alpha", "reliability α"), ("consistency", "internal consistency"), ("mc", "meta-consistency MC"))
+    measures = [(v, label) for v, label in labels if v in summary and summary[v].notna().any()]
+    names = [
+        f"{r.verdict} ({'images' if r.kind == 'image' else 'tables'}, {r.model or 'no model'})"
+        for r in summary.itertuples()
     ]
+    looks = {  # one colour and marker per verdict, the same in every panel
+        name: (TOL_MUTED[i % len(TOL_MUTED)], _MARKERS[(i // len(TOL_MUTED)) % len(_MARKERS)])
+        for i, name in enumerate(dict.fromkeys(names))
+    }
     fig = Figure(figsize=(5.2 * max(1, len(measures)) + 2.5, 4.2))
     axes = [fig.add_subplot(1, max(1, len(measures)), i + 1) for i in range(max(1, len(measures)))]
     handles: dict[str, object] = {}
     for ax, (value, label) in zip(axes, measures):
-        shown = summary[summary[value].notna() & summary["spearman"].notna()]
-        for i, r in enumerate(shown.itertuples()):
-            name = f"{r.verdict} ({'images' if r.kind == 'image' else 'tables'}, {r.model or 'no model'})"
-            color, marker = TOL_MUTED[i % len(TOL_MUTED)], _MARKERS[(i // len(TOL_MUTED)) % len(_MARKERS)]
+        for name, r in zip(names, summary.itertuples()):
+            if np.isnan(getattr(r, value)) or np.isnan(r.spearman):
+                continue
+            color, marker = looks[name]
             lo, hi = getattr(r, f"{value}_lo"), getattr(r, f"{value}_hi")
             x, y = getattr(r, value), r.spearman
             handles.setdefault(
@@ -714,8 +725,8 @@ def reliability_validity(summary: pd.DataFrame) -> Figure:
                 ax.errorbar(
                     x,
                     y,
-                    xerr=None if np.isnan(lo) else [[x - lo], [hi - x]],
-                    yerr=None if np.isnan(r.spearman_lo) else [[y - r.spearman_lo], [r.spearman_hi - y]],
+                    xerr=None if np.isnan(lo) else _bars(x, lo, hi),
+                    yerr=None if np.isnan(r.spearman_lo) else _bars(y, r.spearman_lo, r.spearman_hi),
                     fmt=marker,
                     color=color,
                     capsize=2,
