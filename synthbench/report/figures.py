@@ -674,7 +674,7 @@ def validity_heatmap(settings: pd.DataFrame) -> Figure:
     grid = table.pivot_table(index="row", columns="column", values="spearman", aggfunc="mean", sort=False)
     grid = grid.reindex(index=list(dict.fromkeys(table["row"])), columns=list(dict.fromkeys(table["column"])))
     values = grid.to_numpy(dtype=float)
-    fig = Figure(figsize=(1.2 + 0.75 * grid.shape[1] + 3.2, 0.9 + 0.38 * grid.shape[0]))
+    fig = Figure(figsize=(1.2 + 0.75 * grid.shape[1] + 3.2, 0.9 + 0.38 * grid.shape[0]), layout="constrained")
     ax = fig.add_subplot()
     cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="#dddddd")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-1, vmax=1, aspect="auto")
@@ -683,7 +683,6 @@ def validity_heatmap(settings: pd.DataFrame) -> Figure:
     ax.set_xticks(range(grid.shape[1]), grid.columns, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=8)
     fig.colorbar(image, ax=ax, fraction=0.03, label="Spearman ρ with the truth")
-    fig.tight_layout()
     return fig
 
 
