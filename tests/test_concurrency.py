@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from synthbench.runner.grid import Cell
 from synthbench.runner.store import CellResult, ResultStore
 
@@ -124,3 +126,58 @@ def test_two_runs_started_together_on_a_new_store_compute_each_cell_once(tmp_pat
     assert con.execute("SELECT count(*) FROM claims").fetchone()[0] == 0  # both runs ended: no claim is left
     assert [r[0] for r in con.execute("SELECT status FROM runs")] == ["finished", "finished"]
     con.close()
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (Linux: read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc")
+def test_the_workers_of_a_killed_run_end_with_it(tmp_path):
+    """A run killed outright (SIGKILL: no chance to stop its workers) leaves no worker computing a fold whose
+    results nobody can receive: each worker sees its parent gone and exits."""
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    args = ["--datasets", "xor", "--decoys", "0", "--n-samples", "80", "--folds", "2", "--methods", "sleepy"]
+    args += ["--plugin", "sleeping_methods", "--quiet", "--jobs", "2", "--store", str(tmp_path / "s.sqlite")]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "synthbench.run", *args],
+        env={**env, "SYNTHBENCH_SLEEP": "120"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline:  # the two workers and, besides, the resource tracker
+        workers = [p for p in _children(run.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+        time.sleep(0.2)
+    assert len(workers) >= 2, "the run started no workers"
+    time.sleep(3)  # the workers are now in their task (sleeping 120 s)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_state(p) not in ("gone", "Z") for p in workers):
+        time.sleep(0.2)
+    alive = [p for p in workers if _state(p) not in ("gone", "Z")]
+    assert not alive, (
+        f"workers {alive} outlived their killed run: {[Path(f'/proc/{p}/stat').read_text() for p in alive]}"
+    )
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (``Z``: a zombie, ended and not yet reaped), ``gone`` where it no longer exists."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -105,7 +107,25 @@ class SerialExecutor:
 _TASK_DONE = "task-done"
 
 
-def _worker_main(conn: Connection, settings: TrainSettings, plugins: tuple[str, ...]) -> None:
+#: How often a worker checks that the process that started it still runs.
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker as soon as its parent, the process ``parent`` that started it, is gone (killed, so it could
+    not stop its workers): a daemon thread sees the process re-parented and exits at once, rather than computing a
+    fold whose results nobody can receive. ``parent`` is the starter's own id, passed in: a parent killed while
+    the worker was still starting has already left it re-parented by the time it could ask."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="synthbench-parent-watch", daemon=True).start()
+
+
+def _worker_main(conn: Connection, settings: TrainSettings, plugins: tuple[str, ...], parent: int) -> None:
     """A worker process: run each task received on ``conn``, sending back each cell's result.
 
     The process is the executor's own, so it sets torch's thread count to its share
@@ -113,6 +133,7 @@ def _worker_main(conn: Connection, settings: TrainSettings, plugins: tuple[str, 
     ``jobs x cores`` threads on ``cores`` cores (CNN training and image attribution use them).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it ends the workers)
+    _exit_with_parent(parent)
     import torch
 
     torch.set_num_threads(max(1, int(settings.n_jobs)))
@@ -150,7 +171,7 @@ class _Worker:
 
     def __init__(self, ctx: Any, settings: TrainSettings, plugins: tuple[str, ...]) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, settings, plugins), daemon=True)
+        self.process = ctx.Process(target=_worker_main, args=(child, settings, plugins, os.getpid()), daemon=True)
         with _sigint_ignored():
             self.process.start()
         child.close()
