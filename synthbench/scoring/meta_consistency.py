@@ -29,6 +29,7 @@ report computes it and the meta-consistency score MC = mean(IAC_NR, IAC_AR, IEC_
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from synthbench.scoring.base import (
     SkipCell,
     configure_scorer,
     explained_model,
+    nanmean,
     register_scorer,
 )
 from synthbench.scoring.truth.metrics import Metric
@@ -63,8 +65,6 @@ PERTURBATIONS = {"model": (0.001, 2.0), "input": (0.001, 5.0)}
 def perturbed_model(model: Any, layer_names: list[str], sigma: float, seed: int) -> Any:
     """A copy of the trained network ``model`` with every parameter of the layers ``layer_names`` multiplied by noise
     from N(1, sigma^2), drawn on the CPU from a generator seeded by ``seed`` (the same copy on every device)."""
-    import copy
-
     out = copy.deepcopy(model)
     generator = torch.Generator().manual_seed(int(seed))
     with torch.no_grad():
@@ -190,7 +190,7 @@ class MetaConsistencyScorer(Scorer):
         kind, model = explained_model(spec, data, models)
         predicted = np.asarray(model.predict(data.X_explain))[: len(before)]
         minor, disruptive = PERTURBATIONS[self.perturbation]
-        values: dict[str, float] = {"meta_unperturbed": float(np.nanmean(before))}
+        values: dict[str, float] = {"meta_unperturbed": nanmean(before)}
         per_example: dict[str, np.ndarray] = {"meta_unperturbed": before}
         iac_nr, iac_ar, worse = [], [], []
         for magnitude, size in (("minor", minor), ("disruptive", disruptive)):
@@ -201,7 +201,7 @@ class MetaConsistencyScorer(Scorer):
                 p = _wilcoxon_p(q, q_hat, stats)
                 if magnitude == "minor":
                     iac_nr.append(p)
-                    values[f"meta_minor_{k}"] = float(np.nanmean(after[0]))
+                    values[f"meta_minor_{k}"] = nanmean(after[0])
                     values[f"meta_kept_minor_{k}"] = float(kept.mean())
                     per_example[f"meta_minor_{k}"] = after[0]
                     per_example[f"meta_kept_minor_{k}"] = kept.astype(np.float64)
@@ -210,8 +210,8 @@ class MetaConsistencyScorer(Scorer):
                     finite = np.isfinite(q) & np.isfinite(q_hat)
                     worse += list((q_hat < q if direction == "higher" else q_hat > q)[finite])
         values.update(
-            meta_iac_nr=float(np.nanmean(iac_nr)) if np.isfinite(iac_nr).any() else np.nan,
-            meta_iac_ar=float(np.nanmean(iac_ar)) if np.isfinite(iac_ar).any() else np.nan,
+            meta_iac_nr=nanmean(np.array(iac_nr)),
+            meta_iac_ar=nanmean(np.array(iac_ar)),
             meta_iec_ar=float(np.mean(worse)) if worse else np.nan,
         )
         kept_values = {k: v for k, v in values.items() if np.isfinite(v)}

@@ -424,13 +424,6 @@ class Comparison:
                 out[measure] = _correlate(mine[measure], theirs[measure])
         return out
 
-    def against(self, other: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
-        """Each measure averaged over the pairs where it is defined (NaN when none is)."""
-        return {
-            measure: float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
-            for measure, values in self.per_example(other, rng).items()
-        }
-
 
 @dataclass(frozen=True)
 class ComparisonOptions:
