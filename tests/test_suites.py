@@ -144,6 +144,19 @@ def test_a_block_may_run_at_some_of_the_suites_seeds_only(tmp_path):
         load_suite(path)
 
 
+def test_a_block_may_draw_its_own_sample_size(tmp_path):
+    path = tmp_path / "sizes.toml"
+    text = TINY.format(description="sizes")
+    path.write_text(text + "n_samples = 30\n")  # the ring block on 30 rows, the xor block on the suite's 60
+    cells = load_suite(path).cells()
+    assert {c.n_samples for c in cells if c.dataset == "xor"} == {60}
+    assert {c.n_samples for c in cells if c.dataset == "ring"} == {30}
+    for bad in ("1", "30.5", '"30"'):
+        path.write_text(text + f"n_samples = {bad}\n")
+        with pytest.raises(SuiteError, match="grid block 2: 'n_samples' must be an integer, at least the 2 folds"):
+            load_suite(path)
+
+
 def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_path, capsys):
     path = tmp_path / "tiny.toml"
     path.write_text(TINY.format(description="first"))

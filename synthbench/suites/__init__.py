@@ -7,8 +7,8 @@ default ``passemiers2023_corrected`` for tables, ``cnn`` for images), ``scorers`
 ``["ground_truth"]``) and ``scorer_options`` (a table: each option goes to every scorer taking it),
 then one or more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature
 counts ``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and
-optional ``params`` (dataset parameters) and its own ``seeds``, ``methods``, ``models``, ``scorers`` and
-``scorer_options``, replacing the top-level ones (a block's ``seeds`` must be among the suite's).
+optional ``params`` (dataset parameters) and its own ``n_samples``, ``seeds``, ``methods``, ``models``,
+``scorers`` and ``scorer_options``, replacing the top-level ones (a block's ``seeds`` must be among the suite's).
 ``passemiers2023.toml`` ships with the package; users pass their own files by path.
 
 The suite's hash (SHA-256 of its parsed content, canonical JSON) enters every cell's id and is
@@ -180,12 +180,15 @@ def _block_grids(
         raise SuiteError(f"{where}: 'params' must be a table")
     methods, models, scorers, options = _run_settings(block, raw, where)
     seeds = _block_seeds(block, raw, where)
+    n_samples = block.get("n_samples", raw["n_samples"])
+    if type(n_samples) is not int or n_samples < raw["folds"]:
+        raise SuiteError(f"{where}: 'n_samples' must be an integer, at least the {raw['folds']} folds")
     out = []
     for name in names:
         if "n_decoys" in block or not datasets.spec(name).decoys:
             decoys = tuple(block.get("n_decoys", [0]))
         else:
-            made = datasets.make(name, n_samples=raw["n_samples"], n_decoys=0, seed=seeds[0], **params)
+            made = datasets.make(name, n_samples=n_samples, n_decoys=0, seed=seeds[0], **params)
             if made.relevant is None:
                 raise SuiteError(f"{where}: n_features needs a dataset with global truth; {name} has none")
             k = int(made.relevant.sum())
@@ -200,7 +203,7 @@ def _block_grids(
                 (name,),
                 methods,
                 decoys,
-                raw["n_samples"],
+                n_samples,
                 raw["folds"],
                 seed,
                 explain,
