@@ -144,6 +144,16 @@ def test_a_block_may_run_at_some_of_the_suites_seeds_only(tmp_path):
         load_suite(path)
 
 
+def test_blocks_that_overlap_give_each_cell_once_in_file_order(tmp_path):
+    path = tmp_path / "overlap.toml"
+    text = TINY.format(description="overlap").replace('datasets = ["ring"]', 'datasets = ["xor", "ring"]')
+    path.write_text(text.replace("n_decoys = [1]", "n_features = [5]"))  # xor at 5 features in both blocks
+    cells = load_suite(path).cells()
+    ids = [c.cell_id for c in cells]
+    assert len(ids) == len(set(ids)) == 2 * 2 * 2 + 2 * 2  # xor: 2 sizes x 2 folds x 2 methods; ring: 2 x 2
+    assert [(c.dataset, c.n_decoys) for c in cells][:4] == [("xor", 0)] * 4  # the first block's order kept
+
+
 def test_a_block_may_draw_its_own_sample_size(tmp_path):
     path = tmp_path / "sizes.toml"
     text = TINY.format(description="sizes")

@@ -60,8 +60,9 @@ class Suite:
     source: str
 
     def cells(self) -> list[Cell]:
-        """Every cell of the suite, in file order, each carrying the suite's name and hash."""
-        return [c for g in self.grids for c in g.cells()]
+        """Every cell of the suite once, in file order, each carrying the suite's name and hash (blocks may overlap:
+        a control judged on its default model in two blocks is one cell)."""
+        return list({c.cell_id: c for g in self.grids for c in g.cells()}.values())
 
 
 def suite_names() -> list[str]:
