@@ -324,3 +324,15 @@ def test_the_reliability_figure_draws_a_mean_outside_its_bootstrap_interval():
     )
     fig = reliability_validity(summary)
     assert len(fig.axes[0].containers) == 3
+
+
+def test_a_verdict_run_at_several_settings_is_named_by_the_options_that_differ():
+    from synthbench.report.parts import setting_difference
+
+    capped = '{"epochs": 300, "fit": 0.95, "max_epochs": 600}'
+    full = '{"epochs": 300, "fit": 0.95, "max_epochs": 2400}'
+    assert setting_difference(capped, [capped, full]) == "max_epochs=600"
+    assert setting_difference(full, {capped, full, ""}) == "epochs=300, fit=0.95, max_epochs=2400"  # vs defaults
+    assert setting_difference('{"fractions": [0.5]}', ['{"fractions": [0.2, 0.8]}']) == "fractions=[0.5]"
+    assert setting_difference(full, [full]) == full  # nothing differs: the setting itself
+    assert setting_difference("not json", ["{}"]) == "not json"

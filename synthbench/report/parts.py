@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,12 +117,23 @@ def method_link(entry: str) -> str:
     return f"[{entry}](#{method_anchor(entry.partition('@')[0])})"
 
 
+def setting_difference(setting: str, settings: Iterable[str]) -> str:
+    """What sets one of a scorer's settings apart from its others: ``key=value`` of each option whose value
+    differs among ``settings`` (the cells' ``scorer_params``, JSON; ``""`` for the registered defaults), in the
+    setting's own order, comma-separated; ``setting`` itself where that leaves nothing (or it is not JSON)."""
+    try:
+        parsed = {s: json.loads(s) if s else {} for s in {setting, *settings}}
+    except json.JSONDecodeError:
+        return setting
+    mine = parsed[setting]
+    keys = [k for k in mine if len({json.dumps(p.get(k), sort_keys=True) for p in parsed.values()}) > 1]
+    return ", ".join(f"{k}={json.dumps(mine[k], sort_keys=True)}" for k in keys) or setting
+
+
 def store_parts(results: Results) -> list[Part]:
     """The store split into parts whose numbers may be compared, in store order."""
     params = results.cells["scorer_params"].fillna("")
     keys = list(dict.fromkeys(zip(results.cells["kind"], results.cells["scorer"], params, results.cells["explain"])))
-    variants = params.groupby([results.cells["kind"], results.cells["scorer"]]).nunique()
-    several = {scorer for (_, scorer), n in variants.items() if n > 1}  # scorers run at several settings
     out = []
     for i, (kind, scorer, setting, explain) in enumerate(keys):
 
@@ -134,7 +146,8 @@ def store_parts(results: Results) -> list[Part]:
             )
             return frame[keep].reset_index(drop=True)
 
-        named = f"scorer {scorer}" + (f" {setting}" if scorer in several else "")
+        own = {p for (k, sc, p, _) in keys if k == kind and sc == scorer}  # the scorer's settings on this kind
+        named = f"scorer {scorer}" + (f" ({setting_difference(setting, own)})" if len(own) > 1 else "")
         label = f"{kind} data, {named}, explaining the {explain} rows" if len(keys) > 1 else ""
         curves = pick(results.curves) if not results.curves.empty else results.curves
         part = results.select(pick(results.scores), pick(results.cells), curves)
@@ -264,11 +277,11 @@ def _verdict_name(parts: list[Part], part: Part, metric: str) -> str:
     params = part.results.cells["scorer_params"].fillna("").iloc[0]
     same = [other for other in parts if other.scorer == part.scorer]
     kinds = len({other.kind for other in same}) > 1  # the scorer on tables and on images
-    settings = sum(other.kind == part.kind for other in same) > 1  # the scorer at several settings
+    own = {other.results.cells["scorer_params"].fillna("").iloc[0] for other in same if other.kind == part.kind}
     return (
         f"{part.scorer} `{metric}`"
         + (f" on {'images' if part.kind == 'image' else 'tables'}" if kinds else "")
-        + (f" ({params})" if settings and params else "")
+        + (f" ({setting_difference(params, own)})" if len(own) > 1 and params else "")
     )
 
 
