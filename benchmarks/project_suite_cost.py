@@ -38,7 +38,8 @@ def _verdict(params: object) -> str:
 
 
 def measured(cells: pd.DataFrame) -> pd.DataFrame:
-    """Finished cells with ``kind, verdict, own`` (method plus scorer seconds) and the fold's key."""
+    """The finished ``cells`` with ``kind``, ``verdict`` (:func:`_verdict`) and ``own`` (method plus scorer
+    seconds, training left out)."""
     done = cells[cells["status"] == "ok"].copy()
     done["kind"] = done["dataset"].map(_kind)
     done["verdict"] = done["scorer_params"].map(_verdict)
@@ -72,17 +73,18 @@ def main() -> None:
     wall = float(runs["wall_seconds"].fillna(0).sum())
 
     suite = load_suite(args.suite)
+    cells_to_run = suite.cells()
     target = pd.DataFrame(
         {
-            "kind": [_kind(c.dataset) for c in suite.cells()],
-            "scorer": [c.scorer for c in suite.cells()],
-            "verdict": [str(dict(c.scorer_options).get("verdict", "")) for c in suite.cells()],
-            "method": [c.method for c in suite.cells()],
-            "n_samples": [c.n_samples for c in suite.cells()],
+            "kind": [_kind(c.dataset) for c in cells_to_run],
+            "scorer": [c.scorer for c in cells_to_run],
+            "verdict": [str(dict(c.scorer_options).get("verdict", "")) for c in cells_to_run],
+            "method": [c.method for c in cells_to_run],
+            "n_samples": [c.n_samples for c in cells_to_run],
         }
     )
     seconds = project(done, target)
-    fold_keys = {(c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.seed, c.fold, c.model) for c in suite.cells()}
+    fold_keys = {(c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.seed, c.fold, c.model) for c in cells_to_run}
     trained = sum(float(train.get(_kind(key[0]), 0.0)) for key in fold_keys)
     projected = float(np.nansum(seconds)) + trained
     ratio = wall / core if core else float("nan")
