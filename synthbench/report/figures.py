@@ -20,8 +20,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from synthbench.catalogue import MetricInfo
+from synthbench.report.reliability import RELIABILITY_MEASURES
 from synthbench.report.statistics import RankTest
-from synthbench.report.tables import BREAKPOINT_LEVEL, pareto_front, setting_label
+from synthbench.report.tables import BREAKPOINT_LEVEL, data_word, pareto_front, setting_label
 
 __all__ = [
     "Style",
@@ -699,12 +700,8 @@ def reliability_validity(summary: pd.DataFrame) -> Figure:
 
     ``summary`` is :attr:`synthbench.report.parts.VerdictValidity.summary` (the rows of models that learned).
     """
-    labels = (("alpha", "reliability α"), ("consistency", "internal consistency"), ("mc", "meta-consistency MC"))
-    measures = [(v, label) for v, label in labels if v in summary and summary[v].notna().any()]
-    names = [
-        f"{r.verdict} ({'images' if r.kind == 'image' else 'tables'}, {r.model or 'no model'})"
-        for r in summary.itertuples()
-    ]
+    measures = [(v, label) for v, label in RELIABILITY_MEASURES.items() if v in summary and summary[v].notna().any()]
+    names = [f"{r.verdict} ({data_word(r.kind)}, {r.model or 'no model'})" for r in summary.itertuples()]
     looks = {  # one colour and marker per verdict, the same in every panel
         name: (TOL_MUTED[i % len(TOL_MUTED)], _MARKERS[(i // len(TOL_MUTED)) % len(_MARKERS)])
         for i, name in enumerate(dict.fromkeys(names))

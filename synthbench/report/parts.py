@@ -20,6 +20,7 @@ import pandas as pd
 
 from synthbench.report import tables
 from synthbench.report.reliability import (
+    RELIABILITY_MEASURES,
     fold_means,
     internal_consistency,
     meta_consistency,
@@ -280,7 +281,7 @@ def _verdict_name(parts: list[Part], part: Part, metric: str) -> str:
     own = {other.results.cells["scorer_params"].fillna("").iloc[0] for other in same if other.kind == part.kind}
     return (
         f"{part.scorer} `{metric}`"
-        + (f" on {'images' if part.kind == 'image' else 'tables'}" if kinds else "")
+        + (f" on {tables.data_word(part.kind)}" if kinds else "")
         + (f" ({setting_difference(params, own)})" if len(own) > 1 and params else "")
     )
 
@@ -395,10 +396,9 @@ def verdict_consistency(parts: list[Part]) -> pd.DataFrame:
         rows = _method_rows(part, metric).merge(series.dropna(), left_on="cell_id", right_index=True)
         if rows.empty:
             continue
-        directions = [part.results.metric(m, part.scorer).direction for m in pair]
-        signs = (1.0 if directions[0] == "higher" else -1.0, 1.0 if directions[1] == "higher" else -1.0)
+        first, second = (1.0 if part.results.metric(m, part.scorer).direction == "higher" else -1.0 for m in pair)
         frames.append(
-            internal_consistency(rows, SETTING_KEYS, signs).assign(
+            internal_consistency(rows, SETTING_KEYS, (first, second)).assign(
                 verdict=_verdict_name(parts, part, metric), kind=part.kind, pair=" ~ ".join(pair)
             )
         )
@@ -493,6 +493,6 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
     none = {"rho": np.nan, "lo": np.nan, "hi": np.nan, "n": 0.0}
     predicts = {
         value: reliability_against_validity(learned_summary, value, seed=seed) if not learned_summary.empty else none
-        for value in ("alpha", "consistency", "mc")
+        for value in RELIABILITY_MEASURES
     }
     return VerdictValidity(settings, summary, tests, reliability, consistency, meta, predicts)

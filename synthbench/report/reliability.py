@@ -32,7 +32,13 @@ __all__ = [
     "meta_consistency",
     "reliability_against_validity",
     "RELIABILITY_COLUMNS",
+    "RELIABILITY_MEASURES",
 ]
+
+#: The measures of a verdict's reliability without the truth, by their column in the validity summary, with how the
+#: report names them: Krippendorff's alpha across examples, internal consistency (both Tomsett et al. 2020), and
+#: MetaQuantus' meta-consistency (Hedström et al. 2023).
+RELIABILITY_MEASURES = {"alpha": "reliability α", "consistency": "internal consistency", "mc": "meta-consistency MC"}
 
 #: The columns of :func:`setting_reliability`'s table after its grouping keys.
 RELIABILITY_COLUMNS = ["methods", "folds", "examples", "alpha", "alpha_lo", "alpha_hi", "replicates"]

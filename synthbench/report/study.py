@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from synthbench.report.parts import headline, store_parts, verdict_validity
 from synthbench.report.results import Results
 from synthbench.report.summary import duration, used_runs, wall_seconds
+from synthbench.report.tables import data_word
 from synthbench.report.trust_section import trust_lines
 from synthbench.runner.judged import control_verdict
 
@@ -71,7 +72,7 @@ def _controls(results: Results) -> list[str]:
         if metric is None:
             continue
         sentence = control_verdict(part.results.scores, metric, part.results.catalogue)
-        kind = "images" if part.kind == "image" else "tables"
+        kind = data_word(part.kind)
         lines.append(f"- {part.scorer} on {kind}: {sentence or 'no control measured beside its methods.'}")
     if not lines:
         return []

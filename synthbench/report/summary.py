@@ -213,7 +213,7 @@ def _verdict_sentences(validity: VerdictValidity) -> list[str]:
     several = summary[["kind", "model"]].drop_duplicates().shape[0] > 1
     lines = []
     for r in summary.itertuples():
-        where = f" ({'images' if r.kind == 'image' else 'tables'}, {r.model or 'no model'})" if several else ""
+        where = f" ({tables.data_word(r.kind)}, {r.model or 'no model'})" if several else ""
         if not r.settings:
             lines.append(f"- {r.verdict}{where}: [{r.reason}](#trust).")
             continue

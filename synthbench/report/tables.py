@@ -25,6 +25,7 @@ __all__ = [
     "mean_ci",
     "summary_table",
     "scorer_curve_table",
+    "data_word",
     "beside_truth",
     "judged_values",
     "judgeable",
@@ -368,6 +369,11 @@ def _can_make(results: Results, dataset: str) -> bool:
         here.kind == info.at[dataset, "kind"] and here.decoys == bool(info.at[dataset, "decoys"])
     )
     return same and (results.data_dir is not None or not here.reads_files)
+
+
+def data_word(kind: str) -> str:
+    """How the report names an input kind's data: ``images`` for ``image``, ``tables`` otherwise."""
+    return "images" if kind == "image" else "tables"
 
 
 def setting_label(setting: str, decoys: int) -> str:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from synthbench.report import tables
 from synthbench.report.parts import MIN_TRUTH_SPREAD, TRUTH_METRICS, VerdictValidity
+from synthbench.report.reliability import RELIABILITY_MEASURES
 
 __all__ = [
     "ci_text",
@@ -84,11 +85,7 @@ def precision_lines(summary: pd.DataFrame) -> list[str]:
 def predicts_lines(predicts: dict[str, dict[str, float]]) -> list[str]:
     """Whether reliability predicts validity, one sentence per measure of reliability with 3 verdicts or more."""
     lines = []
-    for value, what in (
-        ("alpha", "reliability α"),
-        ("consistency", "internal consistency"),
-        ("mc", "meta-consistency MC"),
-    ):
+    for value, what in RELIABILITY_MEASURES.items():
         found = predicts[value]
         if not found["n"] >= 3 or pd.isna(found["rho"]):
             continue
@@ -146,7 +143,7 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
         *precision_lines(learned),
         *predicts_lines(validity.predicts),
         *figure(
-            bool(learned["alpha"].notna().any() or learned["mc"].notna().any()) and learned["spearman"].notna().any(),
+            any(learned[v].notna().any() for v in RELIABILITY_MEASURES) and learned["spearman"].notna().any(),
             f"{prefix}_reliability.png",
             "each verdict's reliability against its validity",
             lambda: figures.reliability_validity(learned),
@@ -211,7 +208,7 @@ def tests_lines(tests: pd.DataFrame, alpha: float = 0.05) -> list[str]:
     for (kind, model), g in tests.groupby(["kind", "model"], sort=False):
         tested = g[g["p_holm"].notna()]
         apart = tested[tested["p_holm"] < alpha]
-        where = f"{'images' if kind == 'image' else 'tables'}, {model or 'no model'}"
+        where = f"{tables.data_word(kind)}, {model or 'no model'}"
         if tested.empty:
             lines.append(f"- {where}: no pair of verdicts shares two settings with an agreement; nothing to test.")
             continue
