@@ -270,6 +270,15 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         raise UsageError(str(exc)) from None
     if not cells:
         raise UsageError("no method of the list accepts these datasets' inputs; name methods with --methods")
+    unused = [m for m in models if model_given and m not in {c.model for c in cells}]
+    if unused:
+        from synthbench.models.presets import get_preset
+
+        raise UsageError(
+            f"--model {','.join(unused)}: no cell of the grid explains it (it configures "
+            f"{' and '.join(sorted({get_preset(m).kind for m in unused}))}, which none of these datasets' methods "
+            "explains); see --list"
+        )
     _check_metric(args, cells)
     return args, _fitting(cells)
 

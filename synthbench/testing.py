@@ -49,7 +49,7 @@ from synthbench import datasets
 from synthbench.datasets import KINDS, Dataset
 from synthbench.kinds import get_kind
 from synthbench.methods import get_method, run_method
-from synthbench.models import SharedModels, model_kind
+from synthbench.models import SharedModels, TrainRequest, model_kind
 from synthbench.models.randomise import randomised
 from synthbench.protocol import FoldData, MethodOutput, cell_fold, dataset_folds
 from synthbench.scoring import Abilities, Scorer, configure_scorer
@@ -292,6 +292,12 @@ def check_model_kind(name: str, *, data: FoldData | None = None) -> list[str]:
             "retrains on changed data",
             lambda: models.train_on(name, changed).predict_proba(fold.X_test).shape == proba.shape,
         )
+    if kind.train_many is not None:
+        check(
+            "a batch trains each model as it trains alone",
+            lambda: _batch_is_alone(models, name, fold, other, proba),
+            "train_many([replicate 0, replicate 1]) must give the predictions of get(name) and get(name, 1)",
+        )
     if kind.training:
         training = {"validation": "none", "restore": "last", "max_epochs": 2}  # what data randomisation changes
         check(
@@ -301,6 +307,17 @@ def check_model_kind(name: str, *, data: FoldData | None = None) -> list[str]:
     if kind.layers is not None:
         _check_layers(check, kind.layers(model), model, fold.X_test, proba)
     return check.passed
+
+
+def _batch_is_alone(models: SharedModels, name: str, fold: FoldData, other: Any, proba: np.ndarray) -> bool:
+    """Replicates 0 and 1 trained as one batch predict what each predicts trained alone (within float32
+    rounding: a GPU's kernels need not be the same bits)."""
+    batch = models.train_many_on(name, [TrainRequest(fold, 0), TrainRequest(fold, 1)])
+    first, second = (np.asarray(m.predict_proba(fold.X_test)) for m in batch)
+    return bool(
+        np.allclose(first, proba, rtol=0, atol=1e-4)
+        and np.allclose(second, other.predict_proba(fold.X_test), rtol=0, atol=1e-4)
+    )
 
 
 def _check_layers(check: _Checks, layers: tuple[Any, ...], model: Any, X: np.ndarray, proba: np.ndarray) -> None:

@@ -80,7 +80,29 @@ def test_quick_checked_methods_pass_check_method_as_registered(name, cache):
 
 @pytest.mark.parametrize("name", kinds())
 def test_every_model_kind_passes_check_model_kind(name):
-    assert "a pickle round trip keeps the predictions" in check_model_kind(name)
+    passed = check_model_kind(name)
+    assert "a pickle round trip keeps the predictions" in passed
+    batched = "a batch trains each model as it trains alone" in passed
+    assert batched == (name in ("mlp", "cnn"))  # the networks train many at once; the trees one by one
+
+
+def test_check_model_kind_catches_a_batch_that_is_not_each_model_alone(cache):
+    import functools
+
+    from conftest import registrations_undone
+
+    from synthbench.models import ModelKind, register_model
+    from synthbench.models.neural import train_fold_mlp, train_folds_mlp
+
+    train = functools.partial(train_fold_mlp, training={"max_epochs": 5})
+
+    def reversed_batch(requests, settings, *preset, training=None):  # each model in another's place
+        return train_folds_mlp(requests, settings, *preset, training={"max_epochs": 5})[::-1]
+
+    with registrations_undone():
+        register_model(ModelKind("mlp_reversed", train, "test: a batch out of order", train_many=reversed_batch))
+        with pytest.raises(CheckFailed, match="a batch trains each model as it trains alone"):
+            check_model_kind("mlp_reversed", data=cache.fold("tabular"))
 
 
 @pytest.mark.parametrize("name", scorer_names())

@@ -211,6 +211,8 @@ BAD_INPUT = [
     (["--decoys", "abc"], "non-negative integers, got 'abc'"),
     (["--n-samples", "3", "--folds", "6"], "--n-samples (3) must be at least --folds (6)"),
     (["--folds", "1"], "at least 2"),
+    # an MLP preset on images only: the CNN would run in its place, without a word
+    (["--datasets", "shapes", "--model", "screened_mlp"], "--model screened_mlp: no cell of the grid explains it"),
     (["--bogus"], "unrecognized arguments"),
     (["--plugin", "no_such_module_here"], "--plugin: No module named 'no_such_module_here'"),
     (["--max-retries", "-1"], "--max-retries must be non-negative"),

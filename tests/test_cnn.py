@@ -10,8 +10,9 @@ import torch
 
 from synthbench import datasets
 from synthbench.models import SharedModels
-from synthbench.models.cache import cached_train
-from synthbench.models.cnn import CNNConfig, build_cnn, train_cnn
+from synthbench.models.cache import cached_train_many
+from synthbench.models.cnn import CNNConfig, build_cnn, train_cnn, train_cnns
+from synthbench.models.loop import MemberData
 from synthbench.protocol import FoldData, dataset_folds
 
 QUICK = CNNConfig.from_dict(dict(channels=(4, 8), hidden=8, max_epochs=3))
@@ -43,14 +44,16 @@ def test_cache_loads_the_trained_cnn(tmp_path):
 
     calls = []
 
-    def counting(*a, **k):
-        calls.append(k["seed"])
-        return train_cnn(*a, **k)
+    def counting(members, **k):
+        calls.extend(m.seed for m in members)
+        return train_cnns(members, **k)
 
-    first = cached_train(counting, X, y, config=QUICK, seed=1, cache_dir=tmp_path, n_classes=3)
-    second = cached_train(counting, X, y, config=QUICK, seed=1, cache_dir=tmp_path, n_classes=3)
+    def cached(seed):
+        return cached_train_many(counting, [MemberData(X, y, seed)], config=QUICK, cache_dir=tmp_path, n_classes=3)[0]
+
+    first, second = cached(1), cached(1)
     assert calls == [1] and _same(first.module, second.module) and list(second.classes_) == [0, 1, 2]
-    cached_train(counting, X, y, config=QUICK, seed=2, cache_dir=tmp_path, n_classes=3)
+    cached(2)
     assert calls == [1, 2]
 
 

@@ -66,8 +66,10 @@ def test_roar_retrains_the_forest_for_a_control_judged_on_it(monkeypatch):
     data = fold_of(datasets.make("xor", n_samples=120, n_decoys=2, seed=0))
     models = SharedModels(data)
     kinds = []
-    train_on = models.train_on
-    monkeypatch.setattr(models, "train_on", lambda kind, *a, **kw: kinds.append(kind) or train_on(kind, *a, **kw))
+    train_many_on = models.train_many_on
+    monkeypatch.setattr(
+        models, "train_many_on", lambda kind, *a, **kw: kinds.append(kind) or train_many_on(kind, *a, **kw)
+    )
     spec = get_method("random").judged_on("tabular", "forest")
     scores = RetrainScorer(fractions=(0.5,), repeats=1, random_masks="epoch").score(
         run_method(spec, data, models), data, spec, models

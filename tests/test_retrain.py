@@ -67,13 +67,13 @@ def test_retraining_on_unchanged_data_reproduces_the_folds_replicate(xor_fold):
 def test_the_random_control_redrawn_per_epoch_gets_a_fresh_mask_each_epoch(xor_fold, monkeypatch):
     data, models = xor_fold
     calls = []
-    train_on = models.train_on
+    train_many_on = models.train_many_on
 
-    def spy(kind, changed, replicate=0, epoch_inputs=None):
-        calls.append(epoch_inputs)
-        return train_on(kind, changed, replicate=replicate, epoch_inputs=epoch_inputs)
+    def spy(kind, requests, training=None):
+        calls.extend(r.epoch_inputs for r in requests)
+        return train_many_on(kind, requests, training)
 
-    monkeypatch.setattr(models, "train_on", spy)
+    monkeypatch.setattr(models, "train_many_on", spy)
     spec = get_method("random")
     output = run_method(spec, data, models)
     scorer = RetrainScorer(fractions=(0.25,), repeats=1, random_masks="epoch")

@@ -13,10 +13,11 @@ from sklearn.metrics import roc_auc_score
 
 from synthbench import datasets
 from synthbench.models import cache, loop, mlp, networks
-from synthbench.models.cache import cached_train
+from synthbench.models.cache import cached_train_many
 from synthbench.models.device import select_device, torch_threads
 from synthbench.models.layers import GaussianNoise
-from synthbench.models.mlp import MLPConfig, TrainedMLP, train_mlp
+from synthbench.models.loop import MemberData
+from synthbench.models.mlp import MLPConfig, TrainedMLP, train_mlp, train_mlps
 
 # Short runs for the tests that do not need a converged model.
 QUICK = MLPConfig.from_dict(dict(max_epochs=8, patience=100))
@@ -244,28 +245,33 @@ def test_pickle_round_trip(easy_model: tuple[np.ndarray, np.ndarray, TrainedMLP]
 _CALLS: list[int] = []
 
 
-def _counting_train_mlp(*args, **kwargs):
-    """train_mlp that records each training's seed (the cache keys a trainer by its module and name)."""
-    _CALLS.append(kwargs["seed"])
-    return train_mlp(*args, **kwargs)
+def _counting_train_mlps(members, **kwargs):
+    """train_mlps that records each member's seed (the cache keys a trainer by its module and name)."""
+    _CALLS.extend(m.seed for m in members)
+    return train_mlps(members, **kwargs)
+
+
+def _cached(trainer, X, y, *, seed, config=QUICK, **kwargs):
+    (model,) = cached_train_many(trainer, [MemberData(X, y, seed)], config=config, **kwargs)
+    return model
 
 
 def test_cache_loads_instead_of_training(tmp_path) -> None:
     X, y = _linear_problem(n=120)
     _CALLS.clear()
-    first = cached_train(_counting_train_mlp, X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    first = _cached(_counting_train_mlps, X, y, seed=1, device="cpu", cache_dir=tmp_path)
     assert _CALLS == [1]
-    second = cached_train(_counting_train_mlp, X, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    second = _cached(_counting_train_mlps, X, y, seed=1, device="cpu", cache_dir=tmp_path)
     assert _CALLS == [1]  # loaded, not trained
     _assert_same_weights(first.module, second.module)
     assert second.history == first.history
     # float64 input with the same values hits the same entry.
-    cached_train(_counting_train_mlp, X.astype(np.float64), y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    _cached(_counting_train_mlps, X.astype(np.float64), y, seed=1, device="cpu", cache_dir=tmp_path)
     assert _CALLS == [1]
     # Any change of seed, config or data trains anew.
-    cached_train(_counting_train_mlp, X, y, config=QUICK, seed=2, device="cpu", cache_dir=tmp_path)
-    cached_train(
-        _counting_train_mlp,
+    _cached(_counting_train_mlps, X, y, seed=2, device="cpu", cache_dir=tmp_path)
+    _cached(
+        _counting_train_mlps,
         X,
         y,
         config=MLPConfig.from_dict(dict(max_epochs=8, patience=100, lr=1e-3)),
@@ -274,12 +280,25 @@ def test_cache_loads_instead_of_training(tmp_path) -> None:
     )
     X2 = X.copy()
     X2[0, 0] += 1.0
-    cached_train(_counting_train_mlp, X2, y, config=QUICK, seed=1, device="cpu", cache_dir=tmp_path)
+    _cached(_counting_train_mlps, X2, y, seed=1, device="cpu", cache_dir=tmp_path)
     assert _CALLS == [1, 2, 1, 1]
     # another trainer is another entry
-    cached_train(train_mlp, X, y, config=QUICK, seed=3, device="cpu", cache_dir=tmp_path)
-    cached_train(_counting_train_mlp, X, y, config=QUICK, seed=3, device="cpu", cache_dir=tmp_path)
+    _cached(train_mlps, X, y, seed=3, device="cpu", cache_dir=tmp_path)
+    _cached(_counting_train_mlps, X, y, seed=3, device="cpu", cache_dir=tmp_path)
     assert _CALLS == [1, 2, 1, 1, 3]
+
+
+def test_a_batch_is_read_from_the_cache_only_whole(tmp_path) -> None:
+    """Which members share a batch never depends on the cache: one member missing trains the whole batch again."""
+    X, y = _linear_problem(n=120)
+    _CALLS.clear()
+    batch = [MemberData(X, y, 1), MemberData(X, y, 2)]
+    first = cached_train_many(_counting_train_mlps, batch, config=QUICK, cache_dir=tmp_path)
+    again = cached_train_many(_counting_train_mlps, batch, config=QUICK, cache_dir=tmp_path)
+    assert _CALLS == [1, 2]
+    _assert_same_weights(first[1].module, again[1].module)
+    cached_train_many(_counting_train_mlps, [*batch, MemberData(X, y, 3)], config=QUICK, cache_dir=tmp_path)
+    assert _CALLS == [1, 2, 1, 2, 3]
 
 
 def test_cache_key_uses_device_type(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -298,7 +317,7 @@ def test_cache_key_uses_device_type(tmp_path, monkeypatch: pytest.MonkeyPatch) -
         torch_version,
         training_version,
         device,
-        trainer,
+        trained,
     ):
         keys.append((trainer_name, n_classes, device_type, torch_version, training_version, str(device)))
         return real(
@@ -312,19 +331,19 @@ def test_cache_key_uses_device_type(tmp_path, monkeypatch: pytest.MonkeyPatch) -
             torch_version,
             training_version,
             device,
-            trainer,
+            trained,
         )
 
-    # joblib keys on the cached function's name and code, so wrap the one cached_train uses.
+    # joblib keys on the cached function's name and code, so wrap the one cached_train_many uses.
     spy.__name__ = real.__name__
     monkeypatch.setattr(cache, "_train_cached", spy)
-    cached_train(train_mlp, X, y, config=QUICK, seed=0, device="cpu", cache_dir=tmp_path)
-    assert keys == [("synthbench.models.mlp.train_mlp", None, "cpu", torch.__version__, loop.TRAINING_VERSION, "cpu")]
+    _cached(train_mlps, X, y, seed=0, device="cpu", cache_dir=tmp_path)
+    assert keys == [("synthbench.models.mlp.train_mlps", None, "cpu", torch.__version__, loop.TRAINING_VERSION, "cpu")]
 
 
 def test_no_cache_dir_trains() -> None:
     X, y = _linear_problem(n=60)
-    a = cached_train(train_mlp, X, y, config=QUICK, seed=0, cache_dir=None)
+    a = _cached(train_mlps, X, y, seed=0, cache_dir=None)
     b = train_mlp(X, y, config=QUICK, seed=0)
     _assert_same_weights(a.module, b.module)
 
@@ -376,13 +395,13 @@ def test_noisy_batch_validation_is_the_sum_of_noisy_batch_means() -> None:
 
 def test_plateau_schedule_lowers_the_learning_rate_only_when_the_training_loss_stalls(monkeypatch) -> None:
     steps: list[float] = []
-    original = torch.optim.lr_scheduler.ReduceLROnPlateau.step
+    original = loop._Plateau.step
 
-    def record(self, metrics, *a, **k):
-        steps.append(float(metrics))
-        return original(self, metrics, *a, **k)
+    def record(self, value, lrs):
+        steps.append(float(value))
+        return original(self, value, lrs)
 
-    monkeypatch.setattr(torch.optim.lr_scheduler.ReduceLROnPlateau, "step", record)
+    monkeypatch.setattr(loop._Plateau, "step", record)
     X, y = _linear_problem()
     model = train_mlp(
         X, y, config=MLPConfig.from_dict(dict(max_epochs=5, patience=100, lr_schedule="plateau2023")), seed=0
@@ -392,6 +411,24 @@ def test_plateau_schedule_lowers_the_learning_rate_only_when_the_training_loss_s
     assert np.allclose(steps, np.array(model.history["train_loss"]) * n_batches, rtol=1e-5)
     unscheduled = train_mlp(X, y, config=MLPConfig.from_dict(dict(max_epochs=5, patience=100)), seed=0)
     assert model.history == unscheduled.history  # 5 epochs are too few for the plateau rule (patience 10) to act
+
+
+def test_the_plateau_schedule_is_torchs_reduce_lr_on_plateau() -> None:
+    """Each member's schedule steps as torch's ReduceLROnPlateau (factor 0.9, patience 10, cooldown 5, floor 1e-5)."""
+    rng = np.random.default_rng(0)
+    values = np.concatenate([np.linspace(10, 5, 20), np.full(60, 5.0), 5.0 - rng.random(40) * 1e-5, np.full(900, 4.0)])
+    groups = [{"params": [torch.nn.Parameter(torch.zeros(1))]}, {"params": [torch.nn.Parameter(torch.zeros(1))]}]
+    optimizer = torch.optim.Adam(groups, lr=1e-3)
+    optimizer.param_groups[1]["lr"] = 0.01
+    reference = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, factor=0.9, patience=10, threshold=1e-4, cooldown=5, min_lr=1e-5
+    )
+    ours, lrs = loop._Plateau(), [1e-3, 0.01]
+    for v in values:
+        reference.step(float(v))
+        lrs = ours.step(float(v), lrs)
+        assert lrs == [g["lr"] for g in optimizer.param_groups]
+    assert lrs[0] == 1e-5 and 1e-5 < lrs[1] < 0.01  # both lowered, the first to its floor
 
 
 def test_l1_on_the_first_layer_shrinks_the_decoy_weights() -> None:

@@ -198,15 +198,14 @@ def selector_config(
     """How the selectors train in :func:`~synthbench.models.loop.fit_network`: ``epochs`` passes
     over every row in random mini-batches (no held-out rows, no early stopping: the annealing
     schedules need a fixed number of steps), Adam with ``lr``, ``eps`` and ``weight_decay``
-    (torch's default kernel), and ``plateau``: :func:`~synthbench.models.loop.plateau_2023`
-    stepped on each epoch's summed loss. The last weights are kept."""
+    and ``plateau``: the 2023 schedule (``lr_schedule="plateau2023"`` of
+    :class:`~synthbench.models.loop.TrainConfig`) stepped on each epoch's summed loss. The last weights are kept."""
     if epochs < 1 or batch_size < 1:
         raise ValueError("epochs and batch_size must be positive")
     return TrainConfig(
         lr=lr,
         weight_decay=weight_decay,
         adam_eps=eps,
-        fused_adam=False,
         batch_size=batch_size,
         max_epochs=epochs,
         validation="none",

@@ -14,10 +14,20 @@ from synthbench.models.shared import (
     MODEL_KINDS,
     ModelKind,
     SharedModels,
+    TrainRequest,
     TrainSettings,
     kinds,
     model_kind,
     register_model,
 )
 
-__all__ = ["MODEL_KINDS", "ModelKind", "SharedModels", "TrainSettings", "kinds", "model_kind", "register_model"]
+__all__ = [
+    "MODEL_KINDS",
+    "ModelKind",
+    "SharedModels",
+    "TrainRequest",
+    "TrainSettings",
+    "kinds",
+    "model_kind",
+    "register_model",
+]

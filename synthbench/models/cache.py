@@ -1,8 +1,8 @@
 """The on-disk cache of trained networks (``joblib.Memory``) and of each fold's learnability ceiling.
 
-:func:`cached_train` calls the trainer a model kind hands it (:func:`~synthbench.models.mlp.train_mlp`,
-:func:`~synthbench.models.cnn.train_cnn`) behind a cache keyed by the trainer, the data, the
-config, the seed, the device type and the torch version. :func:`cached_ceiling` computes a fold's
+:func:`cached_train_many` calls the batch trainer a model kind hands it (:func:`~synthbench.models.mlp.train_mlps`,
+:func:`~synthbench.models.cnn.train_cnns`) behind a cache of each member's model keyed by the trainer, the member's
+data, the config, its seed, the device type and the torch version. :func:`cached_ceiling` computes a fold's
 :class:`~synthbench.models.competence.Ceiling` once for every task of the fold, whichever process
 asks first (a file lock per fold makes the others wait for it and read it).
 """
@@ -13,7 +13,7 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +26,15 @@ from synthbench import __version__
 from synthbench.machine import installed_versions
 from synthbench.models.competence import CEILING_VERSION, Ceiling
 from synthbench.models.device import select_device
-from synthbench.models.loop import TRAINING_VERSION, EpochInputs, check_training_data
+from synthbench.models.loop import TRAINING_VERSION, MemberData, TrainingFailed, check_training_data
 from synthbench.models.networks import TrainedNetwork
 from synthbench.protocol import FoldData
 
-__all__ = ["cached_train", "cached_ceiling", "Trainer"]
+__all__ = ["cached_train_many", "cached_ceiling", "ManyTrainer"]
 
-#: ``trainer(X_train, y_train, *, config, seed, device, n_classes, epoch_inputs=None) -> TrainedNetwork``.
-Trainer = Callable[..., TrainedNetwork]
+#: ``trainer(members, *, config, device, n_classes) -> [TrainedNetwork or TrainingFailed, ...]``: one model per
+#: :class:`~synthbench.models.loop.MemberData`, trained as one batch (:func:`~synthbench.models.mlp.train_mlps`).
+ManyTrainer = Callable[..., list[Any]]
 
 
 def _train_cached(
@@ -47,73 +48,71 @@ def _train_cached(
     torch_version: str,
     training_version: int,
     device: torch.device,
-    trainer: Trainer,
+    trained: Callable[[], TrainedNetwork],
 ) -> TrainedNetwork:
-    """The function ``joblib.Memory`` caches; ``device`` and ``trainer`` (keyed by ``trainer_name``) are not part of
-    the key."""
-    return trainer(X_train, y_train, config=config, seed=seed, device=device, n_classes=n_classes)
+    """The function ``joblib.Memory`` caches, one member at a time; ``device`` and ``trained`` (the member's model,
+    trained in its batch) are not part of the key."""
+    return trained()
 
 
-def cached_train(
-    trainer: Trainer,
-    X_train: np.ndarray,
-    y_train: np.ndarray,
+def cached_train_many(
+    trainer: ManyTrainer,
+    members: Sequence[MemberData],
     *,
     config: Any,
-    seed: int,
     n_classes: int | None = None,
     device: str | torch.device = "cpu",
     cache_dir: str | Path | None = None,
-    epoch_inputs: EpochInputs | None = None,
-) -> TrainedNetwork:
-    """``trainer(X_train, y_train, ...)`` behind an optional on-disk cache.
+) -> list[Any]:
+    """``trainer(members, ...)`` behind an optional on-disk cache of each member's model.
 
     Parameters
     ----------
-    trainer : the function that trains (:data:`Trainer`); the cache keys it by its module and qualified name
-    X_train, y_train, config, seed, n_classes, device
-        As for the trainer (``n_classes`` None: one more than the largest label).
+    trainer : trains a batch (:data:`ManyTrainer`); the cache keys it by its module and qualified name
+    members : each member's rows, labels, seed (and inputs redrawn per epoch)
+    config, n_classes, device : as for the trainer (``n_classes`` None: one more than the largest label)
     cache_dir : folder of a ``joblib.Memory`` cache, or None to train without caching.
-    epoch_inputs : inputs redrawn each epoch (see :func:`~synthbench.models.loop.fit_network`); such a training is never
-        cached (a function has no content to key it by).
 
     Returns
     -------
-    TrainedNetwork
-        Loaded from the cache when an entry with the same key exists, on ``device``.
+    One model (on ``device``) or ``TrainingFailed`` per member. With a cache, the batch is read from it
+    when every member's model is there; otherwise the whole batch is trained (which members share a
+    batch never depends on what the cache holds) and each model that trained is stored. A member with
+    inputs redrawn per epoch is never cached (a function has no content to key it by), nor is its batch.
 
     Notes
     -----
-    The key hashes the trainer (by reference), ``X_train`` (as float32), ``y_train`` (as int64), ``config``
-    (its configuration's fields), ``seed``, ``n_classes``, the device *type* (``"cpu"`` or
-    ``"cuda"``: CUDA and CPU runs give different weights, while ``"cuda:0"`` and ``"cuda:1"`` do
-    not), ``torch.__version__`` and :data:`~synthbench.models.loop.TRAINING_VERSION`.
+    A member's key hashes the trainer (by reference), its ``X`` (as float32), ``y`` (as int64), ``config``
+    (its configuration's fields), ``seed``, ``n_classes``, the device *type* (``"cpu"`` or ``"cuda"``: CUDA
+    and CPU runs give different weights, while ``"cuda:0"`` and ``"cuda:1"`` do not),
+    ``torch.__version__`` and :data:`~synthbench.models.loop.TRAINING_VERSION`.
     """
     dev = select_device(device)
-    if cache_dir is None or epoch_inputs is not None:
-        return trainer(
-            X_train, y_train, config=config, seed=seed, device=dev, n_classes=n_classes, epoch_inputs=epoch_inputs
-        )
-    X, y = check_training_data(X_train, y_train, any_shape=True)
+
+    def train() -> list[Any]:
+        return trainer(list(members), config=config, device=dev, n_classes=n_classes)
+
+    if cache_dir is None or any(m.epoch_inputs is not None for m in members):
+        return train()
     memory = joblib.Memory(str(cache_dir), verbose=0)
-    cached = memory.cache(_train_cached, ignore=["device", "trainer"])
-    model = cached(
-        f"{trainer.__module__}.{trainer.__qualname__}",
-        X,
-        y,
-        config,
-        int(seed),
-        n_classes,
-        dev.type,
-        torch.__version__,
-        TRAINING_VERSION,
-        dev,
-        trainer,
-    )
-    if model.device != dev:
-        model.module.to(dev)
-        model.device = dev
-    return model
+    cached = memory.cache(_train_cached, ignore=["device", "trained"])
+    name = f"{trainer.__module__}.{trainer.__qualname__}"
+    keys = []
+    for m in members:
+        X, y = check_training_data(m.X, m.y, any_shape=True)
+        keys.append((name, X, y, config, int(m.seed), n_classes, dev.type, torch.__version__, TRAINING_VERSION, dev))
+    if all(cached.check_call_in_cache(*key, None) for key in keys):
+        models = [cached(*key, None) for key in keys]
+    else:
+        models = train()
+        for key, model in zip(keys, models, strict=True):
+            if not isinstance(model, TrainingFailed):
+                cached.call(*key, lambda model=model: model)  # stores it under its own key
+    for model in models:
+        if not isinstance(model, TrainingFailed) and model.device != dev:
+            model.module.to(dev)
+            model.device = dev
+    return models
 
 
 #: Packages whose version can move a ceiling (the forest's and the booster's), part of its cache key.

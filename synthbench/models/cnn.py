@@ -17,6 +17,7 @@ presets of :mod:`synthbench.models.presets` name configurations.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
@@ -25,11 +26,21 @@ import torch
 from torch import nn
 from torch.nn.utils import skip_init
 
-from synthbench.models.loop import EpochInputs, NetworkConfig, TrainConfig, fit_classifier
+from synthbench.models.loop import (
+    BATCH_MEMORY,
+    EpochInputs,
+    MemberData,
+    NetworkConfig,
+    TrainConfig,
+    TrainingFailed,
+    fit_classifiers,
+    memory_chunks,
+    unwrap,
+)
 from synthbench.models.networks import TrainedNetwork
 from synthbench.models.randomise import Layer, sequential_layers
 
-__all__ = ["CNNConfig", "TrainedCNN", "build_cnn", "train_cnn", "initialise_layer", "cnn_layers"]
+__all__ = ["CNNConfig", "TrainedCNN", "build_cnn", "train_cnn", "train_cnns", "initialise_layer", "cnn_layers"]
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +50,7 @@ class CNNConfig(NetworkConfig):
     """Architecture of the CNN and how it trains (``train``: Adam 2e-3, no weight decay, at most 60
     epochs, patience 8 against the best epoch, the best weights restored)."""
 
-    record_omits: ClassVar[tuple[str, ...]] = ("adam_eps", "fused_adam", "l1_first_layer")
+    record_omits: ClassVar[tuple[str, ...]] = ("adam_eps", "l1_first_layer")
 
     channels: tuple[int, ...] = (16, 32, 32)
     kernel: int = 3
@@ -113,6 +124,7 @@ class TrainedCNN(TrainedNetwork):
         :class:`~synthbench.models.mlp.TrainedMLP`
     device : torch.device
     classes_ : ``[0, 1, ..., K - 1]``
+    train_seconds : its share of its batch's training time
     """
 
     module: nn.Sequential = field(repr=False)
@@ -124,6 +136,7 @@ class TrainedCNN(TrainedNetwork):
     validation_indices: np.ndarray = field(repr=False)
     device: torch.device
     classes_: np.ndarray = field(repr=False)
+    train_seconds: float = field(default=0.0, repr=False)
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """Softmax probabilities ``(n, K)``, float64, for images ``(n, *input_shape)``."""
@@ -166,30 +179,68 @@ def train_cnn(
         In eval mode, on ``device``. On the CPU the same seed gives bit-identical weights on one
         machine and torch build.
     """
-    shape = cast(tuple[int, int, int], tuple(int(d) for d in np.shape(X_train)[1:]))  # fit_classifier checks it
-    result, dev, k = fit_classifier(
-        lambda generator, k: build_cnn(shape, k, config, generator=generator),
-        X_train,
-        y_train,
-        config=config.train,
-        seed=seed,
+    (model,) = train_cnns(
+        [MemberData(X_train, y_train, seed, epoch_inputs)],
+        config=config,
         device=device,
         n_classes=n_classes,
         num_threads=num_threads,
-        epoch_inputs=epoch_inputs,
-        input_ndim=4,
     )
-    log.debug(
-        "trained CNN %s on %d images: %d epochs, best %d", shape, len(y_train), result.epochs_run, result.best_epoch
-    )
-    return TrainedCNN(
-        cast(nn.Sequential, result.module),
-        config,
-        shape,
-        result.epochs_run,
-        result.best_epoch,
-        result.history,
-        result.validation_indices,
-        dev,
-        np.arange(k),
-    )
+    return unwrap(model)
+
+
+def train_cnns(
+    data: Sequence[MemberData],
+    *,
+    config: CNNConfig = CNNConfig(),
+    device: str | torch.device = "cpu",
+    n_classes: int | None = None,
+    num_threads: int | None = None,
+    memory_budget: int = BATCH_MEMORY,
+) -> list[TrainedCNN | TrainingFailed]:
+    """:func:`train_cnn` of several members (their images, labels, seeds) by the one loop at once
+    (:func:`~synthbench.models.loop.fit_networks`: member by member under one optimiser, each the CNN trained
+    alone to the bit; convolutions are not stacked, see :mod:`synthbench.models.stacked`).
+
+    The members must share their image shape; a failed member has its
+    :class:`~synthbench.models.loop.TrainingFailed` in its place; members are trained in consecutive groups whose
+    images fit ``memory_budget`` bytes.
+    """
+    shapes = {tuple(int(d) for d in np.shape(d.X)[1:]) for d in data}
+    if len(shapes) > 1:
+        raise ValueError("the members of a batch of CNNs must share their image shape")
+    shape = cast(tuple[int, int, int], shapes.pop())  # fit_classifiers checks it
+    out: list[TrainedCNN | TrainingFailed] = []
+    for chunk in memory_chunks([np.asarray(d.X).nbytes for d in data], memory_budget):
+        part = [data[i] for i in chunk]
+        results, dev, k = fit_classifiers(
+            lambda generator, k: build_cnn(shape, k, config, generator=generator),
+            part,
+            config=config.train,
+            device=device,
+            n_classes=n_classes,
+            num_threads=num_threads,
+            input_ndim=4,
+        )
+        for d, result in zip(part, results, strict=True):
+            if result.failure is not None:
+                out.append(TrainingFailed(f"the CNN's training failed: {result.failure}"))
+                continue
+            log.debug(
+                "trained CNN %s on %d images: %d epochs, best %d", shape, len(d.y), result.epochs_run, result.best_epoch
+            )
+            out.append(
+                TrainedCNN(
+                    cast(nn.Sequential, result.module),
+                    config,
+                    shape,
+                    result.epochs_run,
+                    result.best_epoch,
+                    result.history,
+                    result.validation_indices,
+                    dev,
+                    np.arange(k),
+                    train_seconds=result.seconds,
+                )
+            )
+    return out

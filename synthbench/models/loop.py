@@ -18,7 +18,16 @@ train with it. There is no other training loop.
 Reproducibility: every random draw (initialisation, validation split, batch order, the
 ``GaussianNoise`` layer) comes from one ``torch.Generator`` seeded with ``seed``; on CPU the
 same seed gives bit-identical weights. A replicate is another seed. Nothing touches torch's
-global generator or its thread setting.
+global generator or its thread setting; training runs with denormal floats flushed to zero
+(:func:`~synthbench.models.device.denormals_flushed`: values below ``1.2e-38`` are zeros, at up to
+twice the speed of the screened MLP).
+
+Many at once: :func:`fit_networks` trains ``K`` members of one architecture (the retrainings of a
+remove-and-retrain cell, replicates, a screening's rounds of several members) as one computation:
+stacked parameters, one batched forward and backward pass where the network allows it
+(:mod:`synthbench.models.stacked`), each member with its own rows, generator, Adam state, schedule,
+stopping and restore. A member trained in a batch is, on the CPU, the network trained alone to the
+bit; :func:`fit_network` is the batch of one.
 
 Speed: the training rows live on the device as tensors; batches are contiguous slices of one
 gathered permutation per epoch; losses are accumulated on the device and read back once per
@@ -29,17 +38,19 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synthbench.models.device import cpu_threads, select_device
+from synthbench.models.device import cpu_threads, denormals_flushed, select_device
 from synthbench.models.layers import seed_noise_layers
+from synthbench.models.stacked import Draw, ParameterLayout, StackedAdam, stackable, stacked_forward
 
 __all__ = [
     "TrainConfig",
@@ -49,10 +60,17 @@ __all__ = [
     "BatchLoss",
     "EpochInputs",
     "classification_loss",
+    "GroupPenalty",
+    "Member",
+    "MemberData",
+    "TrainingFailed",
     "fit_network",
-    "fit_classifier",
+    "fit_networks",
+    "fit_classifiers",
+    "memory_chunks",
+    "unwrap",
+    "BATCH_MEMORY",
     "first_linear",
-    "plateau_2023",
     "check_training_data",
     "n_classes_of",
     "TRAINING_VERSION",
@@ -61,25 +79,16 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 #: Part of the model cache's key; bump it whenever a change to the loop changes trained weights.
-TRAINING_VERSION = 3
+TRAINING_VERSION = 4
 
 #: Rows per forward pass when predicting or validating.
 PREDICT_BATCH = 8192
 
-
-def _adam(param_groups: list[dict], lr: float, eps: float = 1e-8, fused: bool = True) -> torch.optim.Adam:
-    """Adam over ``param_groups``; with ``fused``, the fused kernel where torch has one for the device.
-
-    The fused kernel (CUDA; CPU from torch 2.4) cuts 15-30 % off a CPU epoch of these small
-    networks; older builds fall back to the default implementation.
-    """
-    if fused:
-        try:
-            return torch.optim.Adam(param_groups, lr=lr, eps=eps, fused=True)
-        except RuntimeError:
-            pass
-    return torch.optim.Adam(param_groups, lr=lr, eps=eps)
+#: Bytes of input data a batch of members may hold (:func:`memory_chunks`) before it is split in consecutive parts.
+BATCH_MEMORY = 1 << 30
 
 
 def check_training_data(
@@ -142,8 +151,6 @@ class TrainConfig:
     Attributes
     ----------
     lr, weight_decay, adam_eps : Adam's settings (weight decay as torch's L2 added to the gradient)
-    fused_adam : torch's fused Adam kernel (faster on CPU and CUDA; its rounding differs from the
-        default kernel's, so a network trained one way is not bit-identical to the other)
     batch_size : rows per optimisation step
     max_epochs : epochs at most (exactly, when ``validation="none"``)
     patience, stopping : early stopping ends after ``patience`` epochs in a row whose monitored
@@ -156,14 +163,14 @@ class TrainConfig:
         ``"none"`` (no held-out rows and no early stopping: every row trains for ``max_epochs``,
         the last weights are kept; needs ``restore="last"``)
     restore : weights kept: the best epoch's (copied, never aliased) or the last
-    lr_schedule : ``"plateau2023"`` steps :func:`plateau_2023` on each epoch's summed objective
+    lr_schedule : ``"plateau2023"``: the 2023 code's schedule, torch's ``ReduceLROnPlateau`` (factor 0.9,
+        patience 10, relative threshold 1e-4, cooldown 5, floor 1e-5) stepped on each epoch's summed objective
     l1_first_layer : weight of ``sum |W_1|`` of the first Linear layer added to each batch's loss
     """
 
     lr: float = 5e-4
     weight_decay: float = 1e-5
     adam_eps: float = 1e-8
-    fused_adam: bool = True
     batch_size: int = 64
     max_epochs: int = 1000
     patience: int = 5
@@ -186,7 +193,7 @@ class NetworkConfig:
     back, training fields absent from it taking the class's own default training.
     """
 
-    record_omits: ClassVar[tuple[str, ...]] = ("adam_eps", "fused_adam")
+    record_omits: ClassVar[tuple[str, ...]] = ("adam_eps",)
     train: TrainConfig
 
     def to_dict(self) -> dict[str, Any]:
@@ -232,6 +239,8 @@ class TrainResult:
     validation_indices : int64 ``(n_val,)``, rows of ``X`` held out for early stopping, ascending
         (empty without validation)
     steps : optimisation steps taken
+    failure : why training failed (its loss turned NaN or infinite), or None
+    seconds : this network's share of its batch's training time (by the rows it trained on)
     """
 
     module: nn.Module
@@ -240,22 +249,8 @@ class TrainResult:
     history: dict[str, list[float]]
     validation_indices: np.ndarray
     steps: int = 0
-
-
-def plateau_2023(optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.ReduceLROnPlateau:
-    """The 2023 code's schedule: torch's ReduceLROnPlateau (factor 0.9, patience 10, relative
-    threshold 1e-4, cooldown 5, floor 1e-5), to be stepped on each epoch's summed training loss."""
-    return torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer,
-        mode="min",
-        factor=0.9,
-        patience=10,
-        threshold=1e-4,
-        threshold_mode="rel",
-        cooldown=5,
-        min_lr=1e-5,
-        eps=1e-8,
-    )
+    failure: str | None = None
+    seconds: float = 0.0
 
 
 def _check_config(config: TrainConfig) -> None:
@@ -344,6 +339,607 @@ def _validate(
     return loss, logits
 
 
+@dataclass(frozen=True)
+class GroupPenalty:
+    """``weight * sum_j sqrt(||W_1[:, group j]||^2 + eps)`` of the first ``Linear`` layer ``W_1``, one group per
+    ``units`` consecutive inputs: the group lasso of a hinge basis (one group per input column).
+
+    A penalty the batched loop computes for every member at once (:meth:`stacked`); called as a
+    :data:`Penalty` it is the same value for one network.
+    """
+
+    weight: float
+    units: int
+    eps: float = 1e-12
+
+    def __call__(self, module: nn.Module, xb: torch.Tensor, loss: torch.Tensor) -> torch.Tensor:
+        return self.stacked(first_linear(module).weight[None])[0]
+
+    def stacked(self, first: torch.Tensor) -> torch.Tensor:
+        """The penalty of each member from its first layer's weights ``(K, out, m * units)``: ``(K,)``."""
+        k, out, width = first.shape
+        norms = first.reshape(k, out, width // self.units, self.units).pow(2).sum(dim=(1, 3)).add(self.eps).sqrt()
+        return self.weight * norms.sum(dim=1)
+
+
+@dataclass(eq=False)
+class Member:
+    """One network of a batch :func:`fit_networks` trains, with its own data and random stream.
+
+    Attributes
+    ----------
+    module : nn.Module mapping float32 ``(b, *input_shape)`` to logits, initialised; every member of a
+        batch has the same architecture (the same trainable parameters and shapes)
+    X : float32 ``(n, *input_shape)``;  y : int ``(n,)`` class labels (``n`` may differ between members)
+    generator : CPU ``torch.Generator`` of this member alone: its validation split, batch order and
+        random layers' draws (on CUDA, a CUDA generator seeded from it draws the last two)
+    epoch_inputs : ``fn(epoch) -> X_epoch`` of ``X``'s shape, read by the rows that train instead of ``X``
+    validation_rows : the rows of ``X`` held out, in place of drawing them
+    loss : the batch objective in place of the classification loss (:data:`BatchLoss`)
+    penalty : added to each batch's loss (:data:`Penalty`, or a :class:`GroupPenalty`)
+    gate_params : parameters of ``module`` in their own Adam group (no weight decay, ``gate_lr``)
+    """
+
+    module: nn.Module
+    X: np.ndarray
+    y: np.ndarray
+    generator: torch.Generator
+    epoch_inputs: EpochInputs | None = None
+    validation_rows: np.ndarray | None = None
+    loss: BatchLoss | None = None
+    penalty: Penalty | GroupPenalty | None = None
+    gate_params: tuple[nn.Parameter, ...] = ()
+
+
+class TrainingFailed(RuntimeError):
+    """A network's training failed (its loss turned NaN or infinite); its siblings in a batch are unaffected."""
+
+
+class _Plateau:
+    """The 2023 schedule (``lr_schedule="plateau2023"``) for one member's learning rates: torch's
+    ``ReduceLROnPlateau`` with factor 0.9, patience 10, relative threshold 1e-4, cooldown 5 and floor 1e-5, stepped
+    on the epoch's summed objective."""
+
+    def __init__(self) -> None:
+        self.best, self.bad, self.cooldown = math.inf, 0, 0
+
+    def step(self, value: float, lrs: list[float]) -> list[float]:
+        """The learning rates after an epoch whose summed objective is ``value``."""
+        if value < self.best * (1.0 - 1e-4):
+            self.best, self.bad = value, 0
+        else:
+            self.bad += 1
+        if self.cooldown > 0:
+            self.cooldown -= 1
+            self.bad = 0
+        if self.bad > 10:
+            lowered = [max(lr * 0.9, 1e-5) for lr in lrs]
+            lrs = [new if old - new > 1e-8 else old for old, new in zip(lrs, lowered, strict=True)]
+            self.cooldown, self.bad = 5, 0
+        return lrs
+
+
+@dataclass(eq=False)
+class _State:
+    """One member's data and bookkeeping while :func:`fit_networks` runs."""
+
+    index: int
+    X_tr: torch.Tensor
+    y_tr: torch.Tensor
+    X_val: torch.Tensor | None
+    y_val: torch.Tensor | None
+    val_idx: np.ndarray
+    tr_idx: torch.Tensor | None
+    dev_gen: torch.Generator
+    lrs: list[float]
+    plateau: _Plateau | None
+    history: dict[str, list[float]]
+    best: float
+    previous: float
+    best_epoch: int = -1
+    stale: int = 0
+    steps: int = 0
+    work: float = 0.0
+    best_state: dict[str, torch.Tensor] | None = None
+    failure: str | None = None
+
+
+def _split(member: Member, config: TrainConfig, device: torch.device) -> tuple:
+    """The member's validation split (as :func:`fit_network` documents) and its device generator."""
+    n = member.X.shape[0]
+    if config.validation == "none":
+        val_idx, tr_idx = torch.empty(0, dtype=torch.long), None
+    elif member.validation_rows is not None:
+        held = np.zeros(n, dtype=bool)
+        held[np.asarray(member.validation_rows, dtype=np.int64)] = True
+        n_val = int(held.sum())
+        if n_val < 1 or n_val == n:
+            raise ValueError(f"validation_rows must hold out some but not all of the {n} rows, got {n_val}")
+        val_idx, tr_idx = torch.from_numpy(np.flatnonzero(held)), torch.from_numpy(np.flatnonzero(~held))
+    else:
+        n_val = _n_validation(n, config.validation_fraction)
+        perm = torch.randperm(n, generator=member.generator)
+        val_idx, tr_idx = torch.sort(perm[:n_val]).values, torch.sort(perm[n_val:]).values
+    if device.type == "cpu":
+        dev_gen = member.generator
+    else:
+        seed = int(torch.randint(0, 2**62, (1,), generator=member.generator))
+        dev_gen = torch.Generator(device=device).manual_seed(seed)
+    return val_idx, tr_idx, dev_gen
+
+
+def fit_networks(
+    members: Sequence[Member],
+    *,
+    config: TrainConfig,
+    device: torch.device,
+    input_grad: bool = False,
+    gate_lr: float | None = None,
+) -> list[TrainResult]:
+    """The one training loop of every benchmark network, for ``K`` members of one architecture at once.
+
+    Every member trains as :func:`fit_network` documents, on its own rows, from its own generator,
+    with its own Adam state, learning-rate schedule, early stopping and restored epoch; a member
+    that has stopped (or failed) no longer changes while the others go on, and leaves the batch.
+    Which members share a batch never changes what any of them computes (on the CPU, to the bit).
+
+    Where every member is :func:`~synthbench.models.stacked.stackable` and trains on the classification
+    loss (with at most a :class:`GroupPenalty`), one forward and backward pass computes every member's
+    batch (``baddbmm`` over stacked weights; a mini-batch past a member's last row is padded and masked,
+    so each member's shapes are its own alone or in a batch); any other network (custom losses, penalties
+    on the module or on input gradients) runs member by member on its own module, under the same
+    optimiser, stopping and restore.
+
+    Returns one :class:`TrainResult` per member, in order; a member whose training loss turned NaN or
+    infinite stops there with ``failure`` set (its best weights kept, when it had any).
+    """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig (a preset's config.train), got {type(config).__name__}")
+    _check_config(config)
+    if not members:
+        return []
+    t0 = time.perf_counter()
+    layout = ParameterLayout.of(members[0].module)
+    for m in members[1:]:
+        if ParameterLayout.of(m.module) != layout:
+            raise ValueError("the members of a batch must share one architecture (the same trained parameters)")
+    if len({tuple(np.shape(m.X)[1:]) for m in members}) != 1:
+        raise ValueError("the members of a batch must share one input shape")
+    template = members[0].module
+    fast = (
+        stackable(template)
+        and all(m.loss is None and not m.gate_params for m in members)
+        and all(m.penalty is None or isinstance(m.penalty, GroupPenalty) for m in members)
+        and len({m.penalty for m in members}) == 1
+        and not input_grad
+    )
+    validate, higher = config.validation != "none", config.monitor == "auroc"
+    first_name = None
+    if config.l1_first_layer > 0 or (fast and members[0].penalty is not None):
+        first_name = _first_linear_name(template)
+
+    gate_names = [{n for n, p in m.module.named_parameters() if any(p is q for q in m.gate_params)} for m in members]
+    if any(g != gate_names[0] for g in gate_names):
+        raise ValueError("the members of a batch must put the same parameters in the gate group")
+    segments = [  # each parameter's place in a row and its group: 0, or 1 for the gate
+        (off, off + math.prod(shape), int(name in gate_names[0]))
+        for name, shape, off in zip(layout.names, layout.shapes, layout.offsets, strict=True)
+    ]
+    lr_groups = [config.lr, config.lr if gate_lr is None else float(gate_lr)]
+
+    states: list[_State] = []
+    for i, m in enumerate(members):
+        val_idx, tr_idx, dev_gen = _split(m, config, device)
+        X_all = torch.from_numpy(np.ascontiguousarray(m.X, dtype=np.float32))
+        y_all = torch.from_numpy(np.asarray(m.y, dtype=np.int64))
+        history: dict[str, list[float]] = {"train_loss": []}
+        if validate:
+            history["val_loss"] = []
+        if validate and higher:
+            history["val_auroc"] = []
+        start = -math.inf if higher else math.inf
+        states.append(
+            _State(
+                index=i,
+                X_tr=(X_all if tr_idx is None else X_all[tr_idx]).to(device),
+                y_tr=(y_all if tr_idx is None else y_all[tr_idx]).to(device),
+                X_val=None if tr_idx is None else X_all[val_idx].to(device),
+                y_val=None if tr_idx is None else y_all[val_idx].to(device),
+                val_idx=val_idx.numpy().astype(np.int64),
+                tr_idx=tr_idx,
+                dev_gen=dev_gen,
+                lrs=list(lr_groups),
+                plateau=_Plateau() if config.lr_schedule == "plateau2023" else None,
+                history=history,
+                best=start,
+                previous=start,
+            )
+        )
+        m.module.to(device)
+
+    flat = torch.stack([layout.row(m.module) for m in members]).to(device)
+    adam = StackedAdam(flat, segments=segments, weight_decay=[config.weight_decay, 0.0], eps=config.adam_eps)
+    best_rows = flat.clone() if fast else None
+    if fast:
+        flat.requires_grad_(True)
+    else:
+        for m, row in zip(members, flat, strict=True):
+            layout.bind(m.module, row)
+    live = list(states)  # the members still training, in the rows of flat, in order
+    batch = _Batch(template, layout, config, device, first_name, members[0].penalty) if fast else None
+
+    try:
+        with denormals_flushed():
+            if not fast:
+                for s in states:
+                    seed_noise_layers(members[s.index].module, s.dev_gen)
+            for epoch in range(int(config.max_epochs)):
+                lr = [s.lrs for s in live]
+                for s in live:
+                    inputs = members[s.index].epoch_inputs
+                    if inputs is not None:
+                        s.X_tr = _epoch_rows(inputs(epoch), tuple(members[s.index].X.shape), s.tr_idx).to(device)
+                if batch is not None:
+                    totals = batch.train_epoch(live, adam, lr)
+                else:
+                    totals = _train_epoch_members(live, members, layout, adam, lr, config, first_name, input_grad)
+                values = (
+                    _validate_members(live, members, template, layout, adam.flat, config, fast) if validate else None
+                )
+                stopped = []
+                for j, s in enumerate(live):
+                    improved, stop = _end_epoch(s, epoch, totals[j], None if values is None else values[j], config)
+                    if improved and config.restore == "best":
+                        if best_rows is not None:
+                            best_rows[j] = adam.flat[j].detach()
+                        else:
+                            module = members[s.index].module
+                            s.best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+                    if stop:
+                        stopped.append(j)
+                        _finish(s, members, layout, adam.flat, best_rows, j, config)
+                if stopped:  # the stopped members leave the batch
+                    live = [s for j, s in enumerate(live) if j not in stopped]
+                    if not live:
+                        break
+                    keep = torch.tensor([j for j in range(len(totals)) if j not in stopped], device=device)
+                    flat_kept = adam.flat.detach()[keep]
+                    if best_rows is not None:
+                        flat_kept.requires_grad_(True)
+                        best_rows = best_rows[keep]
+                    else:
+                        for s, row in zip(live, flat_kept, strict=True):
+                            layout.bind(members[s.index].module, row)
+                    adam.keep(keep, flat_kept)
+            for j, s in enumerate(live):
+                _finish(s, members, layout, adam.flat, best_rows, j, config)
+    finally:
+        for m in members:
+            seed_noise_layers(m.module, None)
+    seconds = time.perf_counter() - t0
+    log.debug(
+        "trained %d members (%s) in %.2f s: epochs %s",
+        len(members),
+        "batched" if fast else "one by one",
+        seconds,
+        [len(s.history["train_loss"]) for s in states],
+    )
+    work = sum(s.work for s in states) or 1.0
+    results = []
+    for s, m in zip(states, members, strict=True):
+        m.module.eval()
+        results.append(
+            TrainResult(
+                m.module,
+                len(s.history["train_loss"]),
+                s.best_epoch,
+                s.history,
+                s.val_idx,
+                s.steps,
+                failure=s.failure,
+                seconds=seconds * s.work / work,
+            )
+        )
+    return results
+
+
+def _end_epoch(
+    s: _State, epoch: int, train_sum: float, values: tuple[float, float] | None, config: TrainConfig
+) -> tuple[bool, bool]:
+    """Record one member's epoch (its summed objective and validation values) and step its schedule; returns
+    whether the epoch is its best so far and whether it stops (patience spent, or its loss not finite)."""
+    if s.plateau is not None:
+        s.lrs = s.plateau.step(train_sum, s.lrs)
+    s.history["train_loss"].append(train_sum / _n_batches(s, config))
+    if not math.isfinite(train_sum):
+        s.failure = f"training loss turned {train_sum} at epoch {epoch}"
+        return False, True
+    if values is None:
+        return False, False
+    higher = config.monitor == "auroc"
+    val_loss, auroc = values
+    s.history["val_loss"].append(val_loss)
+    val = val_loss
+    if higher:
+        val = auroc
+        s.history["val_auroc"].append(auroc)
+
+    def better(a: float, b: float) -> bool:
+        return a > b if higher else a < b
+
+    reference = s.previous if config.stopping == "previous" else s.best
+    s.stale = 0 if better(val, reference) else s.stale + 1
+    s.previous = val
+    improved = better(val, s.best)
+    if improved:
+        s.best, s.best_epoch = val, epoch
+    return improved, s.stale >= config.patience
+
+
+def _n_batches(s: _State, config: TrainConfig) -> int:
+    return max(1, math.ceil(s.X_tr.shape[0] / int(config.batch_size)))
+
+
+def _first_linear_name(module: nn.Module) -> str:
+    for name, m in module.named_modules():
+        if isinstance(m, nn.Linear):
+            return f"{name}.weight"
+    raise ValueError(f"{type(module).__name__} has no linear layer")
+
+
+def _finish(
+    s: _State,
+    members: Sequence[Member],
+    layout: ParameterLayout,
+    flat: torch.Tensor,
+    best_rows: torch.Tensor | None,
+    j: int,
+    config: TrainConfig,
+) -> None:
+    """Give a member that stops its final weights: the best epoch's (when ``restore="best"`` found one) or the last."""
+    module = members[s.index].module
+    if best_rows is not None:  # the batched pass: the module holds its initial weights until now
+        restore = config.restore == "best" and s.best_epoch >= 0
+        layout.load(module, (best_rows if restore else flat)[j].detach())
+    else:
+        with torch.no_grad():
+            row = flat[j].detach().clone()  # the module no longer shares the batch's buffer
+        for p, off in zip(layout.parameters(module), layout.offsets, strict=True):
+            p.data = row[off : off + p.numel()].view_as(p)
+        if s.best_state is not None:
+            module.load_state_dict(s.best_state)
+    if config.restore == "best" and s.best_epoch < 0 and config.validation != "none":
+        log.warning(
+            "training: no finite validation value in %d epochs; keeping the last weights", len(s.history["train_loss"])
+        )
+
+
+def _draws(live: Sequence[_State], counts: Sequence[int], width: int, device: torch.device) -> Draw:
+    """Each live member's draw of its ``counts[k]`` rows from its own generator, padded to ``width`` rows."""
+
+    def draw(kind: str, shape: tuple[int, ...]) -> torch.Tensor:
+        out = torch.zeros((len(live), width, *shape), device=device)
+        for k, (s, c) in enumerate(zip(live, counts, strict=True)):
+            if c:
+                f = torch.randn if kind == "normal" else torch.rand
+                out[k, :c] = f((c, *shape), generator=s.dev_gen, device=device)
+        return out
+
+    return draw
+
+
+def _padded(rows: Sequence[torch.Tensor], length: int) -> torch.Tensor:
+    """The members' ``rows`` ``(n_k, ...)`` stacked into ``(K, length, ...)``, zeros past each member's rows."""
+    out = rows[0].new_zeros((len(rows), length, *rows[0].shape[1:]))
+    for k, r in enumerate(rows):
+        out[k, : r.shape[0]] = r
+    return out
+
+
+class _Batch:
+    """The batched pass of :func:`fit_networks`: every live member's mini-batch in one forward and backward."""
+
+    def __init__(
+        self,
+        template: nn.Module,
+        layout: ParameterLayout,
+        config: TrainConfig,
+        device: torch.device,
+        first_name: str | None,
+        penalty: Penalty | GroupPenalty | None,
+    ) -> None:
+        self.template = cast(nn.Sequential, template)
+        self.layout = layout
+        self.config = config
+        self.device = device
+        self.first_name = first_name
+        self.penalty = cast(GroupPenalty | None, penalty)
+
+    def objective(
+        self,
+        params: dict[str, torch.Tensor],
+        xb: torch.Tensor,
+        yb: torch.Tensor,
+        counts: torch.Tensor,
+        counted: Sequence[int],
+        draw: Draw,
+    ) -> torch.Tensor:
+        """Each member's objective on its batch ``(K, b, ...)`` (``counts`` rows of it real, ``counted`` as ints):
+        ``(K,)``. A member's mean loss is the sum over its real rows divided by their count (the padded rows' terms
+        are exact zeros, so the value does not depend on whether any row was padded)."""
+        logits = stacked_forward(self.template, params, xb, training=True, draw=draw)
+        k, b = yb.shape
+        if logits.shape[-1] == 1:
+            per_row = F.binary_cross_entropy_with_logits(logits.reshape(k, b), yb.to(logits.dtype), reduction="none")
+        else:
+            per_row = F.cross_entropy(logits.flatten(0, 1), yb.reshape(-1), reduction="none").reshape(k, b)
+        if min(counted) < b:
+            real = torch.arange(b, device=self.device)[None] < counts[:, None]
+            per_row = torch.where(real, per_row, torch.zeros((), device=self.device))
+        loss = per_row.sum(dim=1) / counts.clamp(min=1)
+        if self.first_name is not None:
+            first = params[self.first_name]
+            if self.config.l1_first_layer > 0:
+                loss = loss + self.config.l1_first_layer * first.abs().sum(dim=(1, 2))
+            if self.penalty is not None:
+                loss = loss + self.penalty.stacked(first)
+        return loss
+
+    def train_epoch(self, live: Sequence[_State], adam: StackedAdam, lr: Sequence[Sequence[float]]) -> list[float]:
+        """One epoch of every live member; each member's summed objective."""
+        bs = int(self.config.batch_size)
+        n_tr = [s.X_tr.shape[0] for s in live]
+        length = max(math.ceil(n / bs) for n in n_tr) * bs
+        orders = [torch.randperm(n, generator=s.dev_gen, device=self.device) for s, n in zip(live, n_tr, strict=True)]
+        Xe = _padded([s.X_tr[o] for s, o in zip(live, orders, strict=True)], length)
+        ye = _padded([s.y_tr[o] for s, o in zip(live, orders, strict=True)], length)
+        starts = range(0, length, bs)
+        counts = [[max(0, min(bs, n - start)) for n in n_tr] for start in starts]
+        counts_t = torch.tensor(counts, device=self.device)
+        total = torch.zeros(len(live), device=self.device)
+        for i, start in enumerate(starts):
+            c = counts[i]
+            active = [x > 0 for x in c]
+            flat = adam.flat
+            draw = _draws(live, c, bs, self.device)
+            objective = self.objective(
+                self.layout.views(flat), Xe[:, start : start + bs], ye[:, start : start + bs], counts_t[i], c, draw
+            )
+            flat.grad = None
+            objective.sum().backward()
+            assert flat.grad is not None
+            adam.step(flat.grad, lr, active)
+            done = objective.detach()
+            total += done if all(active) else torch.where(counts_t[i] > 0, done, torch.zeros((), device=self.device))
+        for k, s in enumerate(live):
+            s.steps += sum(1 for row in counts if row[k])
+            s.work += n_tr[k]
+        return total.tolist()
+
+
+def _train_epoch_members(
+    live: Sequence[_State],
+    members: Sequence[Member],
+    layout: ParameterLayout,
+    adam: StackedAdam,
+    lr: Sequence[Sequence[float]],
+    config: TrainConfig,
+    first_name: str | None,
+    input_grad: bool,
+) -> list[float]:
+    """One epoch of every live member, each on its own module (bound to its row of the optimiser's buffer)."""
+    bs = int(config.batch_size)
+    shuffled = []
+    for s in live:
+        order = torch.randperm(s.X_tr.shape[0], generator=s.dev_gen, device=s.X_tr.device)
+        shuffled.append((s.X_tr[order], s.y_tr[order]))
+        members[s.index].module.train()
+    length = max(s.X_tr.shape[0] for s in live)
+    totals = [torch.zeros((), device=adam.flat.device) for _ in live]
+    for start in range(0, length, bs):
+        grads, active = [], []
+        for k, s in enumerate(live):
+            m = members[s.index]
+            Xe, ye = shuffled[k]
+            if start >= Xe.shape[0]:
+                grads.append(torch.zeros(layout.size, device=adam.flat.device))
+                active.append(False)
+                continue
+            xb, yb = Xe[start : start + bs], ye[start : start + bs]
+            if input_grad:
+                xb = xb.clone().requires_grad_(True)
+            module = m.module
+            base = m.loss(module, xb, yb, s.steps) if m.loss is not None else classification_loss(module(xb), yb)
+            objective = base
+            if config.l1_first_layer > 0:
+                objective = objective + config.l1_first_layer * first_linear(module).weight.abs().sum()
+            if m.penalty is not None:
+                objective = objective + m.penalty(module, xb, base)
+            for p in layout.parameters(module):
+                p.grad = None
+            objective.backward()
+            grads.append(layout.gradient(module))
+            active.append(True)
+            totals[k] = totals[k] + objective.detach()
+            s.steps += 1
+            s.work += xb.shape[0]
+        adam.step(torch.stack(grads), lr, active)
+    return torch.stack(totals).tolist()
+
+
+def _validate_members(
+    live: Sequence[_State],
+    members: Sequence[Member],
+    template: nn.Module,
+    layout: ParameterLayout,
+    flat: torch.Tensor,
+    config: TrainConfig,
+    fast: bool,
+) -> list[tuple[float, float]]:
+    """Each live member's validation loss (as ``config.validation`` says) and, when stopping watches it, AUROC."""
+    out = []
+    if not fast:
+        for s in live:
+            module = members[s.index].module
+            assert s.X_val is not None and s.y_val is not None
+            loss, logits = _validate(module, s.X_val, s.y_val, config, s.dev_gen)
+            auroc = _auroc(logits, s.y_val) if config.monitor == "auroc" and logits is not None else math.nan
+            out.append((float(loss), auroc))
+        return out
+    seq = cast(nn.Sequential, template)
+    with torch.no_grad():
+        params = layout.views(flat.detach())
+        vals = [cast(torch.Tensor, s.X_val) for s in live]
+        ys = [cast(torch.Tensor, s.y_val) for s in live]
+        noisy: list[torch.Tensor] = []
+        if config.validation == "noisy_batches":
+            noisy = _noisy_validation(seq, params, live, vals, ys, int(config.batch_size), flat.device)
+        logits = None
+        if config.monitor == "auroc" or config.validation == "clean":
+            length = max(v.shape[0] for v in vals)
+            X = _padded(vals, length)
+            logits = torch.cat(
+                [
+                    stacked_forward(seq, params, X[:, s : s + PREDICT_BATCH], training=False)
+                    for s in range(0, length, PREDICT_BATCH)
+                ],
+                dim=1,
+            )
+        for k, (s, y) in enumerate(zip(live, ys, strict=True)):
+            own = None if logits is None else logits[k, : y.shape[0]]
+            loss = noisy[k] if noisy else classification_loss(cast(torch.Tensor, own), y)
+            auroc = _auroc(cast(torch.Tensor, own), y) if config.monitor == "auroc" else math.nan
+            out.append((float(loss), auroc))
+    return out
+
+
+def _noisy_validation(
+    seq: nn.Sequential,
+    params: dict[str, torch.Tensor],
+    live: Sequence[_State],
+    vals: Sequence[torch.Tensor],
+    ys: Sequence[torch.Tensor],
+    bs: int,
+    device: torch.device,
+) -> list[torch.Tensor]:
+    """The 2023 code's validation loss of each member: noise on, a fresh order of its rows, the sum of batch means."""
+    orders = [torch.randperm(v.shape[0], generator=s.dev_gen, device=device) for s, v in zip(live, vals, strict=True)]
+    length = max(math.ceil(v.shape[0] / bs) for v in vals) * bs
+    X = _padded([v[o] for v, o in zip(vals, orders, strict=True)], length)
+    Y = _padded([y[o] for y, o in zip(ys, orders, strict=True)], length)
+    n_rows = [v.shape[0] for v in vals]
+    sums: list[torch.Tensor | int] = [0] * len(live)
+    for start in range(0, length, bs):
+        counts = [max(0, min(bs, n - start)) for n in n_rows]
+        logits = stacked_forward(
+            seq, params, X[:, start : start + bs], training=True, draw=_draws(live, counts, bs, device)
+        )
+        for k, c in enumerate(counts):
+            if c:
+                sums[k] = sums[k] + classification_loss(logits[k, :c], Y[k, start : start + c])
+    return [cast(torch.Tensor, v) for v in sums]
+
+
 def fit_network(
     module: nn.Module,
     X: np.ndarray,
@@ -353,7 +949,7 @@ def fit_network(
     generator: torch.Generator,
     device: torch.device,
     loss: BatchLoss | None = None,
-    penalty: Penalty | None = None,
+    penalty: Penalty | GroupPenalty | None = None,
     input_grad: bool = False,
     gate_params: tuple[nn.Parameter, ...] = (),
     gate_lr: float | None = None,
@@ -403,168 +999,81 @@ def fit_network(
     ``max_epochs``. ``restore="best"`` restores the weights of the best epoch (copied, never
     aliased). With ``validation="none"`` every row trains and the loop runs ``max_epochs``.
     """
-    if not isinstance(config, TrainConfig):
-        raise TypeError(f"config must be a TrainConfig (a preset's config.train), got {type(config).__name__}")
-    _check_config(config)
-    n = X.shape[0]
-    validate = config.validation != "none"
-    if validate and validation_rows is not None:
-        held = np.zeros(n, dtype=bool)
-        held[np.asarray(validation_rows, dtype=np.int64)] = True
-        n_val = int(held.sum())
-        if n_val < 1 or n_val == n:
-            raise ValueError(f"validation_rows must hold out some but not all of the {n} rows, got {n_val}")
-        val_idx, tr_idx = torch.from_numpy(np.flatnonzero(held)), torch.from_numpy(np.flatnonzero(~held))
-    elif validate:
-        n_val = _n_validation(n, config.validation_fraction)
-        perm = torch.randperm(n, generator=generator)
-        val_idx, tr_idx = torch.sort(perm[:n_val]).values, torch.sort(perm[n_val:]).values
-    else:
-        n_val, val_idx, tr_idx = 0, torch.empty(0, dtype=torch.long), None
-    if device.type == "cpu":
-        dev_gen = generator
-    else:
-        dev_gen = torch.Generator(device=device).manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
-
-    X_all = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
-    y_all = torch.from_numpy(np.asarray(y, dtype=np.int64))
-    if tr_idx is None:
-        X_tr, y_tr = X_all.to(device), y_all.to(device)
-    else:
-        X_tr, y_tr = X_all[tr_idx].to(device), y_all[tr_idx].to(device)
-        X_val, y_val = X_all[val_idx].to(device), y_all[val_idx].to(device)
-    n_tr, bs = n - n_val, int(config.batch_size)
-    starts = list(range(0, n_tr, bs))
-
-    module = module.to(device)
-    own = {id(q) for q in gate_params}
-    groups = [
-        {"params": [q for q in module.parameters() if id(q) not in own], "weight_decay": config.weight_decay},
-        {
-            "params": [q for q in module.parameters() if id(q) in own],
-            "weight_decay": 0.0,
-            "lr": config.lr if gate_lr is None else float(gate_lr),
-        },
-    ]
-    optimizer = _adam([g for g in groups if g["params"]], config.lr, config.adam_eps, config.fused_adam)
-    scheduler = plateau_2023(optimizer) if config.lr_schedule == "plateau2023" else None
-    first = first_linear(module) if config.l1_first_layer > 0 else None
-    higher = config.monitor == "auroc"
-
-    history: dict[str, list[float]] = {"train_loss": []}
-    if validate:
-        history["val_loss"] = []
-    if validate and higher:
-        history["val_auroc"] = []
-    best = previous = -math.inf if higher else math.inf
-    best_epoch, stale, step = -1, 0, 0
-    best_state: dict[str, torch.Tensor] = {}
-
-    def better(a: float, b: float) -> bool:
-        return a > b if higher else a < b
-
-    seed_noise_layers(module, dev_gen)
-    try:
-        for epoch in range(int(config.max_epochs)):
-            module.train()
-            if epoch_inputs is not None:
-                X_tr = _epoch_rows(epoch_inputs(epoch), X.shape, tr_idx).to(device)
-            order = torch.randperm(n_tr, generator=dev_gen, device=device)
-            Xe, ye = X_tr[order], y_tr[order]
-            total = torch.zeros((), device=device)
-            for s in starts:
-                xb, yb = Xe[s : s + bs], ye[s : s + bs]
-                if input_grad:
-                    xb = xb.clone().requires_grad_(True)
-                base = loss(module, xb, yb, step) if loss is not None else classification_loss(module(xb), yb)
-                objective = base
-                if first is not None:
-                    objective = objective + config.l1_first_layer * first.weight.abs().sum()
-                if penalty is not None:
-                    objective = objective + penalty(module, xb, base)
-                optimizer.zero_grad(set_to_none=True)
-                objective.backward()
-                optimizer.step()
-                total += objective.detach()
-                step += 1
-            if not validate:
-                train_sum = float(total)
-                if scheduler is not None:
-                    scheduler.step(train_sum)
-                history["train_loss"].append(train_sum / len(starts))
-                continue
-            val_loss, val_logits = _validate(module, X_val, y_val, config, dev_gen)  # leaves the module in eval mode
-            train_sum, val = torch.stack([total, val_loss]).tolist()  # one sync per epoch
-            if scheduler is not None:
-                scheduler.step(train_sum)
-            history["train_loss"].append(train_sum / len(starts))
-            history["val_loss"].append(val)
-            if higher and val_logits is not None:  # the logits are kept when stopping watches AUROC
-                val = _auroc(val_logits, y_val)
-                history["val_auroc"].append(val)
-            reference = previous if config.stopping == "previous" else best
-            stale = 0 if better(val, reference) else stale + 1
-            previous = val
-            if better(val, best):
-                best, best_epoch = val, epoch
-                if config.restore == "best":
-                    best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-            if stale >= config.patience:
-                break
-    finally:
-        seed_noise_layers(module, None)
-    if best_state:
-        module.load_state_dict(best_state)
-    elif config.restore == "best":
-        log.warning(
-            "training: no finite validation value in %d epochs; keeping the last weights", len(history["train_loss"])
-        )
-    module.eval()
-    return TrainResult(module, len(history["train_loss"]), best_epoch, history, val_idx.numpy().astype(np.int64), step)
+    member = Member(module, X, y, generator, epoch_inputs, validation_rows, loss, penalty, gate_params)
+    return fit_networks([member], config=config, device=device, input_grad=input_grad, gate_lr=gate_lr)[0]
 
 
-def fit_classifier(
+@dataclass(frozen=True, eq=False)
+class MemberData:
+    """What one member of a batch of classifiers trains on: rows, labels, seed (and optional per-epoch inputs and
+    held-out rows, as :class:`Member`)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    seed: int
+    epoch_inputs: EpochInputs | None = None
+    validation_rows: np.ndarray | None = None
+
+
+def fit_classifiers(
     build: Callable[[torch.Generator, int], nn.Module],
-    X_train: np.ndarray,
-    y_train: np.ndarray,
+    data: Sequence[MemberData],
     *,
     config: TrainConfig,
-    seed: int,
     device: str | torch.device,
     n_classes: int | None,
     num_threads: int | None,
-    epoch_inputs: EpochInputs | None = None,
     input_ndim: int = 2,
-    penalty: Penalty | None = None,
-    validation_rows: np.ndarray | None = None,
-) -> tuple[TrainResult, torch.device, int]:
-    """What every trainer of a classifier network does: check the data, build, fit.
+    penalty: GroupPenalty | None = None,
+) -> tuple[list[TrainResult], torch.device, int]:
+    """What every trainer of classifier networks does: check the data, build, fit, for ``K`` members at once.
 
-    ``X_train`` is checked to be ``input_ndim``-D float32 (2: tables ``(n, p)``, 4: images),
-    ``y_train`` labels ``0..K-1`` (``K`` from :func:`n_classes_of`); one CPU generator seeded with
-    ``seed`` draws the network's initialisation (``build(generator, K)``) and then everything
-    :func:`fit_network` draws; torch runs on ``num_threads`` CPU threads meanwhile (None: its
-    setting); ``penalty`` and ``validation_rows`` go to :func:`fit_network`. Returns ``(result, device, K)``.
+    Each member's ``X`` is checked to be ``input_ndim``-D float32 (2: tables ``(n, p)``, 4: images),
+    its ``y`` labels ``0..K-1`` (``K`` from :func:`n_classes_of`, the largest over the members); one CPU
+    generator per member seeded with its ``seed`` draws its network's initialisation
+    (``build(generator, K)``) and then everything :func:`fit_networks` draws for it; torch runs on
+    ``num_threads`` CPU threads meanwhile (None: its setting). Returns ``(results, device, K)``.
     """
-    X, y = check_training_data(X_train, y_train, any_shape=input_ndim != 2)
-    if X.ndim != input_ndim:
-        raise ValueError(f"X_train must be images (n, C, H, W), got shape {X.shape}")
-    k = n_classes_of(y, n_classes)
+    checked = []
+    for d in data:
+        X, y = check_training_data(d.X, d.y, any_shape=input_ndim != 2)
+        if X.ndim != input_ndim:
+            raise ValueError(f"X_train must be images (n, C, H, W), got shape {X.shape}")
+        checked.append((X, y))
+    k = max((n_classes_of(y, n_classes) for _, y in checked), default=2)
     dev = select_device(device)
     with cpu_threads(dev, num_threads):
-        gen = torch.Generator().manual_seed(int(seed))
-        result = fit_network(
-            build(gen, k),
-            X,
-            y,
-            config=config,
-            generator=gen,
-            device=dev,
-            epoch_inputs=epoch_inputs,
-            penalty=penalty,
-            validation_rows=validation_rows,
-        )
-    return result, dev, k
+        members = []
+        for d, (X, y) in zip(data, checked, strict=True):
+            gen = torch.Generator().manual_seed(int(d.seed))
+            members.append(Member(build(gen, k), X, y, gen, d.epoch_inputs, d.validation_rows, penalty=penalty))
+        results = fit_networks(members, config=config, device=dev)
+    return results, dev, k
+
+
+def memory_chunks(sizes: Sequence[int], budget: int) -> list[list[int]]:
+    """Consecutive groups of member indices whose ``sizes`` (bytes of data each trains on, held about three times
+    over while training) sum to at most ``budget``, each group at least one member (decided by the sizes alone)."""
+    if budget <= 0:
+        raise ValueError(f"the memory budget of a batch must be positive, got {budget}")
+    chunks: list[list[int]] = []
+    used = 0
+    for i, size in enumerate(sizes):
+        need = 3 * int(size)
+        if chunks and used + need <= budget:
+            chunks[-1].append(i)
+            used += need
+        else:
+            chunks.append([i])
+            used = need
+    return chunks
+
+
+def unwrap(model: T | TrainingFailed) -> T:
+    """``model``, or raise it when training failed (a member's :class:`TrainingFailed` in its place)."""
+    if isinstance(model, TrainingFailed):
+        raise model
+    return model
 
 
 def _epoch_rows(X_epoch: np.ndarray, shape: tuple[int, ...], rows: torch.Tensor | None) -> torch.Tensor:

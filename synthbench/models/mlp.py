@@ -20,6 +20,7 @@ round read (zero weight on every other), so a dropped column changes nothing and
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, cast
 
@@ -38,17 +39,23 @@ from synthbench.models.basis import (
 )
 from synthbench.models.layers import GaussianNoise
 from synthbench.models.loop import (
+    BATCH_MEMORY,
     EpochInputs,
+    GroupPenalty,
+    MemberData,
     NetworkConfig,
     TrainConfig,
+    TrainingFailed,
     TrainResult,
     check_training_data,
     first_linear,
-    fit_classifier,
+    fit_classifiers,
+    memory_chunks,
+    unwrap,
 )
 from synthbench.models.networks import TrainedNetwork
 from synthbench.models.randomise import Layer, sequential_layers
-from synthbench.models.screening import successive_halving
+from synthbench.models.screening import successive_halving_many
 
 __all__ = [
     "ACTIVATIONS",
@@ -61,6 +68,7 @@ __all__ = [
     "initialise_linear",
     "mlp_layers",
     "train_mlp",
+    "train_mlps",
 ]
 
 log = logging.getLogger(__name__)
@@ -255,6 +263,8 @@ class TrainedMLP(TrainedNetwork):
     screening : tuple of ``(inputs, score)``
         A screening's rounds in order: inputs read and the validation value early stopping watched
         (AUROC, or minus the loss); empty without screening.
+    train_seconds : float
+        Its share of its batch's training time (every screening round's).
     """
 
     module: nn.Sequential = field(repr=False)
@@ -268,6 +278,7 @@ class TrainedMLP(TrainedNetwork):
     classes_: np.ndarray = field(default_factory=lambda: np.array([0, 1]), repr=False)
     features: np.ndarray | None = field(default=None, repr=False)
     screening: tuple[tuple[int, float], ...] = ()
+    train_seconds: float = field(default=0.0, repr=False)
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """Class probabilities.
@@ -350,42 +361,63 @@ def train_mlp(
     initialisation and split still come from the CPU generator; batch order and noise come
     from a CUDA generator seeded from it, so CUDA and CPU runs differ.
     """
-    p = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 0
-    check_config(config)
-    if config.basis_knots:
-        return _train_grouped(
-            X_train,
-            y_train,
-            config=config,
-            seed=seed,
-            device=device,
-            num_threads=num_threads,
-            n_classes=n_classes,
-            epoch_inputs=epoch_inputs,
-        )
-
-    def build(generator: torch.Generator, k: int) -> nn.Sequential:
-        return build_seeded_mlp(p, config, generator, n_outputs=_n_outputs(k))
-
-    result, dev, k = fit_classifier(
-        build,
-        X_train,
-        y_train,
-        config=config.train,
-        seed=seed,
+    (model,) = train_mlps(
+        [MemberData(X_train, y_train, seed, epoch_inputs)],
+        config=config,
         device=device,
-        n_classes=n_classes,
         num_threads=num_threads,
-        epoch_inputs=epoch_inputs,
+        n_classes=n_classes,
     )
-    log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, len(y_train), result.epochs_run, result.best_epoch)
-    return _trained(result.module, result, config, p, dev, k)
+    return unwrap(model)
+
+
+def train_mlps(
+    data: Sequence[MemberData],
+    *,
+    config: MLPConfig = MLPConfig(),
+    device: str | torch.device = "cpu",
+    num_threads: int | None = 1,
+    n_classes: int | None = None,
+    memory_budget: int = BATCH_MEMORY,
+) -> list[TrainedMLP | TrainingFailed]:
+    """:func:`train_mlp` of several members (their rows, labels, seeds) as one batched computation.
+
+    Each member's model is the one :func:`train_mlp` gives it alone (:func:`~synthbench.models.loop.fit_networks`);
+    the members of one call must share their number of columns. A member whose training failed has its
+    :class:`~synthbench.models.loop.TrainingFailed` in its place. Members are trained in consecutive
+    groups whose inputs (with a hinge basis, their expansion) fit ``memory_budget`` bytes.
+    """
+    check_config(config)
+    if len({np.shape(d.X)[1:] for d in data}) > 1:
+        raise ValueError("the members of a batch of MLPs must share their number of columns")
+    factor = basis_units(config.basis_knots) if config.basis_knots else 1
+    out: list[TrainedMLP | TrainingFailed] = []
+    for chunk in memory_chunks([factor * np.asarray(d.X).nbytes for d in data], memory_budget):
+        part = [data[i] for i in chunk]
+        if config.basis_knots:
+            out += _train_grouped(part, config=config, device=device, num_threads=num_threads, n_classes=n_classes)
+            continue
+        p = int(np.shape(part[0].X)[1]) if np.ndim(part[0].X) == 2 else 0
+
+        def build(generator: torch.Generator, k: int) -> nn.Sequential:
+            return build_seeded_mlp(p, config, generator, n_outputs=_n_outputs(k))
+
+        results, dev, k = fit_classifiers(
+            build, part, config=config.train, device=device, n_classes=n_classes, num_threads=num_threads
+        )
+        for d, result in zip(part, results, strict=True):
+            log.debug("trained MLP p=%d n=%d: %d epochs, best %d", p, len(d.y), result.epochs_run, result.best_epoch)
+        out += [_trained(r.module, r, config, p, dev, k) for r in results]
+    return out
 
 
 def _trained(
     module: nn.Module, result: TrainResult, config: MLPConfig, p: int, dev: torch.device, k: int, **chosen: Any
-) -> TrainedMLP:
-    """The :class:`TrainedMLP` of ``module`` (in eval mode, on ``dev``), with ``result``'s training record."""
+) -> TrainedMLP | TrainingFailed:
+    """The :class:`TrainedMLP` of ``module`` (in eval mode, on ``dev``), with ``result``'s training record (its
+    failure, when it failed)."""
+    if result.failure is not None:
+        return TrainingFailed(f"the MLP's training failed: {result.failure}")
     return TrainedMLP(
         module=cast(nn.Sequential, module),
         config=config,
@@ -396,6 +428,7 @@ def _trained(
         validation_indices=result.validation_indices,
         device=dev,
         classes_=np.arange(k),
+        train_seconds=result.seconds,
         **chosen,
     )
 
@@ -414,16 +447,13 @@ def _monitored(result: TrainResult, config: TrainConfig) -> float:
 
 
 def _train_grouped(
-    X_train: np.ndarray,
-    y_train: np.ndarray,
+    data: Sequence[MemberData],
     *,
     config: MLPConfig,
-    seed: int,
     device: str | torch.device,
     num_threads: int | None,
     n_classes: int | None,
-    epoch_inputs: EpochInputs | None,
-) -> TrainedMLP:
+) -> list[TrainedMLP | TrainingFailed]:
     """:func:`train_mlp` with a hinge basis (see the module docstring).
 
     The network after the basis (a plain MLP of the basis units) trains on the units computed
@@ -438,66 +468,102 @@ def _train_grouped(
     without validation (``validation="none"``) there is one round on all columns. The chosen
     round's layers then follow the basis of the columns it read, in a network of ``p`` inputs.
     """
-    X, y = check_training_data(X_train, y_train)
-    p, units = X.shape[1], basis_units(config.basis_knots)
-    knots = hinge_knots(X, config.basis_knots)
-    Z = expand(X, knots)
+    checked = [check_training_data(d.X, d.y) for d in data]
+    p, units = checked[0][0].shape[1], basis_units(config.basis_knots)
+    knots = [hinge_knots(X, config.basis_knots) for X, _ in checked]
+    Z = [expand(X, kn) for (X, _), kn in zip(checked, knots, strict=True)]
     after = replace(config, basis_knots=0, group_penalty=0.0, screen_keep=0.0)
-    penalty = None
-    if config.group_penalty:
+    penalty = GroupPenalty(config.group_penalty, units) if config.group_penalty else None
+    held: list[np.ndarray | None] = [None] * len(data)
+    seconds = [0.0] * len(data)
+    place: dict[int, torch.device] = {}
 
-        def penalty(module: nn.Module, xb: torch.Tensor, loss: torch.Tensor) -> torch.Tensor:
-            return config.group_penalty * group_norms(first_linear(module).weight, units, eps=1e-12).sum()
-
-    held: list[np.ndarray] = []
-
-    def fit(features: np.ndarray) -> tuple[tuple[TrainResult, torch.device, int], float, np.ndarray]:
-        cols = group_columns(features, units)
-        inputs = (
-            None
-            if epoch_inputs is None
-            else (lambda epoch: expand(np.asarray(epoch_inputs(epoch))[:, features], knots[features]))
-        )
+    def fit(members: list[int], features: list[np.ndarray]) -> list[tuple[Any, float, np.ndarray] | BaseException]:
+        cols = [group_columns(f, units) for f in features]
 
         def build(gen: torch.Generator, k: int) -> nn.Sequential:
-            net = build_seeded_mlp(len(cols), after, gen, n_outputs=_n_outputs(k))
+            net = build_seeded_mlp(len(cols[0]), after, gen, n_outputs=_n_outputs(k))
             with torch.no_grad():
                 first_linear(net).weight.mul_(FIRST_LAYER_SCALE)
             return net
 
-        result, dev, k = fit_classifier(
+        part = [
+            MemberData(
+                Z[i][:, c],
+                checked[i][1],
+                data[i].seed,
+                _expanded(data[i].epoch_inputs, f, knots[i]),
+                held[i],
+            )
+            for i, c, f in zip(members, cols, features, strict=True)
+        ]
+        results, dev, k = fit_classifiers(
             build,
-            Z[:, cols],
-            y,
+            part,
             config=config.train,
-            seed=seed,
             device=device,
             n_classes=n_classes,
             num_threads=num_threads,
-            epoch_inputs=inputs,
             penalty=penalty,
-            validation_rows=held[0] if held else None,
         )
-        if not held:
-            held.append(result.validation_indices)
-        with torch.no_grad():
-            importance = group_norms(first_linear(result.module).weight, units).cpu().numpy()
-        return (result, dev, k), _monitored(result, config.train), importance
+        place[0] = dev
+        out: list[tuple[Any, float, np.ndarray] | BaseException] = []
+        for i, result in zip(members, results, strict=True):
+            seconds[i] += result.seconds
+            if result.failure is not None:
+                out.append(TrainingFailed(f"the MLP's training failed: {result.failure}"))
+                continue
+            if held[i] is None:
+                held[i] = result.validation_indices
+            with torch.no_grad():
+                importance = group_norms(first_linear(result.module).weight, units).cpu().numpy()
+            out.append(((result, k), _monitored(result, config.train), importance))
+        return out
 
     if config.screen_keep and config.train.validation != "none":
-        chosen, screening = successive_halving(fit, p, config.screen_keep)
-        features, (result, dev, k) = chosen.features, chosen.model
+        order = list(range(len(data)))
+        remaining = [order]  # the members of the current round, in order
+
+        def fit_round(features: list[np.ndarray]) -> list[tuple[Any, float, np.ndarray] | BaseException]:
+            fitted = fit(remaining[0], features)
+            remaining[0] = [i for i, f in zip(remaining[0], fitted, strict=True) if not isinstance(f, BaseException)]
+            return fitted
+
+        outcomes = successive_halving_many(fit_round, len(data), p, config.screen_keep)
+        chosen = [o if isinstance(o, BaseException) else (o[0].features, o[0].model, o[1]) for o in outcomes]
     else:
-        features = np.arange(p)
-        (result, dev, k), _, _ = fit(features)
-        screening = []
-    module = build_seeded_mlp(
-        p, config, torch.Generator().manual_seed(0), n_outputs=_n_outputs(k), knots=knots[features], features=features
-    )
-    trained = [m for m in module if isinstance(m, nn.Linear) and m.weight.requires_grad]
-    with torch.no_grad():
-        fitted = cast(nn.Sequential, result.module)  # built by build_seeded_mlp
-        for target, source in zip(trained, [m for m in fitted if isinstance(m, nn.Linear)], strict=True):
-            target.load_state_dict(source.state_dict())
-    log.debug("trained basis MLP p=%d n=%d: reads %d inputs, rounds %s", p, len(y), len(features), screening)
-    return _trained(module.to(dev).eval(), result, config, p, dev, k, features=features, screening=tuple(screening))
+        fitted = fit(list(range(len(data))), [np.arange(p)] * len(data))
+        chosen = [o if isinstance(o, BaseException) else (np.arange(p), o[0], []) for o in fitted]
+    models: list[TrainedMLP | TrainingFailed] = []
+    for i, c in enumerate(chosen):
+        if isinstance(c, BaseException):
+            models.append(cast(TrainingFailed, c))
+            continue
+        features, (result, k), screening = c
+        module = build_seeded_mlp(
+            p,
+            config,
+            torch.Generator().manual_seed(0),
+            n_outputs=_n_outputs(k),
+            knots=knots[i][features],
+            features=features,
+        )
+        trained = [m for m in module if isinstance(m, nn.Linear) and m.weight.requires_grad]
+        with torch.no_grad():
+            fitted_module = cast(nn.Sequential, result.module)  # built by build_seeded_mlp
+            for target, source in zip(trained, [m for m in fitted_module if isinstance(m, nn.Linear)], strict=True):
+                target.load_state_dict(source.state_dict())
+        dev = place[0]
+        result.seconds = seconds[i]  # every round's share
+        log.debug("trained basis MLP p=%d: reads %d inputs, rounds %s", p, len(features), screening)
+        models.append(
+            _trained(module.to(dev).eval(), result, config, p, dev, k, features=features, screening=tuple(screening))
+        )
+    return models
+
+
+def _expanded(epoch_inputs: EpochInputs | None, features: np.ndarray, knots: np.ndarray) -> EpochInputs | None:
+    """``epoch_inputs`` of the columns ``features``, expanded in their hinge basis (None stays None)."""
+    if epoch_inputs is None:
+        return None
+    return lambda epoch: expand(np.asarray(epoch_inputs(epoch))[:, features], knots[features])

@@ -1,55 +1,87 @@
 """The shared network model kinds: the MLP of tables and the CNN of images, trained once per fold and preset.
 
-Both are cached on disk (:func:`~synthbench.models.cache.cached_train`) and explained by
+Both are cached on disk (:func:`~synthbench.models.cache.cached_train_many`) and explained by
 every attribution method that needs them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from synthbench.models.cache import Trainer, cached_train
-from synthbench.models.cnn import cnn_layers, train_cnn
+from synthbench.models.cache import ManyTrainer, cached_train_many
+from synthbench.models.cnn import cnn_layers, train_cnns
 from synthbench.models.device import select_device
-from synthbench.models.loop import EpochInputs
-from synthbench.models.mlp import mlp_layers, train_mlp
+from synthbench.models.loop import EpochInputs, MemberData, unwrap
+from synthbench.models.mlp import mlp_layers, train_mlps
 from synthbench.models.presets import DEFAULT_PRESET, DEFAULT_PRESETS, get_preset
 from synthbench.models.screening import screening_record
-from synthbench.models.shared import ModelKind, TrainSettings, register_model
+from synthbench.models.shared import ModelKind, TrainRequest, TrainSettings, register_model
 from synthbench.protocol import FoldData
 
-__all__ = ["train_fold_mlp", "train_fold_cnn", "MLP", "CNN"]
+__all__ = ["train_fold_mlp", "train_fold_cnn", "train_folds_mlp", "train_folds_cnn", "MLP", "CNN"]
 
 
-def _train_fold(
+def _train_folds(
     kind: str,
-    trainer: Trainer,
-    data: FoldData,
+    trainer: ManyTrainer,
+    requests: Sequence[TrainRequest],
     settings: TrainSettings,
     preset: str,
-    replicate: int,
-    epoch_inputs: EpochInputs | None,
     training: Mapping[str, Any] | None,
-):
+) -> list[Any]:
+    """The networks of ``requests``, each seeded from its fold and replicate, trained as one batch (cached)."""
     chosen = get_preset(preset)
     if chosen.kind != kind:
         raise ValueError(f"preset {preset!r} configures a {chosen.kind}, not a {kind}")
     config = chosen.config
     if training:
         config = dataclasses.replace(config, train=dataclasses.replace(config.train, **training))
-    return cached_train(
+    classes = {r.data.n_classes for r in requests}
+    if len(classes) > 1:
+        raise ValueError("the requests of a batch must share their data set's number of classes")
+    members = [
+        MemberData(
+            r.data.X_train,
+            r.data.y_train,
+            r.data.random_state("model", kind, *((r.replicate,) if r.replicate else ())),
+            r.epoch_inputs,
+        )
+        for r in requests
+    ]
+    return cached_train_many(
         trainer,
-        data.X_train,
-        data.y_train,
+        members,
         config=config,
-        n_classes=data.n_classes,
-        seed=data.random_state("model", kind, *((replicate,) if replicate else ())),
+        n_classes=classes.pop() if classes else None,
         device=select_device(settings.device),
         cache_dir=settings.cache_dir,
-        epoch_inputs=epoch_inputs,
     )
+
+
+def train_folds_mlp(
+    requests: Sequence[TrainRequest],
+    settings: TrainSettings,
+    preset: str = DEFAULT_PRESET,
+    *,
+    training: Mapping[str, Any] | None = None,
+) -> list[Any]:
+    """The MLPs of ``requests`` (folds, replicates, per-epoch inputs) as one batch
+    (:func:`~synthbench.models.mlp.train_mlps`); each is the model :func:`train_fold_mlp` gives it alone, or its
+    ``TrainingFailed``."""
+    return _train_folds("mlp", train_mlps, requests, settings, preset, training)
+
+
+def train_folds_cnn(
+    requests: Sequence[TrainRequest],
+    settings: TrainSettings,
+    preset: str = DEFAULT_PRESETS["cnn"],
+    *,
+    training: Mapping[str, Any] | None = None,
+) -> list[Any]:
+    """The CNNs of ``requests`` as one batch (:func:`~synthbench.models.cnn.train_cnns`), as :func:`train_folds_mlp`."""
+    return _train_folds("cnn", train_cnns, requests, settings, preset, training)
 
 
 def train_fold_mlp(
@@ -70,7 +102,9 @@ def train_fold_mlp(
     :func:`~synthbench.models.loop.fit_network`). ``training``: fields of the preset's
     :class:`~synthbench.models.loop.TrainConfig` replaced for this training.
     """
-    return _train_fold("mlp", train_mlp, data, settings, preset, replicate, epoch_inputs, training)
+    return unwrap(
+        train_folds_mlp([TrainRequest(data, replicate, epoch_inputs)], settings, preset, training=training)[0]
+    )
 
 
 def train_fold_cnn(
@@ -86,7 +120,9 @@ def train_fold_cnn(
 
     Returns a :class:`~synthbench.models.cnn.TrainedCNN` with one logit per class of the data set.
     """
-    return _train_fold("cnn", train_cnn, data, settings, preset, replicate, epoch_inputs, training)
+    return unwrap(
+        train_folds_cnn([TrainRequest(data, replicate, epoch_inputs)], settings, preset, training=training)[0]
+    )
 
 
 MLP = register_model(
@@ -100,6 +136,7 @@ MLP = register_model(
         training=True,
         layers=mlp_layers,
         record=screening_record,
+        train_many=train_folds_mlp,
     )
 )
 CNN = register_model(
@@ -113,5 +150,6 @@ CNN = register_model(
         training=True,
         inputs=("image",),
         layers=cnn_layers,
+        train_many=train_folds_cnn,
     )
 )

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-__all__ = ["Round", "successive_halving", "screening_record"]
+__all__ = ["Round", "successive_halving", "successive_halving_many", "screening_record"]
 
 log = logging.getLogger(__name__)
 
@@ -55,29 +55,64 @@ def successive_halving(
     Returns
     -------
     The chosen :class:`Round` (best score; the sparser on ties) and ``[(len(features), score), ...]``
-    in round order. Only the chosen round's model is kept in memory.
+    in round order. Only the chosen round's model is kept in memory. One model's halving is
+    :func:`successive_halving_many` of one member.
+    """
+    (result,) = successive_halving_many(lambda features: [fit(features[0])], 1, n_features, keep)
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def successive_halving_many(
+    fit: Callable[[list[np.ndarray]], list[tuple[T, float, np.ndarray] | BaseException]],
+    n_members: int,
+    n_features: int,
+    keep: float,
+) -> list[tuple[Round[T], list[tuple[int, float]]] | BaseException]:
+    """:func:`successive_halving` of ``n_members`` models at once, round by round.
+
+    Every member's round ``r`` reads the same number of inputs (the count depends on the round alone),
+    so ``fit(features) -> [(model, score, importance) or exception, ...]`` trains one round of every member
+    still halving (``features``: one ascending int64 array per such member, in member order) as one batch.
+    A member whose round raised (an exception in its place) stops there: its exception is its result.
     """
     if not 0.0 < keep < 1.0:
         raise ValueError(f"keep must lie strictly between 0 and 1, got {keep}")
     if n_features < 1:
         raise ValueError(f"successive halving needs at least one input, got {n_features}")
-    features = np.arange(n_features, dtype=np.int64)
-    best: Round[T] | None = None
-    record: list[tuple[int, float]] = []
-    while True:
-        model, score, importance = fit(features)
-        score = -math.inf if not np.isfinite(score) else float(score)
-        record.append((len(features), score))
-        log.debug("halving round on %d inputs: score %.4f", len(features), score)
-        if best is None or score >= best.score:
-            best = Round(features, score, model)
-        if len(features) == 1:
-            return best, record
-        importance = np.asarray(importance, dtype=np.float64)
-        if importance.shape != features.shape:
-            raise ValueError(f"fit must return one importance per feature ({len(features)}), got {importance.shape}")
-        n_next = min(len(features) - 1, max(1, math.ceil(keep * len(features))))
-        features = np.sort(features[np.argsort(-importance, kind="stable")[:n_next]])
+    features = [np.arange(n_features, dtype=np.int64) for _ in range(n_members)]
+    best: list[Round[T] | None] = [None] * n_members
+    records: list[list[tuple[int, float]]] = [[] for _ in range(n_members)]
+    results: list[tuple[Round[T], list[tuple[int, float]]] | BaseException | None] = [None] * n_members
+    going = list(range(n_members))
+    while going:
+        fitted = fit([features[i] for i in going])
+        still = []
+        for i, out in zip(going, fitted, strict=True):
+            if isinstance(out, BaseException):
+                results[i] = out
+                continue
+            model, score, importance = out
+            score = -math.inf if not np.isfinite(score) else float(score)
+            records[i].append((len(features[i]), score))
+            log.debug("halving round on %d inputs: score %.4f", len(features[i]), score)
+            current = best[i]
+            if current is None or score >= current.score:
+                best[i] = current = Round(features[i], score, model)
+            if len(features[i]) == 1:
+                results[i] = (current, records[i])
+                continue
+            importance = np.asarray(importance, dtype=np.float64)
+            if importance.shape != features[i].shape:
+                raise ValueError(
+                    f"fit must return one importance per feature ({len(features[i])}), got {importance.shape}"
+                )
+            n_next = min(len(features[i]) - 1, max(1, math.ceil(keep * len(features[i]))))
+            features[i] = np.sort(features[i][np.argsort(-importance, kind="stable")[:n_next]])
+            still.append(i)
+        going = still
+    return [r for r in results if r is not None]
 
 
 def screening_record(model: Any) -> dict[str, Any]:

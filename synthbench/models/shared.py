@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from synthbench.models.cache import cached_ceiling
 from synthbench.models.competence import Ceiling, competence_fields, held_out_quality, learnability_ceiling
-from synthbench.models.loop import EpochInputs
+from synthbench.models.loop import EpochInputs, TrainingFailed, unwrap
 from synthbench.models.randomise import Layer
 from synthbench.protocol import FoldData
 from synthbench.registry import Registry
 
-__all__ = ["ModelKind", "SharedModels", "TrainSettings", "MODEL_KINDS", "register_model", "kinds", "model_kind"]
+__all__ = [
+    "ModelKind",
+    "SharedModels",
+    "TrainRequest",
+    "TrainSettings",
+    "MODEL_KINDS",
+    "register_model",
+    "kinds",
+    "model_kind",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +44,16 @@ class TrainSettings:
     n_jobs: int = 1
     device: str = "cpu"
     cache_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """One model of a batch a kind's ``train_many`` trains: its fold (changed or not), replicate and inputs redrawn
+    per epoch (None: the fold's own)."""
+
+    data: FoldData
+    replicate: int = 0
+    epoch_inputs: EpochInputs | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +88,11 @@ class ModelKind:
     ``record``: ``record(model) -> dict`` of JSON values stored with the model's quality in
     :attr:`SharedModels.info` (what training chose: the screened inputs of the MLP and the booster); None records
     nothing.
+    ``train_many``: ``train_many(requests, settings, [preset,] training=None) -> [model or TrainingFailed, ...]``
+    trains several :class:`TrainRequest` of the kind as one batched computation (each model the one ``train``
+    gives it alone: :func:`~synthbench.models.loop.fit_networks`); None for a kind whose models train one at a
+    time (the forest and the booster: trees grow one split after another, nothing to stack), which is then
+    called once per request.
     """
 
     name: str
@@ -83,6 +107,7 @@ class ModelKind:
     layers: Callable[[Any], tuple[Layer, ...]] | None = None
     ceiling: bool = False
     record: Callable[[Any], dict[str, Any]] | None = None
+    train_many: Callable[..., list[Any]] | None = None
 
 
 #: Every registered model kind, by name.
@@ -153,27 +178,69 @@ class SharedModels:
         ``info`` records replicate 0 under ``name`` and replicate ``r > 0`` under ``"name#r"``: its
         held-out accuracy, AUROC (binary labels) and majority-class ``chance``, the fold's
         ceiling and the model's competence (:func:`~synthbench.models.competence.competence_fields`),
-        and ``train_seconds`` (the training, and the ceiling's when this model asked for it first).
+        and ``train_seconds`` (the training, its share of a batch, and the ceiling's when this model asked
+        for it first).
         """
-        key = name if replicate == 0 else f"{name}#{int(replicate)}"
-        if key not in self._models:
-            if replicate < 0:
-                raise ValueError(f"replicate must be non-negative, got {replicate}")
+        return self.get_many(name, [replicate])[0]
+
+    def get_many(self, name: str, replicates: Sequence[int]) -> list[Any]:
+        """:meth:`get` of several replicates, those not yet trained trained as one batch (the kind's ``train_many``).
+
+        Raises :class:`~synthbench.models.loop.TrainingFailed` when one of them failed to train.
+        """
+        if any(r < 0 for r in replicates):
+            raise ValueError(f"replicate must be non-negative, got {min(replicates)}")
+        keys = [name if r == 0 else f"{name}#{int(r)}" for r in replicates]
+        missing = [(k, int(r)) for k, r in dict(zip(keys, replicates, strict=True)).items() if k not in self._models]
+        if missing:
             kind = model_kind(name)
+            trained = self._train(kind, [TrainRequest(self._data, r) for _, r in missing], None)
+            failures = []
+            for (key, _), (model, seconds) in zip(missing, trained, strict=True):
+                if isinstance(model, TrainingFailed):
+                    failures.append(model)  # its siblings are kept
+                    continue
+                self._record(key, kind, model, seconds)
+            if failures:
+                raise failures[0]
+        return [self._models[k] for k in keys]
+
+    def _record(self, key: str, kind: ModelKind, model: Any, seconds: float) -> None:
+        """Keep ``model`` under ``key`` with its held-out quality, competence and seconds (its training's, and the
+        fold's ceiling's when no model asked for it before)."""
+        t1 = time.perf_counter()
+        quality = held_out_quality(model, self._data)
+        fields = competence_fields(quality, self.ceiling)
+        seconds += time.perf_counter() - t1
+        self.trainings += 1
+        self._models[key] = model
+        chosen = kind.record(model) if kind.record is not None else {}
+        self.info[key] = {**quality, **fields, **chosen, "train_seconds": seconds}
+        log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
+
+    def _train(
+        self, kind: ModelKind, requests: Sequence[TrainRequest], training: Mapping[str, Any] | None
+    ) -> list[tuple[Any, float]]:
+        """The kind's model of each request and its seconds: one batch through ``train_many`` (the batch's wall
+        time shared in proportion to each model's ``train_seconds``, evenly where none is known), or one ``train``
+        after another."""
+        preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
+        extra: dict[str, Any] = {"training": dict(training)} if training else {}
+        if kind.train_many is not None:
             t0 = time.perf_counter()
-            if kind.uses_preset and self.preset is not None:
-                model = kind.train(self._data, self._settings, self.preset, replicate=int(replicate))
-            else:
-                model = kind.train(self._data, self._settings, replicate=int(replicate))
-            quality = held_out_quality(model, self._data)
-            fields = competence_fields(quality, self.ceiling)
-            seconds = time.perf_counter() - t0
-            self.trainings += 1
-            self._models[key] = model
-            chosen = kind.record(model) if kind.record is not None else {}
-            self.info[key] = {**quality, **fields, **chosen, "train_seconds": seconds}
-            log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
-        return self._models[key]
+            models = kind.train_many(list(requests), self._settings, *preset, **extra)
+            wall = time.perf_counter() - t0
+            own = [float(getattr(m, "train_seconds", 0.0) or 0.0) for m in models]
+            total = sum(own)
+            shares = [o / total for o in own] if total > 0 else [1.0 / len(models)] * len(models)
+            return [(m, wall * share) for m, share in zip(models, shares, strict=True)]
+        out = []
+        for r in requests:
+            t0 = time.perf_counter()
+            epochs = {"epoch_inputs": r.epoch_inputs} if r.epoch_inputs is not None else {}
+            model = kind.train(r.data, self._settings, *preset, replicate=int(r.replicate), **epochs, **extra)
+            out.append((model, time.perf_counter() - t0))
+        return out
 
     def shared(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()`` the first time ``key`` is asked for in this fold, the same object afterwards.
@@ -209,13 +276,24 @@ class SharedModels:
     ) -> Any:
         """A fresh model of kind ``name`` trained on ``data`` with this fold's settings and preset; not kept.
 
-        ``data`` is this fold changed (remove-and-retrain: inputs replaced); the replicate's seed
-        is drawn from ``data``'s seed and fold as for :meth:`get`, so replicate ``r`` here starts
-        from the same initialisation as the fold's own replicate ``r``. With a disk cache in the
-        settings, the training is cached by its data like any other. ``epoch_inputs``
-        (``fn(epoch) -> X_train``, kinds that declare ``epoch_inputs`` only) gives the training
-        rows anew each epoch; such a training is not cached. ``training`` (kinds that declare
-        ``training`` only) replaces fields of the preset's training configuration.
+        :meth:`train_many_on` of one request, its failure raised.
+        """
+        return unwrap(self.train_many_on(name, [TrainRequest(data, replicate, epoch_inputs)], training)[0])
+
+    def train_many_on(
+        self, name: str, requests: Sequence[TrainRequest], training: Mapping[str, Any] | None = None
+    ) -> list[Any]:
+        """Fresh models of kind ``name``, one per :class:`TrainRequest`, trained as one batch; not kept.
+
+        Each request's ``data`` is this fold changed (remove-and-retrain: inputs replaced); replicate
+        ``r``'s seed is drawn from its data's seed and fold as for :meth:`get`, so replicate ``r`` here
+        starts from the same initialisation as the fold's own replicate ``r``. With a disk cache in the
+        settings, the batch is read from it when every member is there and trained whole otherwise, so
+        which models share a batch never depends on what the cache holds. ``epoch_inputs``
+        (kinds that declare ``epoch_inputs`` only) gives a request's training rows anew each epoch; such a
+        training is not cached. ``training`` (kinds that declare ``training`` only) replaces fields of the
+        preset's training configuration. A model that failed to train is its
+        :class:`~synthbench.models.loop.TrainingFailed`, in its place; the others are unaffected.
 
         Raises
         ------
@@ -223,22 +301,16 @@ class SharedModels:
             For a kind that is not ``retrainable``, or ``epoch_inputs`` or ``training`` to a kind
             that takes none.
         """
-        if replicate < 0:
-            raise ValueError(f"replicate must be non-negative, got {replicate}")
+        if any(r.replicate < 0 for r in requests):
+            raise ValueError(f"replicate must be non-negative, got {min(r.replicate for r in requests)}")
         kind = model_kind(name)
         if not kind.retrainable:
             raise ValueError(f"model kind {name!r} cannot be retrained (it declares retrainable=False)")
-        extra: dict[str, Any] = {}
-        if epoch_inputs is not None:
-            if not kind.epoch_inputs:
-                raise ValueError(f"model kind {name!r} trains without epochs; it cannot take inputs redrawn per epoch")
-            extra["epoch_inputs"] = epoch_inputs
-        if training:
-            if not kind.training:
-                raise ValueError(f"model kind {name!r} declares no training configuration to change")
-            extra["training"] = dict(training)
-        preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
-        return kind.train(data, self._settings, *preset, replicate=int(replicate), **extra)
+        if any(r.epoch_inputs is not None for r in requests) and not kind.epoch_inputs:
+            raise ValueError(f"model kind {name!r} trains without epochs; it cannot take inputs redrawn per epoch")
+        if training and not kind.training:
+            raise ValueError(f"model kind {name!r} declares no training configuration to change")
+        return [model for model, _ in self._train(kind, requests, training)]
 
 
 class _ModelView(SharedModels):
@@ -254,10 +326,10 @@ class _ModelView(SharedModels):
     def ceiling(self) -> Ceiling:
         return self._base.ceiling
 
-    def get(self, name: str, replicate: int = 0) -> Any:
-        if replicate == 0 and name in self._substitutes:
-            return self._substitutes[name]
-        return self._base.get(name, replicate)
+    def get_many(self, name: str, replicates: Sequence[int]) -> list[Any]:
+        if name not in self._substitutes:
+            return self._base.get_many(name, replicates)
+        return [self._substitutes[name] if r == 0 else self._base.get(name, r) for r in replicates]
 
     def with_model(self, name: str, model: Any) -> SharedModels:
         model_kind(name)

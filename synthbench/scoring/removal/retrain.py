@@ -26,9 +26,10 @@ control is judged beside ``rf``) has none to redraw in and sees the fixed masks.
 
 The method's maps of every training and test row are computed once per fold and method and
 shared by ROAR and KAR (:meth:`~synthbench.models.SharedModels.shared`): the scorer that runs
-first carries their seconds. The retrainings of one cell run one after the other: stacking them
-into one network (grouped convolutions) would be 1.8x faster per step on the CPU but does not
-give the same weights as training each alone (the first convolution differs in the last bits).
+first carries their seconds. The retrainings of one cell (every fraction and repeat) train as one
+batch (:meth:`~synthbench.models.SharedModels.train_many_on`, the kind's ``train_many``), as do the
+clean replicates; each network is the one it would be trained alone (:func:`~synthbench.models.loop.fit_networks`;
+an MLP's batch is one stacked computation, a CNN's members train one after the other under one optimiser).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from typing import ClassVar
 import numpy as np
 
 from synthbench.methods.registry import MethodSpec, run_method
-from synthbench.models import SharedModels, model_kind
+from synthbench.models import SharedModels, TrainRequest, model_kind
+from synthbench.models.loop import unwrap
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, explained_model, register_scorer
 from synthbench.scoring.ranking import rank
@@ -146,7 +148,9 @@ class RetrainScorer(Scorer):
         orders = rank(train_keys, rng, signed=self.signed), rank(test_keys, rng, signed=self.signed)
         mean = self._mean(data)
         redraw = self.random_masks == "epoch" and spec.name == self._control and model_kind(kind).epoch_inputs
-        values = [[correct(models.get(kind, replicate=r), data.X_test, data.y_test) for r in range(self.repeats)]]
+        clean = models.get_many(kind, list(range(self.repeats)))
+        values = [[correct(model, data.X_test, data.y_test) for model in clean]]
+        requests, tests = [], []
         for i, t in enumerate(self.fractions):
             changed = [self._changed(X, order, t, mean, data) for X, order in zip((data.X_train, data.X_test), orders)]
             retrain = dataclasses.replace(
@@ -157,13 +161,13 @@ class RetrainScorer(Scorer):
                 y_explain=data.y_test,
                 relevant_local=None,
             )
-            row = []
+            tests.append(changed[1])
             for r in range(self.repeats):
                 epochs = self._redrawn(data, train_keys.shape, t, mean, spec.name, i, r) if redraw else None
-                row.append(
-                    correct(models.train_on(kind, retrain, replicate=r, epoch_inputs=epochs), changed[1], data.y_test)
-                )
-            values.append(row)
+                requests.append(TrainRequest(retrain, r, epochs))
+        retrained = iter(models.train_many_on(kind, requests))  # every fraction and repeat as one batch
+        for X_test in tests:
+            values.append([correct(unwrap(next(retrained)), X_test, data.y_test) for _ in range(self.repeats)])
         hits = np.array(values)  # (fractions + 1, repeats, n): whether each test row is labelled right
         curve = Curve(np.array([0.0, *self.fractions]), hits.mean(axis=2))
         per_example = hits[1:].mean(axis=(0, 1))

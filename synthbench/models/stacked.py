@@ -1,0 +1,277 @@
+"""K networks of one architecture held as one: a flat parameter buffer and a batched forward pass.
+
+:class:`ParameterLayout` lays the trainable parameters of a network out as one row of ``D`` floats
+(in ``named_parameters`` order); ``K`` members are a ``(K, D)`` buffer, and Adam
+(:class:`StackedAdam`) updates every member's row in a few tensor operations, each member with its
+own step count, learning rate and a mask that leaves a member that takes no step untouched, to the
+bit.
+
+:func:`stackable` says whether a network's forward pass can run for all members as one batched
+computation (:func:`stacked_forward`): an ``nn.Sequential`` of ``Linear`` (one ``baddbmm`` for all
+members; a product and a sum for a layer of one output, where the batched product of one member takes
+another kernel), element-wise activations and the seeded random layers
+(:class:`~synthbench.models.layers.GaussianNoise`, :class:`~synthbench.models.layers.SeededDropout`), whose
+draws the caller supplies per member so each member draws from its own generator exactly what it would
+draw alone. On the CPU a member's rows of a ``baddbmm`` are the same bits whatever the other members are
+(``tests/test_batched_training.py``). Any other network is trained member by member by the same loop, on
+its own module. Convolutions are among them: one grouped convolution of 29 CNNs took 6.6 times as long
+as 29 convolutions one after the other on one CPU thread (``benchmarks/bench_batched_retrain.py --model
+cnn``), and it rounds differently from the convolution of one network.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from synthbench.models.layers import GaussianNoise, SeededDropout
+
+__all__ = ["ParameterLayout", "StackedAdam", "stackable", "stacked_forward", "Draw", "ELEMENTWISE"]
+
+#: Floats a member's row of parameters is padded to a multiple of (see :class:`ParameterLayout`).
+ALIGN = 64
+
+#: Layers applied element by element: the same module computes every member's values.
+ELEMENTWISE = (nn.ReLU, nn.LeakyReLU, nn.Softplus, nn.Sigmoid, nn.Tanh, nn.Identity)
+
+#: ``draw(kind, shape) -> (K, b, *shape)``: one random draw per member of the step (``"normal"`` or
+#: ``"uniform"``), each from the member's own generator, rows past a member's batch zero.
+Draw = Callable[[str, tuple[int, ...]], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class ParameterLayout:
+    """Where each trainable parameter of a network lies in its row of ``D`` floats.
+
+    Attributes
+    ----------
+    names : parameter names, in ``named_parameters`` order (those that require grad)
+    shapes : their shapes
+    offsets : start of each in the row
+    size : ``D``, the row's length: a multiple of :data:`ALIGN`, so that element ``j`` of every member's row
+        sits at the same place in a vector register whatever the number of members (vectorised element-wise
+        kernels round their tail elements differently)
+    """
+
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    offsets: tuple[int, ...]
+    size: int
+
+    @classmethod
+    def of(cls, module: nn.Module) -> ParameterLayout:
+        """The layout of ``module``'s parameters that require grad, the row padded to a multiple of :data:`ALIGN`."""
+        names, shapes, offsets, size = [], [], [], 0
+        for name, param in module.named_parameters():
+            if param.requires_grad:
+                names.append(name)
+                shapes.append(tuple(param.shape))
+                offsets.append(size)
+                size += param.numel()
+        return cls(tuple(names), tuple(shapes), tuple(offsets), -(-size // ALIGN) * ALIGN)
+
+    @property
+    def used(self) -> int:
+        """Floats of the row that hold parameters (the rest is padding, always zero)."""
+        return self.offsets[-1] + math.prod(self.shapes[-1]) if self.names else 0
+
+    def parameters(self, module: nn.Module) -> list[nn.Parameter]:
+        """``module``'s parameters of this layout, in its order."""
+        own = dict(module.named_parameters())
+        return [own[n] for n in self.names]
+
+    def row(self, module: nn.Module) -> torch.Tensor:
+        """``module``'s parameters as one detached row ``(D,)`` (zeros past them)."""
+        params = [p.detach().reshape(-1) for p in self.parameters(module)]
+        device = params[0].device if params else None
+        return torch.cat([*params, torch.zeros(self.size - self.used, device=device)])
+
+    def load(self, module: nn.Module, row: torch.Tensor) -> None:
+        """Copy the row ``(D,)`` into ``module``'s parameters."""
+        with torch.no_grad():
+            for p, off in zip(self.parameters(module), self.offsets, strict=True):
+                p.copy_(row[off : off + p.numel()].view_as(p))
+
+    def bind(self, module: nn.Module, row: torch.Tensor) -> None:
+        """Make ``module``'s parameters views of the row ``(D,)`` (its storage), so updates of the row are theirs."""
+        for p, off in zip(self.parameters(module), self.offsets, strict=True):
+            p.data = row[off : off + p.numel()].view_as(p)
+
+    def gradient(self, module: nn.Module) -> torch.Tensor:
+        """``module``'s parameter gradients as one row ``(D,)`` (zeros where a parameter has none, and past them)."""
+        params = self.parameters(module)
+        grads = [torch.zeros_like(p).reshape(-1) if p.grad is None else p.grad.reshape(-1) for p in params]
+        return torch.cat([*grads, torch.zeros(self.size - self.used, device=params[0].device)])
+
+    def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Every parameter of the ``K`` members of ``flat`` ``(K, D)``: name -> view ``(K, *shape)``."""
+        sizes = [math.prod(shape) for shape in self.shapes]
+        pieces = flat.split([*sizes, self.size - self.used], dim=1)  # one op: its backward is one cat
+        return {
+            n: piece.unflatten(1, shape) if shape else piece[:, 0]
+            for n, shape, piece in zip(self.names, self.shapes, pieces[: len(sizes)], strict=True)
+        }
+
+
+class StackedAdam:
+    """Adam over the rows of a ``(K, D)`` buffer, each row a member with its own state: torch's fused kernel.
+
+    Every parameter of every member is its own tensor (a segment of its row) in one call to torch's
+    functional Adam (``torch.optim.adam.adam`` with ``fused=True``, as ``torch.optim.Adam(fused=True)``:
+    L2 weight decay added to the gradient, bias corrections from the tensor's own step count). A member
+    that takes no step (``active`` False) is left out of the call, so its parameters, moments and step
+    count stay as they are, to the bit; members whose learning rates differ (their schedules) go in
+    separate calls. Each tensor's update depends on that tensor alone, so a member's values do not depend
+    on the other members.
+
+    Parameters
+    ----------
+    flat : ``(K, D)``, updated in place (a leaf that requires grad, or a plain buffer)
+    segments : ``(start, stop, group)`` of each parameter in a row; ``group`` indexes ``weight_decay``
+    weight_decay : L2 weight decay of each parameter group
+    eps, betas : Adam's
+    """
+
+    def __init__(
+        self,
+        flat: torch.Tensor,
+        *,
+        segments: Sequence[tuple[int, int, int]],
+        weight_decay: Sequence[float],
+        eps: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+    ) -> None:
+        self.segments = list(segments)
+        self.weight_decay = list(weight_decay)
+        self.eps = float(eps)
+        self.betas = betas
+        self.grad = torch.zeros_like(flat, requires_grad=False)
+        self.m = torch.zeros_like(self.grad)
+        self.v = torch.zeros_like(self.grad)
+        self.counts = [
+            [torch.zeros((), dtype=torch.float32, device=flat.device) for _ in self.segments]
+            for _ in range(flat.shape[0])
+        ]
+        self._bind(flat)
+
+    def _bind(self, flat: torch.Tensor) -> None:
+        self.flat = flat
+        buffers = (flat.detach(), self.grad, self.m, self.v)
+        self.views = [[tuple(t[k, a:b] for t in buffers) for a, b, _ in self.segments] for k in range(flat.shape[0])]
+
+    @property
+    def steps(self) -> list[int]:
+        """Each member's step count."""
+        return [int(c[0]) if c else 0 for c in self.counts]
+
+    def step(self, grad: torch.Tensor, lrs: Sequence[Sequence[float]], active: Sequence[bool]) -> None:
+        """One update of the ``active`` rows by ``grad`` ``(K, D)``; ``lrs[k][group]`` is member ``k``'s rate."""
+        from torch.optim.adam import adam
+
+        beta1, beta2 = self.betas
+        with torch.no_grad():
+            self.grad.copy_(grad)
+            calls: dict[tuple[int, float], tuple[list[torch.Tensor], ...]] = {}
+            for k, on in enumerate(active):
+                if not on:
+                    continue
+                for (_, _, group), views, count in zip(self.segments, self.views[k], self.counts[k], strict=True):
+                    lists = calls.setdefault((group, float(lrs[k][group])), ([], [], [], [], []))
+                    for bucket, item in zip(lists, (*views, count), strict=True):
+                        bucket.append(item)
+            for (group, lr), (params, grads, ms, vs, counts) in calls.items():
+                adam(
+                    params,
+                    grads,
+                    ms,
+                    vs,
+                    [],
+                    counts,
+                    fused=True,
+                    amsgrad=False,
+                    beta1=beta1,
+                    beta2=beta2,
+                    lr=lr,
+                    weight_decay=self.weight_decay[group],
+                    eps=self.eps,
+                    maximize=False,
+                )
+
+    def keep(self, rows: torch.Tensor, flat: torch.Tensor) -> None:
+        """Keep only the members ``rows`` (int64 indices), in that order (the others stopped); ``flat`` is the
+        buffer of their rows the loop goes on with."""
+        self.grad, self.m, self.v = self.grad[rows], self.m[rows], self.v[rows]
+        self.counts = [self.counts[int(i)] for i in rows]
+        self._bind(flat)
+
+
+def stackable(module: nn.Module) -> bool:
+    """Whether :func:`stacked_forward` computes ``module``: an ``nn.Sequential`` of ``nn.Linear`` layers whose
+    parameters all train, element-wise activations and seeded random layers, and no other parameter or buffer."""
+    if type(module) is not nn.Sequential:
+        return False
+    for layer in module:
+        if type(layer) is nn.Linear:
+            if not all(p.requires_grad for p in layer.parameters()):
+                return False
+        elif isinstance(layer, (GaussianNoise, SeededDropout, *ELEMENTWISE)):
+            if any(True for _ in layer.parameters()) or any(True for _ in layer.buffers()):
+                return False
+        else:
+            return False
+    return True
+
+
+def stacked_forward(
+    module: nn.Sequential,
+    params: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    *,
+    training: bool,
+    draw: Draw | None = None,
+) -> torch.Tensor:
+    """The outputs of ``K`` members of ``module``'s architecture on their own rows, as one computation.
+
+    Parameters
+    ----------
+    module : a :func:`stackable` network (its own parameters are not read)
+    params : name -> ``(K, *shape)``, the members' parameters (:meth:`ParameterLayout.views`)
+    x : ``(K, b, *input_shape)``, each member's batch
+    training : random layers draw (through ``draw``) in training mode, are the identity otherwise
+    draw : the members' random draws (:data:`Draw`); needed when ``training`` and the network has a random layer
+
+    Returns
+    -------
+    ``(K, b, *output_shape)``
+    """
+    for i, layer in enumerate(module):
+        if isinstance(layer, nn.Linear):
+            w, bias = params[f"{i}.weight"], params.get(f"{i}.bias")
+            if w.shape[1] == 1:  # one output: the batched product of one member takes another kernel (other bits)
+                x = (x * w).sum(dim=-1, keepdim=True)
+                x = x if bias is None else x + bias[:, None]
+            else:
+                x = (
+                    torch.bmm(x, w.transpose(1, 2))
+                    if bias is None
+                    else torch.baddbmm(bias[:, None], x, w.transpose(1, 2))
+                )
+        elif isinstance(layer, GaussianNoise):
+            if training and layer.sigma != 0.0:
+                x = x + layer.sigma * _drawn(draw, "normal", x)
+        elif isinstance(layer, SeededDropout):
+            if training and layer.rate != 0.0:
+                x = x * (_drawn(draw, "uniform", x) >= layer.rate) / (1.0 - layer.rate)
+        else:
+            x = layer(x)
+    return x
+
+
+def _drawn(draw: Draw | None, kind: str, x: torch.Tensor) -> torch.Tensor:
+    if draw is None:
+        raise ValueError("a random layer in training mode needs the members' draws")
+    return draw(kind, tuple(x.shape[2:]))

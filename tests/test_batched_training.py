@@ -1,0 +1,265 @@
+"""The one training loop trains many members as one: each member is the network it is alone, and independent.
+
+Pinned here for every kind of network the loop trains: the MLP (2023 noise, validation and schedule), the
+screened MLP's group penalty, the CNN and a network with its own loss (both trained member by member under one
+optimiser). Also: a member whose rows change changes no other
+member, to the bit; a member whose loss turns NaN fails alone; a batch too large for its memory budget is
+split without changing any member.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from synthbench.models.cnn import CNNConfig, train_cnn, train_cnns
+from synthbench.models.loop import (
+    GroupPenalty,
+    Member,
+    MemberData,
+    TrainConfig,
+    TrainingFailed,
+    fit_network,
+    fit_networks,
+    memory_chunks,
+)
+from synthbench.models.mlp import MLPConfig, build_seeded_mlp, train_mlp, train_mlps
+from synthbench.models.presets import mlp_config
+from synthbench.models.stacked import StackedAdam
+
+
+def _problem(n: int, p: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)).astype(np.float32)
+    y = ((X[:, 0] * X[:, 1] > 0) ^ (rng.random(n) < 0.1)).astype(np.int64)
+    return X, y
+
+
+def _same(a: nn.Module, b: nn.Module, atol: float = 0.0) -> bool:
+    pairs = zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    return all(torch.equal(x, y) if atol == 0 else torch.allclose(x, y, rtol=0, atol=atol) for x, y in pairs)
+
+
+#: Members of different sizes (so their last batches and epochs of steps differ) and seeds.
+SIZES_SEEDS = [(300, 1), (257, 2), (300, 3), (190, 4)]
+
+
+def _members(sizes_seeds=SIZES_SEEDS, p: int = 6) -> list[MemberData]:
+    return [MemberData(*_problem(n, p, seed), seed) for n, seed in sizes_seeds]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        MLPConfig(train=TrainConfig(max_epochs=30, patience=2, lr=2e-2)),  # noise 0.1, clean validation, stops early
+        mlp_config("passemiers2023"),  # noisy summed validation, the plateau schedule, last weights
+        MLPConfig(width=32, depth=1, noise_sigma=0.0, train=TrainConfig(l1_first_layer=1e-3, max_epochs=20)),
+        MLPConfig(train=TrainConfig(monitor="auroc", stopping="best", patience=4, max_epochs=25, weight_decay=1e-3)),
+    ],
+    ids=["default", "passemiers2023", "l1", "auroc"],
+)
+def test_an_mlp_trained_in_a_batch_is_the_mlp_trained_alone(config):
+    if config.train.max_epochs > 30:
+        config = dataclasses.replace(config, train=dataclasses.replace(config.train, max_epochs=30))
+    batch = train_mlps(_members(), config=config)
+    epochs = set()
+    for member, model in zip(_members(), batch, strict=True):
+        alone = train_mlp(member.X, member.y, config=config, seed=member.seed)
+        assert _same(model.module, alone.module)  # on the CPU, to the bit
+        assert model.epochs_run == alone.epochs_run and model.best_epoch == alone.best_epoch
+        assert model.history == alone.history
+        epochs.add(model.epochs_run)
+    if config.train.patience == 2:
+        assert len(epochs) > 1  # the members stopped at different epochs: the stopped ones did not change
+
+
+def test_the_screened_mlp_trained_in_a_batch_is_the_one_trained_alone():
+    config = dataclasses.replace(
+        mlp_config("screened_mlp"), train=dataclasses.replace(mlp_config("screened_mlp").train, max_epochs=12)
+    )
+    members = _members(SIZES_SEEDS[:3], p=9)
+    batch = train_mlps(members, config=config)
+    for member, model in zip(members, batch, strict=True):
+        alone = train_mlp(member.X, member.y, config=config, seed=member.seed)
+        assert _same(model.module, alone.module)
+        assert model.screening == alone.screening and np.array_equal(model.features, alone.features)
+
+
+def test_the_group_penalty_is_the_same_batched_and_on_one_network():
+    weight = torch.randn(3, 16, 4 * 8, generator=torch.Generator().manual_seed(0))
+    penalty = GroupPenalty(1e-3, 8)
+    stacked = penalty.stacked(weight)
+    for k in range(3):
+        one = nn.Sequential(nn.Linear(32, 16))
+        one[0].weight.data = weight[k].clone()
+        expected = 1e-3 * weight[k].reshape(16, 4, 8).pow(2).sum(dim=(0, 2)).add(1e-12).sqrt().sum()
+        assert torch.allclose(penalty(one, torch.zeros(1), torch.zeros(())), expected, rtol=1e-6)
+        assert torch.allclose(stacked[k], expected, rtol=1e-6)
+
+
+def test_a_cnn_trained_in_a_batch_is_the_cnn_trained_alone():
+    """Convolutions are not stacked: the members train module by module under one optimiser, each as alone."""
+    rng = np.random.default_rng(0)
+    images = [rng.normal(size=(n, 1, 8, 8)).astype(np.float32) for n in (60, 52)]
+    labels = [rng.integers(0, 2, size=len(x)) for x in images]
+    config = CNNConfig(
+        channels=(4, 4),
+        hidden=8,
+        train=TrainConfig(lr=1e-3, weight_decay=0.0, max_epochs=50, validation="none", restore="last", batch_size=64),
+    )
+    members = [MemberData(x, y, seed) for x, y, seed in zip(images, labels, (5, 6), strict=True)]
+    batch = train_cnns(members, config=config, n_classes=2)
+    for member, model in zip(members, batch, strict=True):
+        alone = train_cnn(member.X, member.y, config=config, seed=member.seed, n_classes=2)
+        assert model.epochs_run == alone.epochs_run == 50  # 50 steps: one batch per epoch
+        assert _same(model.module, alone.module)
+
+
+def _custom(seed: int, n: int) -> Member:
+    """A member trained through a loss of its own (not stackable: it trains module by module)."""
+    X, y = _problem(n, 6, seed)
+    gen = torch.Generator().manual_seed(seed)
+    net = build_seeded_mlp(6, MLPConfig(), gen)
+
+    def loss(module, xb, yb, step):
+        return nn.functional.binary_cross_entropy_with_logits(module(xb)[:, 0], yb.float()) + 1e-3 * step
+
+    return Member(net, X, y, gen, loss=loss)
+
+
+def test_a_network_with_its_own_loss_trained_in_a_batch_is_the_network_trained_alone():
+    config = TrainConfig(max_epochs=15, patience=3)
+    batch = fit_networks([_custom(1, 200), _custom(2, 170)], config=config, device=torch.device("cpu"))
+    for (seed, n), result in zip([(1, 200), (2, 170)], batch, strict=True):
+        one = _custom(seed, n)
+        alone = fit_network(
+            one.module, one.X, one.y, config=config, generator=one.generator, device=torch.device("cpu"), loss=one.loss
+        )
+        assert _same(result.module, alone.module)
+        assert result.history == alone.history and result.steps == alone.steps
+
+
+def test_changing_one_members_rows_changes_no_other_member():
+    config = MLPConfig(train=TrainConfig(max_epochs=10, patience=3))
+    members = _members()
+    first = train_mlps(members, config=config)
+    X, y = members[1].X.copy(), members[1].y.copy()
+    X[:20] *= -1.0
+    changed = list(members)
+    changed[1] = MemberData(X, y, members[1].seed)
+    second = train_mlps(changed, config=config)
+    assert not _same(first[1].module, second[1].module)
+    for k in (0, 2, 3):
+        assert _same(first[k].module, second[k].module)
+        assert first[k].history == second[k].history
+
+
+def test_a_member_whose_loss_turns_nan_fails_alone():
+    config = TrainConfig(max_epochs=8, patience=100)
+    members = [_custom(1, 120), _custom(2, 120), _custom(3, 120)]
+    with torch.no_grad():
+        members[1].module[1].weight[0, 0] = float("nan")  # planted
+    results = fit_networks(members, config=config, device=torch.device("cpu"))
+    assert results[1].failure is not None and "nan" in results[1].failure and results[1].epochs_run == 1
+    for k in (0, 2):
+        assert results[k].failure is None and results[k].epochs_run == 8
+        one = _custom(k + 1, 120)
+        alone = fit_network(
+            one.module, one.X, one.y, config=config, generator=one.generator, device=torch.device("cpu"), loss=one.loss
+        )
+        assert _same(results[k].module, alone.module)
+
+
+def test_a_failed_mlp_is_reported_in_its_place():
+    config = MLPConfig(train=TrainConfig(max_epochs=5, patience=100, lr=1e30))  # diverges to inf, then NaN
+    X, y = _problem(200)
+    (model,) = train_mlps([MemberData(X * 1e20, y, 0)], config=config)
+    assert isinstance(model, TrainingFailed)
+    with pytest.raises(TrainingFailed, match="training failed"):
+        train_mlp(X * 1e20, y, config=config, seed=0)
+
+
+def test_a_batch_over_its_memory_budget_is_split_and_no_member_changes():
+    config = MLPConfig(train=TrainConfig(max_epochs=6, patience=100))
+    members = _members()
+    whole = train_mlps(members, config=config)
+    split = train_mlps(members, config=config, memory_budget=1)  # every member its own batch
+    for a, b in zip(whole, split, strict=True):
+        assert _same(a.module, b.module)
+    assert memory_chunks([10, 10, 10, 10], 60) == [[0, 1], [2, 3]]
+    assert memory_chunks([10, 100, 10], 60) == [[0], [1], [2]]
+    with pytest.raises(ValueError, match="positive"):
+        memory_chunks([1], 0)
+
+
+def test_stacked_adam_is_torchs_fused_adam_for_each_member():
+    gen = torch.Generator().manual_seed(0)
+    start = torch.randn(3, 64, generator=gen)
+    ours = StackedAdam(start.clone(), segments=[(0, 30, 0), (30, 40, 1)], weight_decay=[1e-3, 0.0], eps=1e-8)
+    params = [[nn.Parameter(start[k, :30].clone()), nn.Parameter(start[k, 30:40].clone())] for k in range(3)]
+    reference = [
+        torch.optim.Adam(
+            [{"params": [a]}, {"params": [b], "weight_decay": 0.0, "lr": 1e-2}], lr=3e-3, weight_decay=1e-3, fused=True
+        )
+        for a, b in params
+    ]
+    for step in range(50):
+        grad = torch.randn(3, 64, generator=gen)
+        active = [True, step % 2 == 0, step < 20]  # members that skip steps, and one that stops
+        for k in range(3):
+            if active[k]:
+                params[k][0].grad, params[k][1].grad = grad[k, :30].clone(), grad[k, 30:40].clone()
+                reference[k].step()
+        ours.step(grad, [[3e-3, 1e-2]] * 3, active)
+    for k in range(3):
+        assert torch.equal(ours.flat[k, :30], params[k][0].detach()) and torch.equal(
+            ours.flat[k, 30:40], params[k][1].detach()
+        )
+    assert ours.steps == [50, 25, 20] and torch.equal(ours.flat[:, 40:], start[:, 40:])  # padding untouched
+
+
+def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
+    """ROAR trains a cell's retrainings and clean replicates as one batch: the values stored are those of the
+    serial run, of two worker processes, of a run interrupted then resumed, and of every fold run on its own,
+    to the bit."""
+    from synthbench.runner.execute import execute
+    from synthbench.runner.executors import ProcessExecutor
+    from synthbench.runner.grid import GridSpec
+    from synthbench.runner.store import ResultStore
+
+    grid = GridSpec(
+        ("xor",),
+        ("saliency", "random"),
+        (3,),
+        n_samples=90,
+        n_folds=3,
+        seed=1,
+        scorers=("roar",),
+        scorer_options={"fractions": (0.5,), "repeats": 2},
+    )
+    cells = grid.cells()
+    key = ["fold", "method", "metric"]
+
+    def values(path, *parts, executor=None):
+        with ResultStore(path) as store:
+            for part in parts:
+                summary = execute(part, store, **({"executor": executor} if executor else {}))
+                assert summary.failed == 0
+            rows = store.scores(c.cell_id for c in cells)
+        return rows[[*key, "value"]].sort_values(key).reset_index(drop=True)
+
+    serial = values(tmp_path / "serial.sqlite", cells)
+    assert len(serial) == len(cells) and serial["fold"].nunique() == 3
+    by_fold = [[c for c in cells if c.fold == f] for f in range(3)]
+    runs = {
+        "two processes": values(tmp_path / "jobs.sqlite", cells, executor=ProcessExecutor(2)),
+        "interrupted, resumed": values(tmp_path / "resumed.sqlite", by_fold[1], cells),
+        "fold by fold": values(tmp_path / "alone.sqlite", *by_fold),
+    }
+    for name, got in runs.items():
+        pd.testing.assert_frame_equal(got, serial, check_exact=True, obj=name)
