@@ -32,6 +32,7 @@ __all__ = [
     "make_folds",
     "dataset_folds",
     "cell_fold",
+    "setting_folds",
     "seed_stream",
 ]
 
@@ -211,10 +212,39 @@ def cell_fold(
     pairs (a cell's); ``data_dir`` the folder of a data set read from files. Errors of the generator
     or of the fold count propagate.
     """
+    ds, splits = _setting(dataset, n_samples, seed, n_folds, n_decoys, dataset_params, data_dir)
+    return FoldData.from_dataset(ds, splits[fold], explain=explain), splits[fold]
+
+
+def setting_folds(
+    dataset: str,
+    *,
+    n_samples: int,
+    seed: int,
+    n_folds: int,
+    n_decoys: int | None = None,
+    dataset_params: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
+    explain: Literal["test", "train"] = "test",
+    data_dir: str | None = None,
+) -> list[FoldData]:
+    """Every fold of one setting, in fold order: :func:`cell_fold` of each fold, the data made once."""
+    ds, splits = _setting(dataset, n_samples, seed, n_folds, n_decoys, dataset_params, data_dir)
+    return [FoldData.from_dataset(ds, split, explain=explain) for split in splits]
+
+
+def _setting(
+    dataset: str,
+    n_samples: int,
+    seed: int,
+    n_folds: int,
+    n_decoys: int | None,
+    dataset_params: Mapping[str, Any] | Iterable[tuple[str, Any]],
+    data_dir: str | None,
+) -> tuple[Dataset, list[Fold]]:
+    """The setting's data set and its folds."""
     decoys = {} if n_decoys is None else {"n_decoys": n_decoys}
     ds = datasets.make(dataset, n_samples=n_samples, seed=seed, **decoys, data_dir=data_dir, **dict(dataset_params))
-    split = dataset_folds(ds, n_folds=n_folds, seed=seed)[fold]
-    return FoldData.from_dataset(ds, split, explain=explain), split
+    return ds, dataset_folds(ds, n_folds=n_folds, seed=seed)
 
 
 class MethodOutputError(ValueError):

@@ -224,9 +224,11 @@ def test_stacked_adam_is_torchs_fused_adam_for_each_member():
 
 
 def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
-    """ROAR trains a cell's retrainings and clean replicates as one batch: the values stored are those of the
-    serial run, of two worker processes, of a run interrupted then resumed, and of every fold run on its own,
+    """ROAR trains a cell's retrainings and clean replicates as one batch, and with a disk cache the folds of a
+    setting train their shared network as one: the values stored are those of the serial run, of two worker
+    processes, of a run interrupted then resumed, of every fold run on its own, and of the folds trained together,
     to the bit."""
+    from synthbench.models import TrainSettings
     from synthbench.runner.execute import execute
     from synthbench.runner.executors import ProcessExecutor
     from synthbench.runner.grid import GridSpec
@@ -244,11 +246,12 @@ def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
     )
     cells = grid.cells()
     key = ["fold", "method", "metric"]
+    cached = TrainSettings(cache_dir=str(tmp_path / "cache"))
 
-    def values(path, *parts, executor=None):
+    def values(path, *parts, executor=None, settings=TrainSettings()):
         with ResultStore(path) as store:
             for part in parts:
-                summary = execute(part, store, **({"executor": executor} if executor else {}))
+                summary = execute(part, store, settings=settings, **({"executor": executor} if executor else {}))
                 assert summary.failed == 0
             rows = store.scores(c.cell_id for c in cells)
         return rows[[*key, "value"]].sort_values(key).reset_index(drop=True)
@@ -260,6 +263,9 @@ def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
         "two processes": values(tmp_path / "jobs.sqlite", cells, executor=ProcessExecutor(2)),
         "interrupted, resumed": values(tmp_path / "resumed.sqlite", by_fold[1], cells),
         "fold by fold": values(tmp_path / "alone.sqlite", *by_fold),
+        # with a disk cache, the first fold task trains the shared network of all three folds as one batch
+        "folds together": values(tmp_path / "cached.sqlite", by_fold[2], cells, settings=cached),
     }
+    assert len(list((tmp_path / "cache" / "settings").glob("*.lock"))) == 1  # one setting, one preset
     for name, got in runs.items():
         pd.testing.assert_frame_equal(got, serial, check_exact=True, obj=name)

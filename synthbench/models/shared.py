@@ -7,7 +7,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
+
+import joblib
+from filelock import FileLock
 
 from synthbench.models.cache import cached_ceiling
 from synthbench.models.competence import Ceiling, competence_fields, held_out_quality, learnability_ceiling
@@ -19,6 +23,7 @@ from synthbench.registry import Registry
 __all__ = [
     "ModelKind",
     "SharedModels",
+    "Siblings",
     "TrainRequest",
     "TrainSettings",
     "MODEL_KINDS",
@@ -129,6 +134,16 @@ def model_kind(name: str) -> ModelKind:
     return MODEL_KINDS[name]
 
 
+@dataclass(frozen=True)
+class Siblings:
+    """Every fold of the setting a fold belongs to (the folds the grid defines, whichever are left to run), so its
+    shared networks are trained with theirs as one batch. ``key`` names the setting (its data and folds);
+    ``folds()`` builds their data, in fold order."""
+
+    key: str
+    folds: Callable[[], Sequence[FoldData]]
+
+
 class SharedModels:
     """Models of one fold, trained lazily and at most once per kind.
 
@@ -137,11 +152,21 @@ class SharedModels:
     data : FoldData
     settings : TrainSettings
     preset : the preset of every kind with ``uses_preset`` (None: that kind's trainer default)
+    siblings : the setting's folds: with a disk cache in ``settings``, the shared model (replicate 0) of a kind
+        with ``train_many`` is trained for every fold of the setting as one batch by the first fold that asks (the
+        others wait for it, then read theirs from the cache); each is the model its fold trains alone
     """
 
-    def __init__(self, data: FoldData, settings: TrainSettings = TrainSettings(), preset: str | None = None) -> None:
+    def __init__(
+        self,
+        data: FoldData,
+        settings: TrainSettings = TrainSettings(),
+        preset: str | None = None,
+        siblings: Siblings | None = None,
+    ) -> None:
         self._data = data
         self._settings = settings
+        self._siblings = siblings
         self.preset = preset
         self._models: dict[str, Any] = {}
         self._shared: dict[tuple, Any] = {}
@@ -194,9 +219,20 @@ class SharedModels:
         missing = [(k, int(r)) for k, r in dict(zip(keys, replicates, strict=True)).items() if k not in self._models]
         if missing:
             kind = model_kind(name)
-            trained = self._train(kind, [TrainRequest(self._data, r) for _, r in missing], None)
+            together = (
+                self._siblings is not None and self._settings.cache_dir is not None and kind.train_many is not None
+            )
+            done: dict[str, tuple[Any, float]] = {}
+            if together and name in dict(missing):  # the shared model, with every fold of the setting
+                done[name] = self._with_siblings(kind, name)
+            rest = [(k, r) for k, r in missing if k not in done]
+            if rest:
+                done.update(
+                    zip([k for k, _ in rest], self._train(kind, [TrainRequest(self._data, r) for _, r in rest], None))
+                )
             failures = []
-            for (key, _), (model, seconds) in zip(missing, trained, strict=True):
+            for key, _ in missing:
+                model, seconds = done[key]
                 if isinstance(model, TrainingFailed):
                     failures.append(model)  # its siblings are kept
                     continue
@@ -218,22 +254,33 @@ class SharedModels:
         self.info[key] = {**quality, **fields, **chosen, "train_seconds": seconds}
         log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
 
+    def _with_siblings(self, kind: ModelKind, name: str) -> tuple[Any, float]:
+        """This fold's replicate 0 of ``kind``, trained with every fold of its setting as one batch and stored in the
+        disk cache, or read from it: one lock per setting, kind and preset makes the folds that ask while the first
+        trains wait for it (the batch is the setting's folds whatever this run has left to do)."""
+        assert self._siblings is not None and self._settings.cache_dir is not None
+        folder = Path(self._settings.cache_dir) / "settings"
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = folder / f"{joblib.hash((self._siblings.key, name, self.preset))}.lock"
+        with FileLock(str(lock)):
+            folds = list(self._siblings.folds())
+            trained = self._train(kind, [TrainRequest(f, 0) for f in folds], None)
+        (mine,) = [t for f, t in zip(folds, trained, strict=True) if f.fold == self._data.fold]
+        return mine
+
     def _train(
         self, kind: ModelKind, requests: Sequence[TrainRequest], training: Mapping[str, Any] | None
     ) -> list[tuple[Any, float]]:
-        """The kind's model of each request and its seconds: one batch through ``train_many`` (the batch's wall
-        time shared in proportion to each model's ``train_seconds``, evenly where none is known), or one ``train``
-        after another."""
+        """The kind's model of each request and its seconds: one batch through ``train_many`` (each model's share of
+        its batch, ``train_seconds``, also when the model was read from the disk cache; the batch's wall time shared
+        evenly for a model that records none), or one ``train`` after another."""
         preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
         extra: dict[str, Any] = {"training": dict(training)} if training else {}
         if kind.train_many is not None:
             t0 = time.perf_counter()
             models = kind.train_many(list(requests), self._settings, *preset, **extra)
-            wall = time.perf_counter() - t0
-            own = [float(getattr(m, "train_seconds", 0.0) or 0.0) for m in models]
-            total = sum(own)
-            shares = [o / total for o in own] if total > 0 else [1.0 / len(models)] * len(models)
-            return [(m, wall * share) for m, share in zip(models, shares, strict=True)]
+            even = (time.perf_counter() - t0) / max(1, len(models))
+            return [(m, float(getattr(m, "train_seconds", even))) for m in models]
         out = []
         for r in requests:
             t0 = time.perf_counter()

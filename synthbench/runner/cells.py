@@ -12,8 +12,8 @@ from typing import Any
 
 from synthbench.machine import installed_versions
 from synthbench.methods import run_method
-from synthbench.models import SharedModels, TrainSettings
-from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, cell_fold
+from synthbench.models import SharedModels, Siblings, TrainSettings
+from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, cell_fold, setting_folds
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
 from synthbench.runner.store import CellResult
@@ -52,6 +52,10 @@ def package_versions() -> dict[str, str]:
 def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> Iterator[CellResult]:
     """Run every cell of one fold task, yielding each result when it is ready.
 
+    With a disk cache in ``settings``, the fold's shared networks are trained with those of every fold of its
+    setting as one batch (:class:`~synthbench.models.shared.Siblings`): the first task of the setting that asks
+    trains them, the others read theirs from the cache.
+
     A failure to build the data fails every cell of the task; a failing method fails only its
     own cell (the message records the exception). A method whose output breaks its contract
     (:class:`~synthbench.protocol.MethodOutputError`) yields a cell of status ``invalid``, which
@@ -75,7 +79,22 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
         for cell in task.cells:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
         return
-    models = SharedModels(data, settings, preset=head.model)
+
+    def folds() -> list[FoldData]:
+        return setting_folds(
+            head.dataset,
+            n_samples=head.n_samples,
+            seed=head.seed,
+            n_folds=head.n_folds,
+            n_decoys=head.n_decoys,
+            dataset_params=head.dataset_params,
+            explain=head.explain,
+            data_dir=head.data_dir,
+        )
+
+    setting = (head.dataset, head.dataset_params, head.n_samples, head.n_decoys, head.seed, head.n_folds, head.explain)
+    siblings = Siblings(repr((*setting, head.data_dir)), folds)
+    models = SharedModels(data, settings, preset=head.model, siblings=siblings)
     permutation = None if fold.permutation is None else fold.permutation.tolist()
     outputs: dict[str, tuple[MethodOutput, float, int | None]] = {}  # one run per method, whatever the scorers
     for cell in task.cells:

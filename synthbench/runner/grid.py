@@ -373,7 +373,8 @@ class GridSpec:
 
     @staticmethod
     def tasks(cells: list[Cell]) -> list[FoldTask]:
-        """Group cells by fold and by the models (and device) they need, keeping the grid's order.
+        """Group cells by fold and by the models (and device) they need, fold 0 of every setting first, then fold 1,
+        and so on, otherwise in the grid's order.
 
         A control judged on a model kind (:attr:`Cell.judged`) joins the methods that need that kind,
         so it is judged on the very model they explain.
@@ -381,4 +382,6 @@ class GridSpec:
         groups: dict[tuple, list[Cell]] = {}
         for c in cells:
             groups.setdefault((c.task_key, c.needs, get_method(c.method).accelerated), []).append(c)
-        return [FoldTask(tuple(g)) for g in groups.values()]
+        # Fold by fold across the settings: the first task of a setting trains the shared networks of all its folds
+        # as one batch (run_task), and the next worker starts another setting instead of waiting for it.
+        return [FoldTask(tuple(g)) for g in sorted(groups.values(), key=lambda g: g[0].fold)]
