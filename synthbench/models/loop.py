@@ -514,8 +514,8 @@ def fit_networks(
         and not input_grad
     )
     validate, higher = config.validation != "none", config.monitor == "auroc"
-    first_name = None
-    if config.l1_first_layer > 0 or (fast and members[0].penalty is not None):
+    first_name = None  # the stacked pass reads the first layer's weights by name (penalties on it)
+    if fast and (config.l1_first_layer > 0 or members[0].penalty is not None):
         first_name = _first_linear_name(template)
 
     gate_names = [{n for n, p in m.module.named_parameters() if any(p is q for q in m.gate_params)} for m in members]
@@ -582,7 +582,7 @@ def fit_networks(
                 if batch is not None:
                     totals = batch.train_epoch(live, adam, lr)
                 else:
-                    totals = _train_epoch_members(live, members, layout, adam, lr, config, first_name, input_grad)
+                    totals = _train_epoch_members(live, members, layout, adam, lr, config, input_grad)
                 values = (
                     _validate_members(live, members, template, layout, adam.flat, config, fast) if validate else None
                 )
@@ -681,10 +681,9 @@ def _n_batches(s: _State, config: TrainConfig) -> int:
 
 
 def _first_linear_name(module: nn.Module) -> str:
-    for name, m in module.named_modules():
-        if isinstance(m, nn.Linear):
-            return f"{name}.weight"
-    raise ValueError(f"{type(module).__name__} has no linear layer")
+    """The parameter name of :func:`first_linear`'s weight."""
+    first = first_linear(module)
+    return next(f"{name}.weight" for name, m in module.named_modules() if m is first)
 
 
 def _finish(
@@ -824,7 +823,6 @@ def _train_epoch_members(
     adam: StackedAdam,
     lr: Sequence[Sequence[float]],
     config: TrainConfig,
-    first_name: str | None,
     input_grad: bool,
 ) -> list[float]:
     """One epoch of every live member, each on its own module (bound to its row of the optimiser's buffer)."""

@@ -37,6 +37,7 @@ from synthbench.models.basis import (
     group_norms,
     hinge_knots,
 )
+from synthbench.models.device import select_device
 from synthbench.models.layers import GaussianNoise
 from synthbench.models.loop import (
     BATCH_MEMORY,
@@ -476,7 +477,7 @@ def _train_grouped(
     penalty = GroupPenalty(config.group_penalty, units) if config.group_penalty else None
     held: list[np.ndarray | None] = [None] * len(data)
     seconds = [0.0] * len(data)
-    place: dict[int, torch.device] = {}
+    dev = select_device(device)
 
     def fit(members: list[int], features: list[np.ndarray]) -> list[tuple[Any, float, np.ndarray] | BaseException]:
         cols = [group_columns(f, units) for f in features]
@@ -497,16 +498,15 @@ def _train_grouped(
             )
             for i, c, f in zip(members, cols, features, strict=True)
         ]
-        results, dev, k = fit_classifiers(
+        results, _, k = fit_classifiers(
             build,
             part,
             config=config.train,
-            device=device,
+            device=dev,
             n_classes=n_classes,
             num_threads=num_threads,
             penalty=penalty,
         )
-        place[0] = dev
         out: list[tuple[Any, float, np.ndarray] | BaseException] = []
         for i, result in zip(members, results, strict=True):
             seconds[i] += result.seconds
@@ -521,15 +521,7 @@ def _train_grouped(
         return out
 
     if config.screen_keep and config.train.validation != "none":
-        order = list(range(len(data)))
-        remaining = [order]  # the members of the current round, in order
-
-        def fit_round(features: list[np.ndarray]) -> list[tuple[Any, float, np.ndarray] | BaseException]:
-            fitted = fit(remaining[0], features)
-            remaining[0] = [i for i, f in zip(remaining[0], fitted, strict=True) if not isinstance(f, BaseException)]
-            return fitted
-
-        outcomes = successive_halving_many(fit_round, len(data), p, config.screen_keep)
+        outcomes = successive_halving_many(fit, len(data), p, config.screen_keep)
         chosen = [o if isinstance(o, BaseException) else (o[0].features, o[0].model, o[1]) for o in outcomes]
     else:
         fitted = fit(list(range(len(data))), [np.arange(p)] * len(data))
@@ -553,7 +545,6 @@ def _train_grouped(
             fitted_module = cast(nn.Sequential, result.module)  # built by build_seeded_mlp
             for target, source in zip(trained, [m for m in fitted_module if isinstance(m, nn.Linear)], strict=True):
                 target.load_state_dict(source.state_dict())
-        dev = place[0]
         result.seconds = seconds[i]  # every round's share
         log.debug("trained basis MLP p=%d: reads %d inputs, rounds %s", p, len(features), screening)
         models.append(

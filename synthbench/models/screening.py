@@ -58,14 +58,14 @@ def successive_halving(
     in round order. Only the chosen round's model is kept in memory. One model's halving is
     :func:`successive_halving_many` of one member.
     """
-    (result,) = successive_halving_many(lambda features: [fit(features[0])], 1, n_features, keep)
+    (result,) = successive_halving_many(lambda members, features: [fit(features[0])], 1, n_features, keep)
     if isinstance(result, BaseException):
         raise result
     return result
 
 
 def successive_halving_many(
-    fit: Callable[[list[np.ndarray]], list[tuple[T, float, np.ndarray] | BaseException]],
+    fit: Callable[[list[int], list[np.ndarray]], list[tuple[T, float, np.ndarray] | BaseException]],
     n_members: int,
     n_features: int,
     keep: float,
@@ -73,8 +73,8 @@ def successive_halving_many(
     """:func:`successive_halving` of ``n_members`` models at once, round by round.
 
     Every member's round ``r`` reads the same number of inputs (the count depends on the round alone),
-    so ``fit(features) -> [(model, score, importance) or exception, ...]`` trains one round of every member
-    still halving (``features``: one ascending int64 array per such member, in member order) as one batch.
+    so ``fit(members, features) -> [(model, score, importance) or exception, ...]`` trains one round of the
+    ``members`` still halving (their indices, ascending; ``features``: one ascending int64 array each) as one batch.
     A member whose round raised (an exception in its place) stops there: its exception is its result.
     """
     if not 0.0 < keep < 1.0:
@@ -87,7 +87,7 @@ def successive_halving_many(
     results: list[tuple[Round[T], list[tuple[int, float]]] | BaseException | None] = [None] * n_members
     going = list(range(n_members))
     while going:
-        fitted = fit([features[i] for i in going])
+        fitted = fit(going, [features[i] for i in going])
         still = []
         for i, out in zip(going, fitted, strict=True):
             if isinstance(out, BaseException):

@@ -63,37 +63,22 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     """
     head = task.head
     versions = package_versions()
+    setting: dict[str, Any] = dict(  # what defines the fold's data but the fold itself
+        n_samples=head.n_samples,
+        seed=head.seed,
+        n_folds=head.n_folds,
+        n_decoys=head.n_decoys,
+        dataset_params=head.dataset_params,
+        explain=head.explain,
+        data_dir=head.data_dir,
+    )
     try:
-        data, fold = cell_fold(
-            head.dataset,
-            n_samples=head.n_samples,
-            seed=head.seed,
-            n_folds=head.n_folds,
-            fold=head.fold,
-            n_decoys=head.n_decoys,
-            dataset_params=head.dataset_params,
-            explain=head.explain,
-            data_dir=head.data_dir,
-        )
+        data, fold = cell_fold(head.dataset, fold=head.fold, **setting)
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on
         for cell in task.cells:
             yield CellResult(cell, "failed", f"data: {type(exc).__name__}: {exc}", versions=versions)
         return
-
-    def folds() -> list[FoldData]:
-        return setting_folds(
-            head.dataset,
-            n_samples=head.n_samples,
-            seed=head.seed,
-            n_folds=head.n_folds,
-            n_decoys=head.n_decoys,
-            dataset_params=head.dataset_params,
-            explain=head.explain,
-            data_dir=head.data_dir,
-        )
-
-    setting = (head.dataset, head.dataset_params, head.n_samples, head.n_decoys, head.seed, head.n_folds, head.explain)
-    siblings = Siblings(repr((*setting, head.data_dir)), folds)
+    siblings = Siblings(repr((head.dataset, sorted(setting.items()))), lambda: setting_folds(head.dataset, **setting))
     models = SharedModels(data, settings, preset=head.model, siblings=siblings)
     permutation = None if fold.permutation is None else fold.permutation.tolist()
     outputs: dict[str, tuple[MethodOutput, float, int | None]] = {}  # one run per method, whatever the scorers
