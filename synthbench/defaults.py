@@ -8,7 +8,14 @@ acts (:mod:`synthbench.models.competence`, :mod:`synthbench.models.presets`,
 
 from __future__ import annotations
 
-__all__ = ["COMPETENCE_THRESHOLD", "check_threshold", "RUN_PRESETS", "DATA_DIR_ENV", "DEFAULT_GPUS_PER_CELL"]
+__all__ = [
+    "BATCH_MEMORY_MIB",
+    "COMPETENCE_THRESHOLD",
+    "check_threshold",
+    "RUN_PRESETS",
+    "DATA_DIR_ENV",
+    "DEFAULT_GPUS_PER_CELL",
+]
 
 #: A model whose competence is below this did not learn enough for an explanation of it to say
 #: anything about the method (stated with every report that uses it).
@@ -21,6 +28,10 @@ RUN_PRESETS = ("screened_mlp",)
 
 #: The environment variable naming the folder of image files read from disk (MNIST, Fashion-MNIST, CIFAR-10).
 DATA_DIR_ENV = "SYNTHBENCH_DATA_DIR"
+
+#: MiB of input data the networks trained as one batch may hold before the batch is split
+#: (:data:`synthbench.models.loop.BATCH_MEMORY`).
+BATCH_MEMORY_MIB = 1024
 
 #: The share of a GPU each neural task asks Ray for where the cluster has GPUs.
 DEFAULT_GPUS_PER_CELL = 0.25

@@ -30,7 +30,7 @@ from synthbench.cli import (
     print_error,
     setup_logging,
 )
-from synthbench.defaults import DEFAULT_GPUS_PER_CELL, RUN_PRESETS
+from synthbench.defaults import BATCH_MEMORY_MIB, DEFAULT_GPUS_PER_CELL, RUN_PRESETS
 from synthbench.kinds import INPUT_KINDS, get_kind
 from synthbench.machine import usable_cores
 
@@ -158,6 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "cpu", "cuda"),
         default="auto",
         help="where torch models train: CUDA when available under auto (default: %(default)s)",
+    )
+    p.add_argument(
+        "--batch-memory",
+        type=int,
+        default=BATCH_MEMORY_MIB,
+        metavar="MIB",
+        help="memory the data of networks trained as one batch may take, in MiB; a larger batch is split, "
+        "which changes no model (default: %(default)s)",
     )
     p.add_argument(
         "--cache-dir", type=Path, help="on-disk cache of trained models (default: a 'cache' folder beside the store)"
@@ -351,6 +359,8 @@ def _check_run_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     if args.max_retries < 0:
         raise UsageError(f"--max-retries must be non-negative, got {args.max_retries}")
+    if args.batch_memory <= 0:
+        raise UsageError(f"--batch-memory must be a positive number of MiB, got {args.batch_memory}")
     if args.executor != "ray" and (args.address is not None or args.gpus_per_cell is not None):
         raise UsageError("--address and --gpus-per-cell need --executor ray")
     if args.device == "cuda":
@@ -467,7 +477,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with store:
-            settings = TrainSettings(device=args.device, cache_dir=str(args.cache_dir or args.store.parent / "cache"))
+            settings = TrainSettings(
+                device=args.device,
+                cache_dir=str(args.cache_dir or args.store.parent / "cache"),
+                batch_memory=args.batch_memory << 20,
+            )
             summary = execute(
                 cells,
                 store,

@@ -197,6 +197,29 @@ def test_a_batch_over_its_memory_budget_is_split_and_no_member_changes():
         memory_chunks([1], 0)
 
 
+def test_the_run_s_batch_memory_reaches_the_trainer(monkeypatch):
+    # --batch-memory MIB becomes TrainSettings.batch_memory (bytes), the budget every batched training splits by
+    from conftest import fold_of
+
+    from synthbench import datasets
+    from synthbench.models import TrainSettings, mlp
+    from synthbench.models.neural import train_folds_mlp
+    from synthbench.models.shared import TrainRequest
+
+    seen = []
+    monkeypatch.setattr(mlp, "memory_chunks", lambda sizes, budget: seen.append(budget) or [list(range(len(sizes)))])
+    data = fold_of(datasets.make("xor", n_samples=60, n_decoys=2, seed=0))
+    train_folds_mlp(
+        [TrainRequest(data, 0, None)],
+        TrainSettings(batch_memory=12345),
+        "passemiers2023_corrected",
+        training={"max_epochs": 1},
+    )
+    assert seen == [12345]
+    with pytest.raises(ValueError, match="batch_memory"):
+        TrainSettings(batch_memory=0)
+
+
 def test_stacked_adam_is_torchs_fused_adam_for_each_member():
     gen = torch.Generator().manual_seed(0)
     start = torch.randn(3, 64, generator=gen)

@@ -134,6 +134,10 @@ def test_the_screening_keeps_the_truth_reads_only_what_it_chose_and_is_recorded_
     assert plain.screening == () and len(plain.features) == data.X_train.shape[1]
     held_out = [np.mean(m.predict(data.X_test) == data.y_test) for m in (booster, plain)]
     assert held_out[0] > held_out[1] + 0.05 and held_out[0] > 0.85, held_out
+    # the histogram bins reach LightGBM: fewer bins, another booster
+    coarse = train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_keep=0, max_bin=7), seed=0)
+    assert "[max_bin: 63]" in plain.booster.model_to_string() and "[max_bin: 7]" in coarse.booster.model_to_string()
+    assert not np.array_equal(coarse.raw_scores(data.X_test), plain.raw_scores(data.X_test))
     for bad in (1.0, -0.5, 2):
         with pytest.raises(ValueError, match="screen_keep"):
             train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_keep=bad), seed=0)

@@ -216,6 +216,8 @@ BAD_INPUT = [
     (["--bogus"], "unrecognized arguments"),
     (["--plugin", "no_such_module_here"], "--plugin: No module named 'no_such_module_here'"),
     (["--max-retries", "-1"], "--max-retries must be non-negative"),
+    (["--batch-memory", "0"], "--batch-memory must be a positive number of MiB, got 0"),
+    (["--batch-memory", "-5"], "--batch-memory must be a positive number of MiB, got -5"),
     (["--address", "127.0.0.1:6379"], "--address and --gpus-per-cell need --executor ray"),
     (["--executor", "ray", "--gpus-per-cell", "1.5"], "gpus per cell must be within [0, 1]"),
     # a value the scorer's own check refuses: the option and the value are named, whatever the check says
@@ -262,6 +264,7 @@ CHEAP_BAD_INPUT = [
     ["--jobs", "0"],
     ["--n-samples", "3", "--folds", "6"],
     ["--max-retries", "-1"],
+    ["--batch-memory", "0"],
     ["--competence", "2"],
     ["--scorer-option", "nonsense"],
     ["--address", "127.0.0.1:6379"],

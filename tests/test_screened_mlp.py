@@ -9,7 +9,9 @@ exactly as captum walks it; the existing presets' cell ids are unchanged by the 
 
 from __future__ import annotations
 
+import math
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -30,9 +32,9 @@ from synthbench.models.basis import (
     hinge_knots,
 )
 from synthbench.models.loop import TrainConfig, fit_network
-from synthbench.models.mlp import BASIS_LAYER, MLPConfig, mlp_layers, train_mlp
+from synthbench.models.mlp import BASIS_LAYER, MLPConfig, mlp_layers, ranking_weight, train_mlp
 from synthbench.models.presets import RUN_PRESETS, get_preset
-from synthbench.models.screening import successive_halving
+from synthbench.models.screening import successive_halving, successive_halving_many
 
 
 def test_the_basis_layer_equals_its_per_feature_expansion_and_groups_are_contiguous():
@@ -90,6 +92,69 @@ def test_successive_halving_keeps_the_most_important_inputs_and_chooses_the_best
             successive_halving(fit, 10, keep)
 
 
+def test_members_that_start_on_different_inputs_share_a_batch_where_their_input_counts_meet():
+    batches = []
+
+    def fit(members, features):
+        assert len({len(f) for f in features}) == 1  # a batch reads one input count
+        batches.append((members, len(features[0])))
+        return [(len(f), float(len(f)), np.arange(len(f), 0, -1, dtype=float)) for f in features]
+
+    starts = [np.arange(8), np.arange(10, 14), np.array([2, 5, 6, 9])]
+    results = successive_halving_many(fit, starts, 0.5)
+    assert batches == [([0], 8), ([0, 1, 2], 4), ([0, 1, 2], 2), ([0, 1, 2], 1)]  # the first meets the others at 4
+    assert [[n for n, _ in record] for _, record in results] == [[8, 4, 2, 1], [4, 2, 1], [4, 2, 1]]
+    assert results[1][0].features.tolist() == [10, 11, 12, 13]  # the widest round scored best: its own inputs
+    with pytest.raises(ValueError, match="at least one input"):
+        successive_halving_many(fit, [np.arange(3), np.arange(0)], 0.5)
+
+
+def test_the_screening_starts_from_the_columns_that_vary_and_a_constant_column_changes_nothing():
+    # remove-and-retrain sets the removed columns to one value: the screened network never reads them, and is the
+    # network of the table without them
+    data = fold_of(datasets.make("ring", n_samples=300, n_decoys=5, seed=2))
+    config = replace(
+        get_preset("screened_mlp").config,
+        train=TrainConfig(max_epochs=20, patience=100, monitor="auroc", stopping="best", lr=2e-3, weight_decay=0.0),
+    )
+    constant = [1, 4]
+    X = data.X_train.copy()
+    X[:, constant] = 0.25
+    varying = np.setdiff1d(np.arange(X.shape[1]), constant)
+    with_constants = train_mlp(X, data.y_train, config=config, seed=4)
+    without = train_mlp(X[:, varying], data.y_train, config=config, seed=4)
+    assert [n for n, _ in with_constants.screening][0] == len(varying)
+    np.testing.assert_array_equal(with_constants.features, varying[without.features])
+    test = data.X_test.copy()
+    test[:, constant] = 0.25
+    np.testing.assert_array_equal(with_constants.predict_proba(test), without.predict_proba(test[:, varying]))
+
+
+def test_a_round_ranks_its_inputs_on_its_last_weights_not_the_restored_best_ones():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 4)).astype(np.float32)
+    y = rng.integers(0, 2, size=120)  # nothing to learn: the best validation epoch comes early
+    config = TrainConfig(max_epochs=25, patience=100, monitor="auroc", stopping="best", lr=1e-2)
+
+    def fit(restore):
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+        return fit_network(
+            net,
+            X,
+            y,
+            config=replace(config, restore=restore),
+            generator=torch.Generator().manual_seed(0),
+            device=torch.device("cpu"),
+            validation_rows=np.arange(30),
+        )
+
+    best, last = fit("best"), fit("last")
+    assert best.best_epoch < 24 and last.last_state is None
+    assert torch.equal(ranking_weight(best), last.module[0].weight)  # the last epoch's, to the bit
+    assert not torch.equal(ranking_weight(best), best.module[0].weight)  # not the restored epoch's
+
+
 def test_given_validation_rows_are_the_ones_held_out():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 3)).astype(np.float32)
@@ -120,9 +185,16 @@ def test_given_validation_rows_are_the_ones_held_out():
 
 def test_new_fields_enter_only_the_ids_of_configs_that_set_them():
     for name in ("passemiers2023", "passemiers2023_corrected", "sparse_mlp", "dense_mlp"):
-        assert not {"basis_knots", "group_penalty", "screen_keep"} & set(get_preset(name).config.to_dict()), name
+        assert not {"basis_knots", "group_penalty", "screen_keep", "screen_budget"} & set(
+            get_preset(name).config.to_dict()
+        ), name
     flat = get_preset("screened_mlp").config.to_dict()
-    assert (flat["basis_knots"], flat["group_penalty"], flat["screen_keep"]) == (6, 1e-3, 0.5)
+    assert (flat["basis_knots"], flat["group_penalty"], flat["screen_keep"], flat["screen_budget"]) == (
+        6,
+        1e-3,
+        0.5,
+        30_000,
+    )
     assert MLPConfig.from_dict(flat) == get_preset("screened_mlp").config
     assert RUN_PRESETS == ("screened_mlp",)
 
@@ -135,6 +207,8 @@ def test_new_fields_enter_only_the_ids_of_configs_that_set_them():
         ({"basis_knots": 4, "noise_sigma": 0.1}, "noise"),
         ({"group_penalty": 1e-3}, "basis_knots > 0"),
         ({"screen_keep": 0.5}, "basis_knots > 0"),
+        ({"screen_budget": -1}, "screen_budget"),
+        ({"screen_budget": 100, "basis_knots": 2, "noise_sigma": 0.0}, "screen_budget"),
     ],
 )
 def test_a_grouped_config_that_cannot_train_is_refused(change, match):
@@ -173,6 +247,16 @@ def test_the_screened_mlp_learns_a_ring_among_decoys_and_reads_every_column(ring
     np.testing.assert_array_equal(model.predict_proba(moved), model.predict_proba(data.X_test))
     # no randomisation re-draws the fixed basis
     assert [layer.name for layer in mlp_layers(model)] == ["3", "5", "7"] and BASIS_LAYER == "1"
+
+
+def test_a_screening_budget_caps_each_round_by_its_inputs_and_the_rounds_on_few_inputs_train_longest(ring_fold):
+    data, config, model = ring_fold
+    budget = replace(config, screen_budget=40)  # 16 inputs: 3 epochs, 8: 5, 4: 10, 2: 20, 1: 40 (patience is 100)
+    capped = train_mlp(data.X_train, data.y_train, config=budget, seed=5)
+    assert [n for n, _ in capped.screening] == [16, 8, 4, 2, 1]
+    assert capped.epochs_run == math.ceil(40 / len(capped.features))
+    assert model.epochs_run > 40  # unbudgeted, the same chosen round trains on to its own stopping
+    assert budget.to_dict()["screen_budget"] == 40 and "screen_budget" not in replace(config, screen_budget=0).to_dict()
 
 
 def test_the_screened_mlp_trains_the_same_twice_and_pickles(ring_fold):

@@ -52,7 +52,9 @@ class GBMConfig:
     fold's training rows, stratified and seeded; the fold's held-out rows are never seen. With
     ``screen_keep`` in (0, 1) the inputs are then halved on gain, each round keeping that share of
     the previous round's inputs, and the booster of the round with the least validation log-loss
-    is the model; 0 trains once on every input.
+    is the model; 0 trains once on every input. ``max_bin`` is LightGBM's number of histogram bins per
+    input: 63 rather than LightGBM's 255, since a fold trains on a few hundred rows (ring_xor_sum / 1000
+    decoys, folds 0-1: 2.4 times faster, held-out accuracy 0.77 and 0.71 against 0.75 and 0.72).
     """
 
     n_estimators: int = 1000
@@ -62,6 +64,7 @@ class GBMConfig:
     early_stopping_rounds: int = 50
     validation_fraction: float = 0.2
     screen_keep: float = 0.5
+    max_bin: int = 63
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -181,6 +184,7 @@ def train_gbm(
         "learning_rate": config.learning_rate,
         "num_leaves": config.num_leaves,
         "min_child_samples": config.min_child_samples,
+        "max_bin": config.max_bin,
         "seed": int(seed),
         "deterministic": True,
         "force_row_wise": True,
@@ -234,5 +238,6 @@ GBM = register_model(
         "round of least validation log-loss kept",
         ceiling=True,
         record=screening_record,
+        identity={"max_bin": GBMConfig().max_bin},  # LightGBM's 255 before: those cells' ids lack it
     )
 )

@@ -26,14 +26,15 @@ from synthbench import __version__
 from synthbench.machine import installed_versions
 from synthbench.models.competence import CEILING_VERSION, Ceiling
 from synthbench.models.device import select_device
-from synthbench.models.loop import TRAINING_VERSION, MemberData, TrainingFailed, check_training_data
+from synthbench.models.loop import BATCH_MEMORY, TRAINING_VERSION, MemberData, TrainingFailed, check_training_data
 from synthbench.models.networks import TrainedNetwork
 from synthbench.protocol import FoldData
 
 __all__ = ["cached_train_many", "cached_ceiling", "ManyTrainer"]
 
-#: ``trainer(members, *, config, device, n_classes) -> [TrainedNetwork or TrainingFailed, ...]``: one model per
-#: :class:`~synthbench.models.loop.MemberData`, trained as one batch (:func:`~synthbench.models.mlp.train_mlps`).
+#: ``trainer(members, *, config, device, n_classes, memory_budget) -> [TrainedNetwork or TrainingFailed, ...]``:
+#: one model per :class:`~synthbench.models.loop.MemberData`, trained as one batch
+#: (:func:`~synthbench.models.mlp.train_mlps`) split into groups whose data fit ``memory_budget`` bytes.
 ManyTrainer = Callable[..., list[Any]]
 
 
@@ -63,6 +64,7 @@ def cached_train_many(
     n_classes: int | None = None,
     device: str | torch.device = "cpu",
     cache_dir: str | Path | None = None,
+    memory_budget: int = BATCH_MEMORY,
 ) -> list[Any]:
     """``trainer(members, ...)`` behind an optional on-disk cache of each member's model.
 
@@ -70,7 +72,8 @@ def cached_train_many(
     ----------
     trainer : trains a batch (:data:`ManyTrainer`); the cache keys it by its module and qualified name
     members : each member's rows, labels, seed (and inputs redrawn per epoch)
-    config, n_classes, device : as for the trainer (``n_classes`` None: one more than the largest label)
+    config, n_classes, device, memory_budget : as for the trainer (``n_classes`` None: one more than the largest
+        label; the budget splits a batch by its members' sizes alone, so no model depends on it)
     cache_dir : folder of a ``joblib.Memory`` cache, or None to train without caching.
 
     Returns
@@ -90,7 +93,7 @@ def cached_train_many(
     dev = select_device(device)
 
     def train() -> list[Any]:
-        return trainer(list(members), config=config, device=dev, n_classes=n_classes)
+        return trainer(list(members), config=config, device=dev, n_classes=n_classes, memory_budget=memory_budget)
 
     if cache_dir is None or any(m.epoch_inputs is not None for m in members):
         return train()

@@ -48,6 +48,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synthbench.defaults import BATCH_MEMORY_MIB
 from synthbench.models.device import cpu_threads, denormals_flushed, select_device
 from synthbench.models.layers import seed_noise_layers
 from synthbench.models.stacked import Draw, ParameterLayout, StackedAdam, stackable, stacked_forward
@@ -82,13 +83,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Part of the model cache's key; bump it whenever a change to the loop changes trained weights.
-TRAINING_VERSION = 4
+TRAINING_VERSION = 5
 
 #: Rows per forward pass when predicting or validating.
 PREDICT_BATCH = 8192
 
-#: Bytes of input data a batch of members may hold (:func:`memory_chunks`) before it is split in consecutive parts.
-BATCH_MEMORY = 1 << 30
+#: Bytes of input data a batch of members may hold (:func:`memory_chunks`) before it is split in consecutive parts
+#: (``--batch-memory`` of the command line, in MiB).
+BATCH_MEMORY = BATCH_MEMORY_MIB << 20
 
 
 def check_training_data(
@@ -241,6 +243,7 @@ class TrainResult:
     steps : optimisation steps taken
     failure : why training failed (its loss turned NaN or infinite), or None
     seconds : this network's share of its batch's training time (by the rows it trained on)
+    last_state : the last epoch's weights (a state dict) where the best epoch's were restored, else None
     """
 
     module: nn.Module
@@ -251,6 +254,7 @@ class TrainResult:
     steps: int = 0
     failure: str | None = None
     seconds: float = 0.0
+    last_state: dict[str, torch.Tensor] | None = None
 
 
 def _check_config(config: TrainConfig) -> None:
@@ -441,6 +445,7 @@ class _State:
     steps: int = 0
     work: float = 0.0
     best_state: dict[str, torch.Tensor] | None = None
+    last_state: dict[str, torch.Tensor] | None = None
     failure: str | None = None
 
 
@@ -638,6 +643,7 @@ def fit_networks(
                 s.steps,
                 failure=s.failure,
                 seconds=seconds * s.work / work,
+                last_state=s.last_state,
             )
         )
     return results
@@ -695,10 +701,14 @@ def _finish(
     j: int,
     config: TrainConfig,
 ) -> None:
-    """Give a member that stops its final weights: the best epoch's (when ``restore="best"`` found one) or the last."""
+    """Give a member that stops its final weights: the best epoch's (when ``restore="best"`` found one, the last
+    epoch's then kept in ``s.last_state``) or the last."""
     module = members[s.index].module
+    restore = config.restore == "best" and s.best_epoch >= 0
     if best_rows is not None:  # the batched pass: the module holds its initial weights until now
-        restore = config.restore == "best" and s.best_epoch >= 0
+        if restore:
+            layout.load(module, flat[j].detach())
+            s.last_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
         layout.load(module, (best_rows if restore else flat)[j].detach())
     else:
         with torch.no_grad():
@@ -706,6 +716,7 @@ def _finish(
         for p, off in zip(layout.parameters(module), layout.offsets, strict=True):
             p.data = row[off : off + p.numel()].view_as(p)
         if s.best_state is not None:
+            s.last_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
             module.load_state_dict(s.best_state)
     if config.restore == "best" and s.best_epoch < 0 and config.validation != "none":
         log.warning(

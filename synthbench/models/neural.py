@@ -57,6 +57,7 @@ def _train_folds(
         n_classes=classes.pop() if classes else None,
         device=select_device(settings.device),
         cache_dir=settings.cache_dir,
+        memory_budget=settings.batch_memory,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -58,7 +58,9 @@ def successive_halving(
     in round order. Only the chosen round's model is kept in memory. One model's halving is
     :func:`successive_halving_many` of one member.
     """
-    (result,) = successive_halving_many(lambda members, features: [fit(features[0])], 1, n_features, keep)
+    (result,) = successive_halving_many(
+        lambda members, features: [fit(features[0])], [np.arange(n_features, dtype=np.int64)], keep
+    )
     if isinstance(result, BaseException):
         raise result
     return result
@@ -66,52 +68,53 @@ def successive_halving(
 
 def successive_halving_many(
     fit: Callable[[list[int], list[np.ndarray]], list[tuple[T, float, np.ndarray] | BaseException]],
-    n_members: int,
-    n_features: int,
+    features: Sequence[np.ndarray],
     keep: float,
 ) -> list[tuple[Round[T], list[tuple[int, float]]] | BaseException]:
-    """:func:`successive_halving` of ``n_members`` models at once, round by round.
+    """:func:`successive_halving` of one model per entry of ``features`` (each member's first-round inputs:
+    ascending int64 column indices, at least one), many rounds trained as one batch.
 
-    Every member's round ``r`` reads the same number of inputs (the count depends on the round alone),
-    so ``fit(members, features) -> [(model, score, importance) or exception, ...]`` trains one round of the
-    ``members`` still halving (their indices, ascending; ``features``: one ascending int64 array each) as one batch.
-    A member whose round raised (an exception in its place) stops there: its exception is its result.
+    The members whose next round reads the most inputs train that round together, as one batch: ``fit(members,
+    features) -> [(model, score, importance) or exception, ...]`` (``members``: their indices, ascending;
+    ``features``: one ascending int64 array each, all of one length). Which members share a batch depends on their
+    input counts alone, and members that start alike share every round; members that start apart meet where their
+    counts meet (102 and 51 inputs from the second round of the first on). A member whose round raised (an
+    exception in its place) stops there: its exception is its result.
     """
     if not 0.0 < keep < 1.0:
         raise ValueError(f"keep must lie strictly between 0 and 1, got {keep}")
-    if n_features < 1:
-        raise ValueError(f"successive halving needs at least one input, got {n_features}")
-    features = [np.arange(n_features, dtype=np.int64) for _ in range(n_members)]
+    current = [np.asarray(f, dtype=np.int64) for f in features]
+    if any(len(f) < 1 for f in current):
+        raise ValueError("successive halving needs at least one input per member")
+    n_members = len(current)
     best: list[Round[T] | None] = [None] * n_members
     records: list[list[tuple[int, float]]] = [[] for _ in range(n_members)]
     results: list[tuple[Round[T], list[tuple[int, float]]] | BaseException | None] = [None] * n_members
     going = list(range(n_members))
     while going:
-        fitted = fit(going, [features[i] for i in going])
-        still = []
-        for i, out in zip(going, fitted, strict=True):
+        widest = max(len(current[i]) for i in going)
+        batch = [i for i in going if len(current[i]) == widest]
+        fitted = fit(batch, [current[i] for i in batch])
+        for i, out in zip(batch, fitted, strict=True):
             if isinstance(out, BaseException):
                 results[i] = out
                 continue
             model, score, importance = out
             score = -math.inf if not np.isfinite(score) else float(score)
-            records[i].append((len(features[i]), score))
-            log.debug("halving round on %d inputs: score %.4f", len(features[i]), score)
-            current = best[i]
-            if current is None or score >= current.score:
-                best[i] = current = Round(features[i], score, model)
-            if len(features[i]) == 1:
-                results[i] = (current, records[i])
+            records[i].append((widest, score))
+            log.debug("halving round on %d inputs: score %.4f", widest, score)
+            chosen = best[i]
+            if chosen is None or score >= chosen.score:
+                best[i] = chosen = Round(current[i], score, model)
+            if widest == 1:
+                results[i] = (chosen, records[i])
                 continue
             importance = np.asarray(importance, dtype=np.float64)
-            if importance.shape != features[i].shape:
-                raise ValueError(
-                    f"fit must return one importance per feature ({len(features[i])}), got {importance.shape}"
-                )
-            n_next = min(len(features[i]) - 1, max(1, math.ceil(keep * len(features[i]))))
-            features[i] = np.sort(features[i][np.argsort(-importance, kind="stable")[:n_next]])
-            still.append(i)
-        going = still
+            if importance.shape != current[i].shape:
+                raise ValueError(f"fit must return one importance per feature ({widest}), got {importance.shape}")
+            n_next = min(widest - 1, max(1, math.ceil(keep * widest)))
+            current[i] = np.sort(current[i][np.argsort(-importance, kind="stable")[:n_next]])
+        going = [i for i in going if results[i] is None]
     return [r for r in results if r is not None]
 
 

@@ -15,7 +15,7 @@ from filelock import FileLock
 
 from synthbench.models.cache import cached_ceiling
 from synthbench.models.competence import Ceiling, competence_fields, held_out_quality, learnability_ceiling
-from synthbench.models.loop import EpochInputs, TrainingFailed, unwrap
+from synthbench.models.loop import BATCH_MEMORY, EpochInputs, TrainingFailed, unwrap
 from synthbench.models.randomise import Layer
 from synthbench.protocol import FoldData
 from synthbench.registry import Registry
@@ -44,11 +44,18 @@ class TrainSettings:
     n_jobs : threads a trainer may use
     device : ``"auto"``, ``"cpu"`` or ``"cuda"`` for torch models
     cache_dir : folder of the on-disk model cache, or None for no disk cache
+    batch_memory : bytes the data of models trained as one batch may take; a larger batch is split (by its members'
+        sizes alone: no model changes), never refused
     """
 
     n_jobs: int = 1
     device: str = "cpu"
     cache_dir: str | None = None
+    batch_memory: int = BATCH_MEMORY
+
+    def __post_init__(self) -> None:
+        if self.batch_memory <= 0:
+            raise ValueError(f"batch_memory must be a positive number of bytes, got {self.batch_memory}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,9 @@ class ModelKind:
     gives it alone: :func:`~synthbench.models.loop.fit_networks`); None for a kind whose models train one at a
     time (the forest and the booster: trees grow one split after another, nothing to stack), which is then
     called once per request.
+    ``identity``: JSON values that enter the id of every cell whose method needs the kind (beside the package
+    version): the training settings changed since that version's ids were first written, so a store never
+    serves a result of the kind's earlier training; None adds nothing.
     """
 
     name: str
@@ -113,6 +123,7 @@ class ModelKind:
     ceiling: bool = False
     record: Callable[[Any], dict[str, Any]] | None = None
     train_many: Callable[..., list[Any]] | None = None
+    identity: Mapping[str, Any] | None = None
 
 
 #: Every registered model kind, by name.

@@ -84,6 +84,7 @@ SPACES: dict[str, Space] = {
             "stopping": "best",
             "restore": "best",
             "max_epochs": 300,
+            "screen_budget": 30_000,
         },
         first=_params_of(
             "screened_mlp",

@@ -132,6 +132,9 @@ class Cell:
             config["data_hash"] = fingerprint(self.data_dir)  # the files' content: another copy is another cell
         if self.model is not None:
             config["model"] = {"preset": self.model, "config": get_preset(self.model).config.to_dict()}
+        identities = {k: dict(model_kind(k).identity or {}) for k in self.needs if model_kind(k).identity}
+        if identities:
+            config["models"] = identities
         if self.judged is not None:
             config["judged"] = self.judged
         if self.suite is not None:
