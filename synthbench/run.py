@@ -42,7 +42,10 @@ DEFAULT_DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum")
 #: Flags that define a grid; a suite defines its own, so they cannot be combined with --suite.
 GRID_FLAGS: dict[str, tuple[str | int, dict[str, Any]]] = {
     "--datasets": (",".join(DEFAULT_DATASETS), dict(help="comma-separated dataset names")),
-    "--methods": ("default", dict(help="comma-separated method names, 'default' or 'all'")),
+    "--methods": (
+        "default",
+        dict(help="comma-separated method names, 'default' (alone or with names: default,rf,lassonet) or 'all'"),
+    ),
     "--decoys": (
         ", ".join(f"{k.default_decoys} on {k.plural}" for k in INPUT_KINDS.values()),
         dict(help="comma-separated decoy counts (distractor glyphs on images), for every dataset that takes decoys"),
@@ -243,13 +246,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         return args, _fitting(cells)
     ds = parse_names(args.datasets, datasets.names(), "datasets")
     scorers = parse_names(args.scorer, scorer_names(), "scorers")
-    named = args.methods not in ("default", "all")
-    if args.methods == "default":
-        methods = tuple(default_methods())
-    elif args.methods == "all":
+    given = [t.strip() for t in args.methods.split(",")]
+    named = not {"default", "all"} & set(given)  # with default or all, what a dataset cannot run is skipped
+    if "all" in given:
         methods = tuple(method_names())
     else:
-        methods = parse_names(args.methods, method_names(), "methods")
+        expanded = (m for t in given for m in (default_methods() if t == "default" else [t]))
+        methods = parse_names(",".join(expanded), method_names(), "methods")
     models = parse_names(args.model, preset_names(), "models")
     if model_given and not any(get_method(m).uses_preset for m in methods):
         raise UsageError(

@@ -64,6 +64,16 @@ def test_list_shows_the_model_presets_and_marks_the_default_ones(capsys):
     }
 
 
+def test_default_with_named_methods_adds_them_to_the_default_set():
+    from synthbench.methods import default_methods
+
+    _, cells = cli.parse(["--methods", "default,rf,lassonet", "--datasets", "xor", "--decoys", "5", "--folds", "2"])
+    tabular = [m for m in default_methods() if m != "sobel"]  # sobel draws maps of images only: skipped on tables
+    assert list(dict.fromkeys(c.method for c in cells)) == [*tabular, "rf", "lassonet"]
+    _, cells = cli.parse(["--methods", "rf,default", "--datasets", "xor", "--decoys", "5", "--folds", "2"])
+    assert list(dict.fromkeys(c.method for c in cells))[0] == "rf"
+
+
 def test_presets_and_sample_sizes_are_axes_of_one_run(tmp_path, capsys):
     store, export = tmp_path / "r.sqlite", tmp_path / "rows.csv"
     args = [
