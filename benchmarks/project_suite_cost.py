@@ -47,6 +47,13 @@ def measured(cells: pd.DataFrame) -> pd.DataFrame:
     return done
 
 
+def run_walls(runs: pd.DataFrame) -> float:
+    """Wall seconds of the store's runs: each run's own, or from its start to its last stored cell where it ended
+    without recording one (killed)."""
+    until_last = (pd.to_datetime(runs["last_cell_at"]) - pd.to_datetime(runs["started_at"])).dt.total_seconds()
+    return float(runs["wall_seconds"].astype(float).fillna(until_last).fillna(0.0).sum())
+
+
 def project(done: pd.DataFrame, target: pd.DataFrame) -> np.ndarray:
     """Per target cell (columns ``kind, scorer, verdict, method, n_samples``): its projected seconds."""
     out = np.full(len(target), np.nan)
@@ -70,7 +77,7 @@ def main() -> None:
     folds = done.drop_duplicates(["dataset", "dataset_params", "n_samples", "n_decoys", "seed", "fold", "model_preset"])
     train = folds.groupby("kind")["train_seconds"].mean()
     core = float(done["own"].sum() + folds["train_seconds"].sum())
-    wall = float(runs["wall_seconds"].fillna(0).sum())
+    wall = run_walls(runs)
 
     suite = load_suite(args.suite)
     cells_to_run = suite.cells()

@@ -494,6 +494,33 @@ def test_feature_permutation_matches_captum_with_explicit_permutations():
         torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)
 
 
+class _ReadsTwo(nn.Module):
+    """A model whose output depends on columns 1 and 3 only, says so (``inputs_read``) and counts the rows it sees."""
+
+    def __init__(self, declare: bool) -> None:
+        super().__init__()
+        self.rows = 0
+        if declare:
+            self.inputs_read = np.array([1, 3])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.rows += x.shape[0]
+        return torch.tanh(x[:, 1:2] * x[:, 3:4] + 0.5 * x[:, 3:4])
+
+
+@pytest.mark.parametrize("method", ["feature_ablation", "feature_permutation"])
+def test_the_columns_a_model_declares_it_reads_are_the_only_ones_perturbed_and_nothing_changes(method):
+    x = make_inputs()
+    options = {"seed": 1} if method == "feature_permutation" else {}
+    declared, plain = _ReadsTwo(True), _ReadsTwo(False)
+    ours = attribute(method, declared, x, **options)
+    assert torch.equal(ours, attribute(method, plain, x, **options))  # to the bit
+    unread = [j for j in range(P) if j not in (1, 3)]
+    assert not ours[:, unread].any() and ours[:, [1, 3]].abs().sum() > 0
+    assert declared.rows == 2 * N + 2 * N and plain.rows == N + P * N  # f(x) twice, then 2 columns against P
+    assert torch.equal(attribute(method, declared, x, fast=False, **options), ours)
+
+
 def test_feature_permutation_properties():
     model, x = make_model(), make_inputs()
     a = attribute("feature_permutation", model, x, seed=2)

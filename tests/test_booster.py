@@ -127,6 +127,9 @@ def test_the_screening_keeps_the_truth_reads_only_what_it_chose_and_is_recorded_
     assert dict(booster.screening)[len(booster.features)] == best  # the kept round is the best on validation
     dropped = np.setdiff1d(np.arange(data.X_train.shape[1]), booster.features)
     assert (booster.gain()[dropped] == 0).all() and (booster.contributions(data.X_explain)[:, dropped] == 0).all()
+    np.testing.assert_array_equal(
+        booster.module.inputs_read, booster.features
+    )  # the perturbation methods skip the rest
     info = models.info["gbm"]
     assert info["inputs_read"] == booster.features.tolist() and len(info["screening"]) == len(counts)
     # screened, it learns what the unscreened booster misses on this table

@@ -47,7 +47,14 @@ from synthbench.attribution.core import (
     split_additive_head,
 )
 
-__all__ = ["feature_ablation", "feature_permutation", "shapley_sampling", "substitution_outputs", "Groups"]
+__all__ = [
+    "columns_read",
+    "feature_ablation",
+    "feature_permutation",
+    "shapley_sampling",
+    "substitution_outputs",
+    "Groups",
+]
 
 
 def _chunks(total: int, size: int) -> list[tuple[int, int]]:
@@ -126,6 +133,9 @@ def substitution_outputs(
 ) -> torch.Tensor:
     """Target output with one feature substituted: ``out[j, i] = f(x_i with x_ij := values[j, i])``.
 
+    A model that declares the columns it reads (:func:`columns_read`) is run on those columns' substitutions only;
+    the row of every other column is its output on ``inputs`` unchanged (the same values, with less work).
+
     Parameters
     ----------
     inputs
@@ -141,6 +151,7 @@ def substitution_outputs(
     n, p = inputs.shape
     out = inputs.new_empty(p, n)
     split = split_additive_head(model, p) if fast else None
+    read = columns_read(model) if fast else None
     with torch.no_grad():
         if split is not None:
             head, tail = split
@@ -157,18 +168,28 @@ def substitution_outputs(
                     res = select_target(tail(zp.reshape(-1, h)), repeat_target(t, j1 - j0))
                     out[j0:j1, r0:r1] = res.view(j1 - j0, r1 - r0)
         else:
+            columns = torch.arange(p, device=inputs.device) if read is None else read.to(inputs.device)
+            if read is not None:  # a column the model does not read leaves its output as it is
+                out[:] = forward_target(model, inputs, target, max_batch_elements)
             r_step = min(n, rows_per_chunk(p, max_batch_elements))
             f_step = rows_per_chunk(r_step * p, max_batch_elements)
             for r0, r1 in _chunks(n, r_step):
                 t = slice_target(target, r0, r1)
-                for j0, j1 in _chunks(p, f_step):
-                    f = j1 - j0
+                for c0, c1 in _chunks(len(columns), f_step):
+                    f = c1 - c0
+                    feats = columns[c0:c1]
                     xp = inputs[r0:r1].unsqueeze(0).repeat(f, 1, 1)  # (f, r, p)
-                    feats = torch.arange(j0, j1, device=inputs.device)
-                    xp[torch.arange(f, device=inputs.device), :, feats] = values[j0:j1, r0:r1]
+                    xp[torch.arange(f, device=inputs.device), :, feats] = values[feats, r0:r1]
                     res = select_target(model(xp.reshape(-1, p)), repeat_target(t, f))
-                    out[j0:j1, r0:r1] = res.view(f, r1 - r0)
+                    out[feats, r0:r1] = res.view(f, r1 - r0)
     return out
+
+
+def columns_read(model: nn.Module) -> torch.Tensor | None:
+    """The input columns ``model`` declares its output depends on (its ``inputs_read`` attribute: ascending int64
+    indices; the booster's screened inputs), or None where it declares none (every column may matter)."""
+    read = getattr(model, "inputs_read", None)
+    return None if read is None else torch.as_tensor(read, dtype=torch.long)
 
 
 def _group_outputs(

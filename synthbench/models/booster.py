@@ -72,11 +72,14 @@ class GBMConfig:
 
 class _RawScores(nn.Module):
     """A forward-only torch view of a booster: float32 ``(n, p)`` -> raw scores ``(n, 1)`` (binary: log-odds of
-    ``y = 1``) or ``(n, K)``. Not differentiable: only perturbation methods can explain it."""
+    ``y = 1``) or ``(n, K)``. Not differentiable: only perturbation methods can explain it. ``inputs_read`` are the
+    columns its trees were given (the screening's chosen round): no other column changes its output, which the
+    perturbation methods use to skip them (:func:`~synthbench.attribution.perturbation.columns_read`)."""
 
     def __init__(self, model: TrainedGBM) -> None:
         super().__init__()
         self._model = model
+        self.inputs_read = model.features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         raw = self._model.raw_scores(x.detach().cpu().numpy())
