@@ -281,7 +281,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
         raise UsageError(str(exc)) from None
     if not cells:
         raise UsageError("no method of the list accepts these datasets' inputs; name methods with --methods")
-    unused = [m for m in models if model_given and m not in {c.model for c in cells}]
+    explained = {c.model for c in cells}
+    unused = [m for m in models if m not in explained] if model_given else []
     if unused:
         from synthbench.models.presets import get_preset
 

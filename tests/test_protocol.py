@@ -103,16 +103,7 @@ def test_the_runner_runs_a_cell_on_the_fold_cell_fold_builds(dataset, methods, p
     )
     cells = tuple(c for c in grid.cells() if c.fold == 1)
     head = cells[0]
-    data, fold = cell_fold(
-        head.dataset,
-        n_samples=head.n_samples,
-        seed=head.seed,
-        n_folds=head.n_folds,
-        fold=head.fold,
-        n_decoys=head.n_decoys,
-        dataset_params=head.dataset_params,
-        explain=head.explain,
-    )
+    data, fold = cell_fold(head.dataset, fold=head.fold, **head.setting())
     results = list(run_task(FoldTask(cells)))
     assert [r.status for r in results] == ["ok"] * len(cells)
     for result in results:

@@ -72,6 +72,7 @@ __all__ = [
     "unwrap",
     "BATCH_MEMORY",
     "first_linear",
+    "first_linear_name",
     "check_training_data",
     "n_classes_of",
     "TRAINING_VERSION",
@@ -519,9 +520,6 @@ def fit_networks(
         and not input_grad
     )
     validate, higher = config.validation != "none", config.monitor == "auroc"
-    first_name = None  # the stacked pass reads the first layer's weights by name (penalties on it)
-    if fast and (config.l1_first_layer > 0 or members[0].penalty is not None):
-        first_name = _first_linear_name(template)
 
     gate_names = [{n for n, p in m.module.named_parameters() if any(p is q for q in m.gate_params)} for m in members]
     if any(g != gate_names[0] for g in gate_names):
@@ -571,7 +569,7 @@ def fit_networks(
         for m, row in zip(members, flat, strict=True):
             layout.bind(m.module, row)
     live = list(states)  # the members still training, in the rows of flat, in order
-    batch = _Batch(template, layout, config, device, first_name, members[0].penalty) if fast else None
+    batch = _Batch(template, layout, config, device, members[0].penalty) if fast else None
 
     try:
         with denormals_flushed():
@@ -598,8 +596,7 @@ def fit_networks(
                         if best_rows is not None:
                             best_rows[j] = adam.flat[j].detach()
                         else:
-                            module = members[s.index].module
-                            s.best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+                            s.best_state = _state_copy(members[s.index].module)
                     if stop:
                         stopped.append(j)
                         _finish(s, members, layout, adam.flat, best_rows, j, config)
@@ -686,10 +683,15 @@ def _n_batches(s: _State, config: TrainConfig) -> int:
     return max(1, math.ceil(s.X_tr.shape[0] / int(config.batch_size)))
 
 
-def _first_linear_name(module: nn.Module) -> str:
-    """The parameter name of :func:`first_linear`'s weight."""
+def first_linear_name(module: nn.Module) -> str:
+    """The parameter name (as in ``module.state_dict()``) of :func:`first_linear`'s weight."""
     first = first_linear(module)
     return next(f"{name}.weight" for name, m in module.named_modules() if m is first)
+
+
+def _state_copy(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of ``module``'s state dict that no later step changes."""
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
 def _finish(
@@ -708,15 +710,12 @@ def _finish(
     if best_rows is not None:  # the batched pass: the module holds its initial weights until now
         if restore:
             layout.load(module, flat[j].detach())
-            s.last_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            s.last_state = _state_copy(module)
         layout.load(module, (best_rows if restore else flat)[j].detach())
     else:
-        with torch.no_grad():
-            row = flat[j].detach().clone()  # the module no longer shares the batch's buffer
-        for p, off in zip(layout.parameters(module), layout.offsets, strict=True):
-            p.data = row[off : off + p.numel()].view_as(p)
+        layout.bind(module, flat[j].detach().clone())  # the module no longer shares the batch's buffer
         if s.best_state is not None:
-            s.last_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            s.last_state = _state_copy(module)
             module.load_state_dict(s.best_state)
     if config.restore == "best" and s.best_epoch < 0 and config.validation != "none":
         log.warning(
@@ -738,6 +737,19 @@ def _draws(live: Sequence[_State], counts: Sequence[int], width: int, device: to
     return draw
 
 
+def _shuffled(
+    live: Sequence[_State], xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor], bs: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
+    """Each member's rows ``xs[k]``, labels ``ys[k]`` in a fresh order from its own generator, padded to whole
+    batches of ``bs`` (:func:`_padded`: ``(K, length, ...)``), and each batch's real rows per member."""
+    n = [x.shape[0] for x in xs]
+    orders = [torch.randperm(k, generator=s.dev_gen, device=device) for s, k in zip(live, n, strict=True)]
+    length = max(math.ceil(k / bs) for k in n) * bs
+    X = _padded([x[o] for x, o in zip(xs, orders, strict=True)], length)
+    Y = _padded([y[o] for y, o in zip(ys, orders, strict=True)], length)
+    return X, Y, [[max(0, min(bs, k - start)) for k in n] for start in range(0, length, bs)]
+
+
 def _padded(rows: Sequence[torch.Tensor], length: int) -> torch.Tensor:
     """The members' ``rows`` ``(n_k, ...)`` stacked into ``(K, length, ...)``, zeros past each member's rows."""
     out = rows[0].new_zeros((len(rows), length, *rows[0].shape[1:]))
@@ -755,15 +767,15 @@ class _Batch:
         layout: ParameterLayout,
         config: TrainConfig,
         device: torch.device,
-        first_name: str | None,
         penalty: Penalty | GroupPenalty | None,
     ) -> None:
         self.template = cast(nn.Sequential, template)
         self.layout = layout
         self.config = config
         self.device = device
-        self.first_name = first_name
         self.penalty = cast(GroupPenalty | None, penalty)
+        # the first layer's weights, read by name where a penalty acts on them
+        self.first_name = first_linear_name(template) if config.l1_first_layer > 0 or penalty is not None else None
 
     def objective(
         self,
@@ -799,18 +811,14 @@ class _Batch:
         """One epoch of every live member; each member's summed objective."""
         bs = int(self.config.batch_size)
         n_tr = [s.X_tr.shape[0] for s in live]
-        length = max(math.ceil(n / bs) for n in n_tr) * bs
-        orders = [torch.randperm(n, generator=s.dev_gen, device=self.device) for s, n in zip(live, n_tr, strict=True)]
-        Xe = _padded([s.X_tr[o] for s, o in zip(live, orders, strict=True)], length)
-        ye = _padded([s.y_tr[o] for s, o in zip(live, orders, strict=True)], length)
-        starts = range(0, length, bs)
-        counts = [[max(0, min(bs, n - start)) for n in n_tr] for start in starts]
+        Xe, ye, counts = _shuffled(live, [s.X_tr for s in live], [s.y_tr for s in live], bs, self.device)
+        starts = range(0, Xe.shape[1], bs)
         counts_t = torch.tensor(counts, device=self.device)
         total = torch.zeros(len(live), device=self.device)
+        flat = adam.flat  # rebound only between epochs (when members stop)
         for i, start in enumerate(starts):
             c = counts[i]
             active = [x > 0 for x in c]
-            flat = adam.flat
             draw = _draws(live, c, bs, self.device)
             objective = self.objective(
                 self.layout.views(flat), Xe[:, start : start + bs], ye[:, start : start + bs], counts_t[i], c, draw
@@ -821,9 +829,9 @@ class _Batch:
             adam.step(flat.grad, lr, active)
             done = objective.detach()
             total += done if all(active) else torch.where(counts_t[i] > 0, done, torch.zeros((), device=self.device))
-        for k, s in enumerate(live):
-            s.steps += sum(1 for row in counts if row[k])
-            s.work += n_tr[k]
+        for s, n in zip(live, n_tr, strict=True):
+            s.steps += math.ceil(n / bs)
+            s.work += n
         return total.tolist()
 
 
@@ -864,8 +872,7 @@ def _train_epoch_members(
                 objective = objective + config.l1_first_layer * first_linear(module).weight.abs().sum()
             if m.penalty is not None:
                 objective = objective + m.penalty(module, xb, base)
-            for p in layout.parameters(module):
-                p.grad = None
+            module.zero_grad(set_to_none=True)
             objective.backward()
             grads.append(layout.gradient(module))
             active.append(True)
@@ -932,14 +939,9 @@ def _noisy_validation(
     device: torch.device,
 ) -> list[torch.Tensor]:
     """The 2023 code's validation loss of each member: noise on, a fresh order of its rows, the sum of batch means."""
-    orders = [torch.randperm(v.shape[0], generator=s.dev_gen, device=device) for s, v in zip(live, vals, strict=True)]
-    length = max(math.ceil(v.shape[0] / bs) for v in vals) * bs
-    X = _padded([v[o] for v, o in zip(vals, orders, strict=True)], length)
-    Y = _padded([y[o] for y, o in zip(ys, orders, strict=True)], length)
-    n_rows = [v.shape[0] for v in vals]
+    X, Y, batches = _shuffled(live, vals, ys, bs, device)
     sums: list[torch.Tensor | int] = [0] * len(live)
-    for start in range(0, length, bs):
-        counts = [max(0, min(bs, n - start)) for n in n_rows]
+    for start, counts in zip(range(0, X.shape[1], bs), batches, strict=True):
         logits = stacked_forward(
             seq, params, X[:, start : start + bs], training=True, draw=_draws(live, counts, bs, device)
         )

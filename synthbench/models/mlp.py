@@ -52,6 +52,7 @@ from synthbench.models.loop import (
     TrainResult,
     check_training_data,
     first_linear,
+    first_linear_name,
     fit_classifiers,
     memory_chunks,
     unwrap,
@@ -429,7 +430,7 @@ def _trained(
     """The :class:`TrainedMLP` of ``module`` (in eval mode, on ``dev``), with ``result``'s training record (its
     failure, when it failed)."""
     if result.failure is not None:
-        return TrainingFailed(f"the MLP's training failed: {result.failure}")
+        return _failed(result)
     return TrainedMLP(
         module=cast(nn.Sequential, module),
         config=config,
@@ -447,6 +448,11 @@ def _trained(
 
 #: Scale of the drawn initialisation of a basis network's first trained layer (see :func:`_train_grouped`).
 FIRST_LAYER_SCALE = 0.1
+
+
+def _failed(result: TrainResult) -> TrainingFailed:
+    """What takes the place of a member whose training failed."""
+    return TrainingFailed(f"the MLP's training failed: {result.failure}")
 
 
 def _monitored(result: TrainResult, config: TrainConfig) -> float:
@@ -524,7 +530,7 @@ def _train_grouped(
         for i, result in zip(members, results, strict=True):
             seconds[i] += result.seconds
             if result.failure is not None:
-                out.append(TrainingFailed(f"the MLP's training failed: {result.failure}"))
+                out.append(_failed(result))
                 continue
             if held[i] is None:
                 held[i] = result.validation_indices
@@ -572,11 +578,9 @@ def ranking_weight(result: TrainResult) -> torch.Tensor:
     training and the group penalty made of it, where the best epoch's were restored (that may be an early epoch's,
     still near the drawn initialisation: ranking on it lost a ring's two inputs among 1000 decoys, and xor's among 100,
     on folds whose round on every input scored best at its first epoch)."""
-    first = first_linear(result.module)
     if result.last_state is None:
-        return first.weight
-    name = next(n for n, m in result.module.named_modules() if m is first)
-    return result.last_state[f"{name}.weight"]
+        return first_linear(result.module).weight
+    return result.last_state[first_linear_name(result.module)]
 
 
 def _round_training(config: MLPConfig, n_inputs: int) -> TrainConfig:

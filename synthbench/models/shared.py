@@ -227,22 +227,22 @@ class SharedModels:
         if any(r < 0 for r in replicates):
             raise ValueError(f"replicate must be non-negative, got {min(replicates)}")
         keys = [name if r == 0 else f"{name}#{int(r)}" for r in replicates]
-        missing = [(k, int(r)) for k, r in dict(zip(keys, replicates, strict=True)).items() if k not in self._models]
+        missing = {k: int(r) for k, r in zip(keys, replicates, strict=True) if k not in self._models}
         if missing:
             kind = model_kind(name)
             together = (
                 self._siblings is not None and self._settings.cache_dir is not None and kind.train_many is not None
             )
             done: dict[str, tuple[Any, float]] = {}
-            if together and name in dict(missing):  # the shared model, with every fold of the setting
+            if together and name in missing:  # the shared model, with every fold of the setting
                 done[name] = self._with_siblings(kind, name)
-            rest = [(k, r) for k, r in missing if k not in done]
+            rest = [(k, r) for k, r in missing.items() if k not in done]
             if rest:
                 done.update(
                     zip([k for k, _ in rest], self._train(kind, [TrainRequest(self._data, r) for _, r in rest], None))
                 )
             failures = []
-            for key, _ in missing:
+            for key in missing:
                 model, seconds = done[key]
                 if isinstance(model, TrainingFailed):
                     failures.append(model)  # its siblings are kept

@@ -162,6 +162,7 @@ class StackedAdam:
         self.flat = flat
         buffers = (flat.detach(), self.grad, self.m, self.v)
         self.views = [[tuple(t[k, a:b] for t in buffers) for a, b, _ in self.segments] for k in range(flat.shape[0])]
+        self._calls: tuple[tuple, dict[tuple[int, float], tuple[list[torch.Tensor], ...]]] | None = None
 
     @property
     def steps(self) -> list[int]:
@@ -175,15 +176,7 @@ class StackedAdam:
         beta1, beta2 = self.betas
         with torch.no_grad():
             self.grad.copy_(grad)
-            calls: dict[tuple[int, float], tuple[list[torch.Tensor], ...]] = {}
-            for k, on in enumerate(active):
-                if not on:
-                    continue
-                for (_, _, group), views, count in zip(self.segments, self.views[k], self.counts[k], strict=True):
-                    lists = calls.setdefault((group, float(lrs[k][group])), ([], [], [], [], []))
-                    for bucket, item in zip(lists, (*views, count), strict=True):
-                        bucket.append(item)
-            for (group, lr), (params, grads, ms, vs, counts) in calls.items():
+            for (group, lr), (params, grads, ms, vs, counts) in self._grouped(lrs, active).items():
                 adam(
                     params,
                     grads,
@@ -200,6 +193,25 @@ class StackedAdam:
                     eps=self.eps,
                     maximize=False,
                 )
+
+    def _grouped(
+        self, lrs: Sequence[Sequence[float]], active: Sequence[bool]
+    ) -> dict[tuple[int, float], tuple[list[torch.Tensor], ...]]:
+        """The active members' views grouped by (group, rate), one fused call each; built again only when the rates,
+        the active members or the buffers (:meth:`_bind`) change, which is at an epoch's end, not every step."""
+        key = (tuple(active), tuple(tuple(float(r) for r in rates) for rates in lrs))
+        if self._calls is not None and self._calls[0] == key:
+            return self._calls[1]
+        calls: dict[tuple[int, float], tuple[list[torch.Tensor], ...]] = {}
+        for k, on in enumerate(active):
+            if not on:
+                continue
+            for (_, _, group), views, count in zip(self.segments, self.views[k], self.counts[k], strict=True):
+                lists = calls.setdefault((group, float(lrs[k][group])), ([], [], [], [], []))
+                for bucket, item in zip(lists, (*views, count), strict=True):
+                    bucket.append(item)
+        self._calls = (key, calls)
+        return calls
 
     def keep(self, rows: torch.Tensor, flat: torch.Tensor) -> None:
         """Keep only the members ``rows`` (int64 indices), in that order (the others stopped); ``flat`` is the

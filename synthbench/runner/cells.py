@@ -63,15 +63,7 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     """
     head = task.head
     versions = package_versions()
-    setting: dict[str, Any] = dict(  # what defines the fold's data but the fold itself
-        n_samples=head.n_samples,
-        seed=head.seed,
-        n_folds=head.n_folds,
-        n_decoys=head.n_decoys,
-        dataset_params=head.dataset_params,
-        explain=head.explain,
-        data_dir=head.data_dir,
-    )
+    setting = head.setting()
     try:
         data, fold = cell_fold(head.dataset, fold=head.fold, **setting)
     except Exception as exc:  # noqa: BLE001 - recorded, the grid goes on

@@ -132,7 +132,7 @@ class Cell:
             config["data_hash"] = fingerprint(self.data_dir)  # the files' content: another copy is another cell
         if self.model is not None:
             config["model"] = {"preset": self.model, "config": get_preset(self.model).config.to_dict()}
-        identities = {k: dict(model_kind(k).identity or {}) for k in self.needs if model_kind(k).identity}
+        identities = {k: dict(identity) for k in self.needs if (identity := model_kind(k).identity)}
         if identities:
             config["models"] = identities
         if self.judged is not None:
@@ -145,6 +145,19 @@ class Cell:
     def cell_id(self) -> str:
         """SHA-256 of the canonical JSON of :meth:`config` (hex, 32 chars)."""
         return hashlib.sha256(_canonical(self.config()).encode()).hexdigest()[:32]
+
+    def setting(self) -> dict[str, Any]:
+        """What defines the cell's data but its dataset and fold: the keyword arguments of
+        :func:`~synthbench.protocol.cell_fold` and :func:`~synthbench.protocol.setting_folds`."""
+        return dict(
+            n_samples=self.n_samples,
+            seed=self.seed,
+            n_folds=self.n_folds,
+            n_decoys=self.n_decoys,
+            dataset_params=self.dataset_params,
+            explain=self.explain,
+            data_dir=self.data_dir,
+        )
 
     @property
     def task_key(self) -> tuple:
