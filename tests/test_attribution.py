@@ -24,6 +24,7 @@ from torch import nn
 
 from synthbench.attribution import attribute, feature_scores, names
 from synthbench.attribution.gradient import ig_quadrature
+from synthbench.models.basis import basis_layer, hinge_knots
 from synthbench.models.mlp import MLPConfig, build_mlp
 
 ATOL = 1e-5
@@ -519,6 +520,42 @@ def test_the_columns_a_model_declares_it_reads_are_the_only_ones_perturbed_and_n
     assert not ours[:, unread].any() and ours[:, [1, 3]].abs().sum() > 0
     assert declared.rows == 2 * N + 2 * N and plain.rows == N + P * N  # f(x) twice, then 2 columns against P
     assert torch.equal(attribute(method, declared, x, fast=False, **options), ours)
+
+
+class _Rows(nn.Module):
+    """The identity, counting the rows it sees."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.rows += x.shape[0]
+        return x
+
+
+def test_shapley_sampling_orders_only_the_columns_a_model_reads():
+    """Each ordering restricted to the columns the model reads: the others' marginal contributions are exactly 0, the
+    read ones' those of the full orderings (to the bit where the paths are built from the inputs, within float32
+    rounding through a basis head), at ``2 / P`` of the evaluations here."""
+    x = make_inputs()
+    declared, plain = _ReadsTwo(True), _ReadsTwo(False)
+    ours = attribute("shapley_sampling", declared, x, n_samples=5, seed=3)
+    assert torch.equal(ours, attribute("shapley_sampling", plain, x, n_samples=5, seed=3))
+    assert not ours[:, [0, 2, 4, 5]].any() and ours[:, [1, 3]].abs().sum() > 0
+    assert declared.rows == N + 5 * 2 * N and plain.rows == N + 5 * P * N  # f(baseline), then the paths' steps
+    # a network that starts with a fixed basis of columns 0, 2 and 5 (the screened network's kept inputs)
+    X = make_inputs(n=64, dtype=torch.float32)
+    features = np.array([0, 2, 5])
+    basis = basis_layer(hinge_knots(X.numpy(), 3)[features], features, P)
+    torch.manual_seed(0)
+    counter = _Rows()
+    net = nn.Sequential(basis, nn.ReLU(), nn.Linear(basis.out_features, 8), nn.ReLU(), counter, nn.Linear(8, 1))
+    fast = attribute("shapley_sampling", net, X, n_samples=5, seed=3)
+    assert counter.rows == 5 * 3 * 64 + 64  # the paths' steps through the tail, then f(x) for their ends
+    full = attribute("shapley_sampling", net, X, n_samples=5, seed=3, fast=False)
+    assert not fast[:, [1, 3, 4]].any() and fast[:, features].abs().sum() > 0
+    torch.testing.assert_close(fast, full, atol=1e-5, rtol=0)
 
 
 def test_feature_permutation_properties():

@@ -100,6 +100,12 @@ def test_the_group_penalty_is_the_same_batched_and_on_one_network():
         expected = 1e-3 * weight[k].reshape(16, 4, 8).pow(2).sum(dim=(0, 2)).add(1e-12).sqrt().sum()
         assert torch.allclose(penalty(one, torch.zeros(1), torch.zeros(())), expected, rtol=1e-6)
         assert torch.allclose(stacked[k], expected, rtol=1e-6)
+    # the batched loop's gradient of it, outside autograd, is autograd's
+    leaf = weight.clone().requires_grad_(True)
+    penalty.stacked(leaf).sum().backward()
+    grad, out = torch.randn_like(weight), torch.empty_like(weight)
+    assert torch.equal(penalty.add_gradient(weight, grad, out), stacked)
+    torch.testing.assert_close(out, grad + leaf.grad, rtol=1e-6, atol=1e-9)
 
 
 def test_a_cnn_trained_in_a_batch_is_the_cnn_trained_alone():
@@ -238,7 +244,8 @@ def test_stacked_adam_is_torchs_fused_adam_for_each_member():
             if active[k]:
                 params[k][0].grad, params[k][1].grad = grad[k, :30].clone(), grad[k, 30:40].clone()
                 reference[k].step()
-        ours.step(grad, [[3e-3, 1e-2]] * 3, active)
+        ours.grad.copy_(grad)
+        ours.step([[3e-3, 1e-2]] * 3, active)
     for k in range(3):
         assert torch.equal(ours.flat[k, :30], params[k][0].detach()) and torch.equal(
             ours.flat[k, 30:40], params[k][1].detach()

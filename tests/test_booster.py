@@ -144,3 +144,28 @@ def test_the_screening_keeps_the_truth_reads_only_what_it_chose_and_is_recorded_
     for bad in (1.0, -0.5, 2):
         with pytest.raises(ValueError, match="screen_keep"):
             train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_keep=bad), seed=0)
+    with pytest.raises(ValueError, match="screen_budget"):
+        train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_budget=-1), seed=0)
+
+
+def test_a_screening_round_on_n_inputs_boosts_at_most_its_budget_over_n_rounds(monkeypatch):
+    import math
+
+    import lightgbm
+
+    from synthbench.models.booster import GBMConfig, train_gbm
+
+    data, _ = cell_fold("ring", n_samples=300, seed=0, n_folds=3, fold=0, n_decoys=60)
+    asked, train = [], lightgbm.train
+
+    def spied(params, train_set, num_boost_round, **options):
+        asked.append(num_boost_round)
+        return train(params, train_set, num_boost_round=num_boost_round, **options)
+
+    monkeypatch.setattr(lightgbm, "train", spied)
+    booster = train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_budget=3000), seed=0)
+    counts = [n for n, _ in booster.screening]
+    assert asked == [min(1000, math.ceil(3000 / n)) for n in counts] and asked[0] == 49 and asked[-1] == 1000
+    asked.clear()
+    train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_budget=0), seed=0)
+    assert set(asked) == {1000}  # no budget: every round may boost n_estimators

@@ -54,8 +54,9 @@ def test_cell_ids_are_those_stores_were_written_with():
 
 
 def test_a_cell_whose_method_needs_the_booster_names_the_boosters_training_in_its_id():
-    # the booster's histogram bins changed from LightGBM's 255 (issue 45): its cells take new ids, others keep theirs
+    # the booster's histogram bins changed from LightGBM's 255 and its screening rounds took a budget (issue 45): its
+    # cells take new ids, others keep theirs
     spec = GridSpec(datasets=("xor",), methods=("gbm_treeshap", "mrmr"), decoys=(10,), n_samples=200, n_folds=2)
     configs = {c.method: c.config() for c in spec.cells()}
-    assert configs["gbm_treeshap"]["models"] == {"gbm": {"max_bin": 63}}
+    assert configs["gbm_treeshap"]["models"] == {"gbm": {"max_bin": 63, "screen_budget": 30000}}
     assert "models" not in configs["mrmr"]

@@ -36,6 +36,7 @@ from synthbench.attribution.core import (
     DEFAULT_MAX_BATCH_ELEMENTS,
     AdditiveHead,
     Target,
+    _from_first_linear,
     as_baseline,
     fast_layout,
     forward_target,
@@ -46,6 +47,7 @@ from synthbench.attribution.core import (
     slice_target,
     split_additive_head,
 )
+from synthbench.models.basis import BasisLinear
 
 __all__ = [
     "columns_read",
@@ -186,10 +188,15 @@ def substitution_outputs(
 
 
 def columns_read(model: nn.Module) -> torch.Tensor | None:
-    """The input columns ``model`` declares its output depends on (its ``inputs_read`` attribute: ascending int64
-    indices; the booster's screened inputs), or None where it declares none (every column may matter)."""
+    """The input columns ``model``'s output depends on, ascending int64: those it declares (its ``inputs_read``
+    attribute: the booster's screened inputs), or those the fixed basis it starts with reads (a
+    :class:`~synthbench.models.basis.BasisLinear`: the screened network's kept inputs); None where neither says
+    (every column may matter)."""
     read = getattr(model, "inputs_read", None)
-    return None if read is None else torch.as_tensor(read, dtype=torch.long)
+    if read is not None:
+        return torch.as_tensor(read, dtype=torch.long)
+    layers = _from_first_linear(model)
+    return layers[0].read.cpu() if layers is not None and isinstance(layers[0], BasisLinear) else None
 
 
 def _group_outputs(
@@ -348,20 +355,22 @@ def _path_outputs_generic(
     r0: int,
     target: Target,
 ) -> torch.Tensor:
-    """Outputs along each permutation path of the groups by building the inputs; ``(s, G, r)``.
+    """Outputs along each permutation path of the groups by building the inputs; ``(s, S, r)``.
 
-    ``x`` and ``base`` are examples ``r0:r0 + r`` as ``(r, p)``; after step ``k`` the groups
-    ``perms[:, :k + 1]`` hold the input values and the others the baseline.
+    ``x`` and ``base`` are examples ``r0:r0 + r`` as ``(r, p)``; ``perms`` ``(s, S)`` lists distinct groups (all
+    ``G`` of them, or those the model reads); after step ``k`` the groups ``perms[:, :k + 1]`` hold the input
+    values and every other group the baseline.
     """
-    s, n_groups = perms.shape
+    s, n_steps = perms.shape
     r, p = x.shape
-    rank = torch.argsort(perms, dim=1)  # rank[s, j]: position of group j
+    rank = torch.full((s, groups.count), n_steps, dtype=torch.long, device=x.device)  # unlisted: never switched
+    rank.scatter_(1, perms, torch.arange(n_steps, device=x.device).expand(s, n_steps))  # rank[s, j]: step of group j
     index = groups.index.view(1, p) if groups.index.dim() == 1 else groups.index[r0 : r0 + r]  # (1 or r, p)
     element_rank = rank[:, index]  # (s, 1 or r, p): when each element switches to its input value
-    steps = torch.arange(n_groups, device=x.device).view(1, n_groups, 1, 1)
-    present = element_rank.unsqueeze(1) <= steps  # (s, G, 1 or r, p)
+    steps = torch.arange(n_steps, device=x.device).view(1, n_steps, 1, 1)
+    present = element_rank.unsqueeze(1) <= steps  # (s, S, 1 or r, p)
     states = torch.where(present, x.view(1, 1, r, p), base.view(1, 1, r, p))
-    return select_target(model(states.reshape(-1, p)), repeat_target(target, s * n_groups)).view(s, n_groups, r)
+    return select_target(model(states.reshape(-1, p)), repeat_target(target, s * n_steps)).view(s, n_steps, r)
 
 
 def shapley_sampling(
@@ -383,7 +392,10 @@ def shapley_sampling(
     For each permutation ``pi`` of the features (shared by all examples, as in captum
     ``ShapleyValueSampling``) the features are switched from baseline to input value in the
     order ``pi``; feature ``pi_k`` is credited with ``f(state_k) - f(state_{k-1})``. The average
-    over ``n_samples`` permutations is returned.
+    over ``n_samples`` permutations is returned. For a model that says which columns it reads
+    (:func:`columns_read`; elementwise features, ``fast``), each ordering is restricted to those columns, in its
+    order: every other column's marginal contribution is exactly 0 and the read ones' are unchanged (up to the
+    rounding of the fast path's final step), at ``m / p`` of the evaluations for ``m`` columns read.
 
     Parameters
     ----------
@@ -412,13 +424,18 @@ def shapley_sampling(
         if perms.dim() != 2 or perms.shape[1] != groups.count:
             raise ValueError(f"permutations must have shape (n_samples, {groups.count}), got {tuple(perms.shape)}")
     s_total = perms.shape[0]
+    read = columns_read(model) if fast and groups.elementwise else None
+    if read is not None and 0 < len(read) < groups.count:  # every other column's marginal contribution is 0
+        on = torch.zeros(groups.count, dtype=torch.bool, device=perms.device)
+        on[read.to(perms.device)] = True
+        perms = perms[on[perms]].view(s_total, len(read))  # each ordering of the columns the model reads
     x_all = inputs.reshape(n, -1)
     p = x_all.shape[1]
     base_all = as_baseline(baselines, inputs).reshape(n, -1)
     split = split_additive_head(model, p) if fast and feature_mask is None and len(shape) == 1 else None
     flat = _flat_model(model, shape)
     width = split[0].width if split is not None else p
-    per_row_path = groups.count * width  # elements of one example's path through the (tail of the) model
+    per_row_path = perms.shape[1] * width  # elements of one example's path through the (tail of the) model
     r_step = min(n, rows_per_chunk(per_row_path, max_batch_elements))
     s_step = min(s_total, rows_per_chunk(r_step * per_row_path, max_batch_elements))
     f_base = forward_target(model, base_all.reshape(inputs.shape), target, max_batch_elements)

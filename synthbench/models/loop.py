@@ -84,7 +84,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Part of the model cache's key; bump it whenever a change to the loop changes trained weights.
-TRAINING_VERSION = 5
+TRAINING_VERSION = 6
 
 #: Rows per forward pass when predicting or validating.
 PREDICT_BATCH = 8192
@@ -362,9 +362,23 @@ class GroupPenalty:
 
     def stacked(self, first: torch.Tensor) -> torch.Tensor:
         """The penalty of each member from its first layer's weights ``(K, out, m * units)``: ``(K,)``."""
-        k, out, width = first.shape
-        norms = first.reshape(k, out, width // self.units, self.units).pow(2).sum(dim=(1, 3)).add(self.eps).sqrt()
+        return self.weight * self._norms(first).sum(dim=1)
+
+    def add_gradient(self, first: torch.Tensor, grad: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """:meth:`stacked` of ``first`` ``(K, out, m * units)``; ``out`` (the same shape) := ``grad`` plus the
+        penalty's gradient ``weight * W_j / norm_j``, in one pass, where autograd's would take five over the
+        largest weights of the network."""
+        k, rows, width = first.shape
+        norms = self._norms(first)
+        shape = (k, rows, width // self.units, self.units)
+        scale = (self.weight / norms)[:, None, :, None]
+        torch.addcmul(grad.view(shape), first.view(shape), scale, out=out.view(shape))
         return self.weight * norms.sum(dim=1)
+
+    def _norms(self, first: torch.Tensor) -> torch.Tensor:
+        """Each member's group norms ``sqrt(||W_j||^2 + eps)``: ``(K, m)``."""
+        k, out, width = first.shape
+        return first.reshape(k, out, width // self.units, self.units).pow(2).sum(dim=(1, 3)).add(self.eps).sqrt()
 
 
 @dataclass(eq=False)
@@ -563,9 +577,7 @@ def fit_networks(
     flat = torch.stack([layout.row(m.module) for m in members]).to(device)
     adam = StackedAdam(flat, segments=segments, weight_decay=[config.weight_decay, 0.0], eps=config.adam_eps)
     best_rows = flat.clone() if fast else None
-    if fast:
-        flat.requires_grad_(True)
-    else:
+    if not fast:
         for m, row in zip(members, flat, strict=True):
             layout.bind(m.module, row)
     live = list(states)  # the members still training, in the rows of flat, in order
@@ -587,7 +599,7 @@ def fit_networks(
                 else:
                     totals = _train_epoch_members(live, members, layout, adam, lr, config, input_grad)
                 values = (
-                    _validate_members(live, members, template, layout, adam.flat, config, fast) if validate else None
+                    _validate_members(live, members, template, layout, adam.flat, config, batch) if validate else None
                 )
                 stopped = []
                 for j, s in enumerate(live):
@@ -607,7 +619,6 @@ def fit_networks(
                     keep = torch.tensor([j for j in range(len(totals)) if j not in stopped], device=device)
                     flat_kept = adam.flat.detach()[keep]
                     if best_rows is not None:
-                        flat_kept.requires_grad_(True)
                         best_rows = best_rows[keep]
                     else:
                         for s, row in zip(live, flat_kept, strict=True):
@@ -737,17 +748,21 @@ def _draws(live: Sequence[_State], counts: Sequence[int], width: int, device: to
     return draw
 
 
-def _shuffled(
-    live: Sequence[_State], xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor], bs: int, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
-    """Each member's rows ``xs[k]``, labels ``ys[k]`` in a fresh order from its own generator, padded to whole
-    batches of ``bs`` (:func:`_padded`: ``(K, length, ...)``), and each batch's real rows per member."""
-    n = [x.shape[0] for x in xs]
-    orders = [torch.randperm(k, generator=s.dev_gen, device=device) for s, k in zip(live, n, strict=True)]
+def _stacked(rows: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The members' ``rows`` ``(n_k, ...)`` stacked into ``(K, max n_k + 1, ...)``: row ``max n_k`` (and any past a
+    member's own) is zeros, where :func:`_shuffled`'s padding points."""
+    return _padded(rows, max(r.shape[0] for r in rows) + 1)
+
+
+def _shuffled(live: Sequence[_State], n: Sequence[int], bs: int, device: torch.device) -> tuple[torch.Tensor, list]:
+    """Each member's ``n[k]`` rows in a fresh order from its own generator, padded to whole batches of ``bs`` with
+    the index of a zero row of :func:`_stacked` (``max n``): int64 ``(K, length)``; and each batch's real rows per
+    member. A batch is ``stacked[arange(K)[:, None], index[:, start:start + bs]]``, gathered when its step comes."""
     length = max(math.ceil(k / bs) for k in n) * bs
-    X = _padded([x[o] for x, o in zip(xs, orders, strict=True)], length)
-    Y = _padded([y[o] for y, o in zip(ys, orders, strict=True)], length)
-    return X, Y, [[max(0, min(bs, k - start)) for k in n] for start in range(0, length, bs)]
+    index = torch.full((len(n), length), max(n), dtype=torch.long, device=device)
+    for k, (s, count) in enumerate(zip(live, n, strict=True)):
+        index[k, :count] = torch.randperm(count, generator=s.dev_gen, device=device)
+    return index, [[max(0, min(bs, k - start)) for k in n] for start in range(0, length, bs)]
 
 
 def _padded(rows: Sequence[torch.Tensor], length: int) -> torch.Tensor:
@@ -776,6 +791,15 @@ class _Batch:
         self.penalty = cast(GroupPenalty | None, penalty)
         # the first layer's weights, read by name where a penalty acts on them
         self.first_name = first_linear_name(template) if config.l1_first_layer > 0 or penalty is not None else None
+        self._held: dict[str, tuple[list[torch.Tensor], torch.Tensor]] = {}
+
+    def stacked(self, name: str, rows: list[torch.Tensor], stack: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """``stack()`` of the live members' ``rows``, made again only when they are no longer the same tensors (a
+        member left the batch, or ``epoch_inputs`` drew new rows): not once per epoch."""
+        held = self._held.get(name)
+        if held is None or len(held[0]) != len(rows) or any(a is not b for a, b in zip(held[0], rows, strict=True)):
+            held = self._held[name] = (rows, stack())
+        return held[1]
 
     def objective(
         self,
@@ -787,8 +811,9 @@ class _Batch:
         draw: Draw,
     ) -> torch.Tensor:
         """Each member's objective on its batch ``(K, b, ...)`` (``counts`` rows of it real, ``counted`` as ints):
-        ``(K,)``. A member's mean loss is the sum over its real rows divided by their count (the padded rows' terms
-        are exact zeros, so the value does not depend on whether any row was padded)."""
+        ``(K,)``, but for the group penalty (:meth:`train_epoch` adds it and its gradient). A member's mean loss is
+        the sum over its real rows divided by their count (the padded rows' terms are exact zeros, so the value does
+        not depend on whether any row was padded)."""
         logits = stacked_forward(self.template, params, xb, training=True, draw=draw)
         k, b = yb.shape
         if logits.shape[-1] == 1:
@@ -799,35 +824,43 @@ class _Batch:
             real = torch.arange(b, device=self.device)[None] < counts[:, None]
             per_row = torch.where(real, per_row, torch.zeros((), device=self.device))
         loss = per_row.sum(dim=1) / counts.clamp(min=1)
-        if self.first_name is not None:
-            first = params[self.first_name]
-            if self.config.l1_first_layer > 0:
-                loss = loss + self.config.l1_first_layer * first.abs().sum(dim=(1, 2))
-            if self.penalty is not None:
-                loss = loss + self.penalty.stacked(first)
+        if self.config.l1_first_layer > 0:
+            loss = loss + self.config.l1_first_layer * params[cast(str, self.first_name)].abs().sum(dim=(1, 2))
         return loss
 
     def train_epoch(self, live: Sequence[_State], adam: StackedAdam, lr: Sequence[Sequence[float]]) -> list[float]:
         """One epoch of every live member; each member's summed objective."""
         bs = int(self.config.batch_size)
         n_tr = [s.X_tr.shape[0] for s in live]
-        Xe, ye, counts = _shuffled(live, [s.X_tr for s in live], [s.y_tr for s in live], bs, self.device)
-        starts = range(0, Xe.shape[1], bs)
+        X = self.stacked("X", [s.X_tr for s in live], lambda: _stacked([s.X_tr for s in live]))
+        y = self.stacked("y", [s.y_tr for s in live], lambda: _stacked([s.y_tr for s in live]))
+        index, counts = _shuffled(live, n_tr, bs, self.device)
+        member = torch.arange(len(live), device=self.device)[:, None]  # with the rows of a step, gathers its batch
         counts_t = torch.tensor(counts, device=self.device)
         total = torch.zeros(len(live), device=self.device)
-        flat = adam.flat  # rebound only between epochs (when members stop)
-        for i, start in enumerate(starts):
+        # each parameter of every member a leaf that shares the optimiser's buffer (rebound only between epochs, when
+        # members stop): its gradient arrives whole, in its own layout, and is copied once into the optimiser's
+        params = {n: v.requires_grad_() for n, v in self.layout.views(adam.flat.detach()).items()}
+        grads = self.layout.views(adam.grad)
+        penalised = self.first_name if self.penalty is not None else None
+        for i, start in enumerate(range(0, index.shape[1], bs)):
             c = counts[i]
             active = [x > 0 for x in c]
             draw = _draws(live, c, bs, self.device)
-            objective = self.objective(
-                self.layout.views(flat), Xe[:, start : start + bs], ye[:, start : start + bs], counts_t[i], c, draw
-            )
-            flat.grad = None
+            rows = index[:, start : start + bs]
+            for v in params.values():
+                v.grad = None
+            objective = self.objective(params, X[member, rows], y[member, rows], counts_t[i], c, draw)
             objective.sum().backward()
-            assert flat.grad is not None
-            adam.step(flat.grad, lr, active)
             done = objective.detach()
+            with torch.no_grad():
+                for name, v in params.items():
+                    grad = cast(torch.Tensor, v.grad)  # every parameter takes part in the objective
+                    if name == penalised:
+                        done = done + cast(GroupPenalty, self.penalty).add_gradient(v.detach(), grad, grads[name])
+                    else:
+                        grads[name].copy_(grad)
+            adam.step(lr, active)
             total += done if all(active) else torch.where(counts_t[i] > 0, done, torch.zeros((), device=self.device))
         for s, n in zip(live, n_tr, strict=True):
             s.steps += math.ceil(n / bs)
@@ -879,7 +912,8 @@ def _train_epoch_members(
             totals[k] = totals[k] + objective.detach()
             s.steps += 1
             s.work += xb.shape[0]
-        adam.step(torch.stack(grads), lr, active)
+        adam.grad.copy_(torch.stack(grads))
+        adam.step(lr, active)
     return torch.stack(totals).tolist()
 
 
@@ -890,11 +924,12 @@ def _validate_members(
     layout: ParameterLayout,
     flat: torch.Tensor,
     config: TrainConfig,
-    fast: bool,
+    batch: _Batch | None,
 ) -> list[tuple[float, float]]:
-    """Each live member's validation loss (as ``config.validation`` says) and, when stopping watches it, AUROC."""
+    """Each live member's validation loss (as ``config.validation`` says) and, when stopping watches it, AUROC; the
+    members one by one on their own modules, or as one pass of the ``batch``."""
     out = []
-    if not fast:
+    if batch is None:
         for s in live:
             module = members[s.index].module
             assert s.X_val is not None and s.y_val is not None
@@ -913,7 +948,7 @@ def _validate_members(
         logits = None
         if config.monitor == "auroc" or config.validation == "clean":
             length = max(v.shape[0] for v in vals)
-            X = _padded(vals, length)
+            X = batch.stacked("validation", vals, lambda: _padded(vals, length))
             logits = torch.cat(
                 [
                     stacked_forward(seq, params, X[:, s : s + PREDICT_BATCH], training=False)
@@ -939,15 +974,17 @@ def _noisy_validation(
     device: torch.device,
 ) -> list[torch.Tensor]:
     """The 2023 code's validation loss of each member: noise on, a fresh order of its rows, the sum of batch means."""
-    X, Y, batches = _shuffled(live, vals, ys, bs, device)
+    X, Y = _stacked(vals), _stacked(ys)
+    index, batches = _shuffled(live, [v.shape[0] for v in vals], bs, device)
+    member = torch.arange(len(live), device=device)[:, None]
     sums: list[torch.Tensor | int] = [0] * len(live)
-    for start, counts in zip(range(0, X.shape[1], bs), batches, strict=True):
-        logits = stacked_forward(
-            seq, params, X[:, start : start + bs], training=True, draw=_draws(live, counts, bs, device)
-        )
+    for start, counts in zip(range(0, index.shape[1], bs), batches, strict=True):
+        rows = index[:, start : start + bs]
+        logits = stacked_forward(seq, params, X[member, rows], training=True, draw=_draws(live, counts, bs, device))
+        Yb = Y[member, rows]
         for k, c in enumerate(counts):
             if c:
-                sums[k] = sums[k] + classification_loss(logits[k, :c], Y[k, start : start + c])
+                sums[k] = sums[k] + classification_loss(logits[k, :c], Yb[k, :c])
     return [cast(torch.Tensor, v) for v in sums]
 
 

@@ -130,7 +130,7 @@ class StackedAdam:
 
     Parameters
     ----------
-    flat : ``(K, D)``, updated in place (a leaf that requires grad, or a plain buffer)
+    flat : ``(K, D)``, updated in place; :attr:`grad`, of its shape, holds the gradient of the next :meth:`step`
     segments : ``(start, stop, group)`` of each parameter in a row; ``group`` indexes ``weight_decay``
     weight_decay : L2 weight decay of each parameter group
     eps, betas : Adam's
@@ -169,13 +169,13 @@ class StackedAdam:
         """Each member's step count."""
         return [int(c[0]) if c else 0 for c in self.counts]
 
-    def step(self, grad: torch.Tensor, lrs: Sequence[Sequence[float]], active: Sequence[bool]) -> None:
-        """One update of the ``active`` rows by ``grad`` ``(K, D)``; ``lrs[k][group]`` is member ``k``'s rate."""
+    def step(self, lrs: Sequence[Sequence[float]], active: Sequence[bool]) -> None:
+        """One update of the ``active`` rows by the gradient the caller wrote into :attr:`grad` ``(K, D)``;
+        ``lrs[k][group]`` is member ``k``'s rate."""
         from torch.optim.adam import adam
 
         beta1, beta2 = self.betas
         with torch.no_grad():
-            self.grad.copy_(grad)
             for (group, lr), (params, grads, ms, vs, counts) in self._grouped(lrs, active).items():
                 adam(
                     params,
@@ -266,6 +266,9 @@ def stacked_forward(
             if w.shape[1] == 1:  # one output: the batched product of one member takes another kernel (other bits)
                 x = (x * w).sum(dim=-1, keepdim=True)
                 x = x if bias is None else x + bias[:, None]
+            elif w.shape[2] > w.shape[1]:  # wide: as W x^T, so that W's gradient comes out in W's own layout
+                xt = x.transpose(1, 2)
+                x = (torch.bmm(w, xt) if bias is None else torch.baddbmm(bias[:, :, None], w, xt)).transpose(1, 2)
             else:
                 x = (
                     torch.bmm(x, w.transpose(1, 2))
