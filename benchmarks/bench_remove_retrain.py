@@ -13,6 +13,8 @@ Usage::
     python benchmarks/bench_remove_retrain.py --dataset digits --repeats 3 --scorers roar,kar
     python benchmarks/bench_remove_retrain.py --dataset digits --scorers road
     python benchmarks/bench_remove_retrain.py --dataset ring_xor --decoys 100 --repeats 3 --scorers roar
+    python benchmarks/bench_remove_retrain.py --dataset xor --decoys 100 --model screened_mlp --fold 0 --jobs 1 \
+        --repeats 1 --fractions 0.2,0.5,0.8 --scorers roar,kar
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def main() -> None:
     p.add_argument("--fractions", default="0.1,0.3,0.5,0.7,0.9")
     p.add_argument("--scorers", default="roar,kar,road")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--model", default=None, help="the network preset the methods explain (default: the grid's)")
     p.add_argument("--store", type=Path, default=None, help="keep the results in this store (default: temporary)")
     args = p.parse_args()
     fractions = tuple(float(t) for t in args.fractions.split(","))
@@ -61,6 +64,7 @@ def main() -> None:
         scorers=scorers,
         skip_inapplicable=True,
         scorer_options=options,
+        **({"models": (args.model,)} if args.model else {}),
     )
     cells = [c for c in grid.cells() if args.fold is None or c.fold == args.fold]
     methods = sorted({c.method for c in cells})

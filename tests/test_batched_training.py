@@ -253,6 +253,22 @@ def test_stacked_adam_is_torchs_fused_adam_for_each_member():
     assert ours.steps == [50, 25, 20] and torch.equal(ours.flat[:, 40:], start[:, 40:])  # padding untouched
 
 
+def _removal_grid(scorers: tuple[str, ...], fractions: tuple[float, ...]):
+    """Saliency and the random control under remove-and-retrain on xor (3 decoys, 90 rows, 3 folds), 2 repeats."""
+    from synthbench.runner.grid import GridSpec
+
+    return GridSpec(
+        ("xor",),
+        ("saliency", "random"),
+        (3,),
+        n_samples=90,
+        n_folds=3,
+        seed=1,
+        scorers=scorers,
+        scorer_options={"fractions": fractions, "repeats": 2},
+    )
+
+
 def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
     """ROAR trains a cell's retrainings and clean replicates as one batch, and with a disk cache the folds of a
     setting train their shared network as one: the values stored are those of the serial run, of two worker
@@ -261,19 +277,9 @@ def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
     from synthbench.models import TrainSettings
     from synthbench.runner.execute import execute
     from synthbench.runner.executors import ProcessExecutor
-    from synthbench.runner.grid import GridSpec
     from synthbench.runner.store import ResultStore
 
-    grid = GridSpec(
-        ("xor",),
-        ("saliency", "random"),
-        (3,),
-        n_samples=90,
-        n_folds=3,
-        seed=1,
-        scorers=("roar",),
-        scorer_options={"fractions": (0.5,), "repeats": 2},
-    )
+    grid = _removal_grid(("roar",), (0.5,))
     cells = grid.cells()
     key = ["fold", "method", "metric"]
     cached = TrainSettings(cache_dir=str(tmp_path / "cache"))
@@ -293,9 +299,42 @@ def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
         "two processes": values(tmp_path / "jobs.sqlite", cells, executor=ProcessExecutor(2)),
         "interrupted, resumed": values(tmp_path / "resumed.sqlite", by_fold[1], cells),
         "fold by fold": values(tmp_path / "alone.sqlite", *by_fold),
+        # a task of one method's cells retrains that method's models alone, not with the other method's
+        "method by method": values(
+            tmp_path / "methods.sqlite", *[[c for c in cells if c.method == m] for m in ("saliency", "random")]
+        ),
         # with a disk cache, the first fold task trains the shared network of all three folds as one batch
         "folds together": values(tmp_path / "cached.sqlite", by_fold[2], cells, settings=cached),
     }
     assert len(list((tmp_path / "cache" / "settings").glob("*.lock"))) == 1  # one setting, one preset
     for name, got in runs.items():
         pd.testing.assert_frame_equal(got, serial, check_exact=True, obj=name)
+
+
+def test_a_task_retrains_the_removal_models_of_all_its_cells_as_one_batch(monkeypatch):
+    """ROAR and KAR of two methods in one fold task: their 2 x 2 x 2 fractions x 2 repeats = 16 retrainings are one
+    batch, trained before the first cell is scored; each cell's scorer takes its own and counts their shares of the
+    batch's seconds; the values are those of each cell run in a task of its own."""
+    from synthbench.models.shared import SharedModels
+    from synthbench.runner.cells import run_task
+    from synthbench.runner.grid import FoldTask
+
+    grid = _removal_grid(("roar", "kar"), (0.3, 0.6))
+    cells = [c for c in grid.cells() if c.fold == 0]
+    batches: list[int] = []
+    train = SharedModels._train
+
+    def spied(self, kind, requests, training):
+        batches.append(len(requests))
+        return train(self, kind, requests, training)
+
+    monkeypatch.setattr(SharedModels, "_train", spied)
+    together = list(run_task(FoldTask(tuple(cells))))
+    assert batches == [1, 16, 1]  # the fold's network, every retraining, then its second replicate (the clean curve)
+    assert all(r.status == "ok" for r in together) and all(r.scorer_seconds > 0.05 for r in together)
+    batches.clear()
+    alone = [r for c in cells for r in run_task(FoldTask((c,)))]
+    # each cell in a task of its own trains its 2 fractions x 2 repeats alone (random's plan needs no network, so
+    # its cells train the retrainings first, then the clean replicates 0 and 1 as one batch)
+    assert batches == [1, 4, 1] * 2 + [4, 2] * 2
+    assert [r.scores for r in together] == [r.scores for r in alone]

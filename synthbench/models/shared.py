@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import joblib
+import numpy as np
 from filelock import FileLock
 
 from synthbench.models.cache import cached_ceiling
@@ -184,6 +187,9 @@ class SharedModels:
         self.info: dict[str, dict[str, Any]] = {}
         self.trainings = 0
         self._ceiling: Ceiling | None = None
+        self._prefetched: dict[str, tuple[Any, float]] = {}
+        #: Training seconds of the prefetched models :meth:`train_many_on` has handed out (each its batch share).
+        self.prefetched_seconds = 0.0
 
     @property
     def settings(self) -> TrainSettings:
@@ -359,16 +365,60 @@ class SharedModels:
             For a kind that is not ``retrainable``, or ``epoch_inputs`` or ``training`` to a kind
             that takes none.
         """
-        if any(r.replicate < 0 for r in requests):
-            raise ValueError(f"replicate must be non-negative, got {min(r.replicate for r in requests)}")
-        kind = model_kind(name)
-        if not kind.retrainable:
-            raise ValueError(f"model kind {name!r} cannot be retrained (it declares retrainable=False)")
-        if any(r.epoch_inputs is not None for r in requests) and not kind.epoch_inputs:
-            raise ValueError(f"model kind {name!r} trains without epochs; it cannot take inputs redrawn per epoch")
-        if training and not kind.training:
-            raise ValueError(f"model kind {name!r} declares no training configuration to change")
+        kind = _retrainable(name, requests, training)
+        keys = [_request_key(name, r, training) for r in requests]
+        if keys and all(k is not None and k in self._prefetched for k in keys):
+            got = [self._prefetched[cast(str, k)] for k in keys]
+            self.prefetched_seconds += sum(seconds for _, seconds in got)
+            return [model for model, _ in got]
         return [model for model, _ in self._train(kind, requests, training)]
+
+    def prefetch(self, name: str, requests: Sequence[TrainRequest], training: Mapping[str, Any] | None = None) -> None:
+        """Train now, as one batch, what several later :meth:`train_many_on` calls will ask for (the
+        remove-and-retrain cells of a task, every method's fractions and repeats); each later call whose every
+        request was prefetched takes those models, and adds their shares of the batch's seconds to
+        :attr:`prefetched_seconds`, instead of training. The models are those each call would train (a member's
+        training does not depend on its batch). Requests with ``epoch_inputs`` (never the same twice) are left to
+        their call; a request already prefetched is not trained again."""
+        _retrainable(name, requests, training)
+        todo: dict[str, TrainRequest] = {}
+        for r in requests:
+            key = _request_key(name, r, training)
+            if key is not None and key not in self._prefetched:
+                todo.setdefault(key, r)
+        if todo:
+            trained = self._train(model_kind(name), list(todo.values()), training)
+            self._prefetched.update(zip(todo, trained, strict=True))
+
+
+def _retrainable(name: str, requests: Sequence[TrainRequest], training: Mapping[str, Any] | None) -> ModelKind:
+    """Kind ``name``, checked to take ``requests`` and ``training`` (:meth:`SharedModels.train_many_on`)."""
+    if any(r.replicate < 0 for r in requests):
+        raise ValueError(f"replicate must be non-negative, got {min(r.replicate for r in requests)}")
+    kind = model_kind(name)
+    if not kind.retrainable:
+        raise ValueError(f"model kind {name!r} cannot be retrained (it declares retrainable=False)")
+    if any(r.epoch_inputs is not None for r in requests) and not kind.epoch_inputs:
+        raise ValueError(f"model kind {name!r} trains without epochs; it cannot take inputs redrawn per epoch")
+    if training and not kind.training:
+        raise ValueError(f"model kind {name!r} declares no training configuration to change")
+    return kind
+
+
+def _request_key(name: str, request: TrainRequest, training: Mapping[str, Any] | None) -> str | None:
+    """What a request's model depends on beyond its fold's preset and settings, as a digest (None for one with
+    ``epoch_inputs``): the kind, its training rows and labels, the fold's seed and index, its replicate, and the
+    training fields it changes."""
+    if request.epoch_inputs is not None:
+        return None
+    data = request.data
+    digest = hashlib.sha256()
+    for array in (data.X_train, data.y_train):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    extra = (name, data.X_train.shape, str(data.X_train.dtype), data.seed, data.fold, data.n_classes, request.replicate)
+    digest.update(repr(extra).encode())
+    digest.update(json.dumps(dict(training or {}), sort_keys=True, default=str).encode())
+    return digest.hexdigest()
 
 
 class _ModelView(SharedModels):

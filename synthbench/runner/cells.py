@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from synthbench.machine import installed_versions
 from synthbench.methods import run_method
-from synthbench.models import SharedModels, Siblings, TrainSettings
+from synthbench.methods.registry import MethodSpec
+from synthbench.models import SharedModels, Siblings, TrainRequest, TrainSettings
 from synthbench.protocol import FoldData, MethodOutput, MethodOutputError, cell_fold, setting_folds
 from synthbench.runner.grid import Cell, FoldTask
 from synthbench.runner.memory import PeakMemory
@@ -44,6 +45,10 @@ _VERSIONED = (
 )
 
 
+#: Per method of a task: its output, its seconds and its peak memory (one run, whatever the scorers).
+Outputs = dict[str, tuple[MethodOutput, float, int | None]]
+
+
 def package_versions() -> dict[str, str]:
     """Installed versions of the packages that can move a result."""
     return installed_versions(_VERSIONED)
@@ -73,9 +78,51 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     siblings = Siblings(repr((head.dataset, sorted(setting.items()))), lambda: setting_folds(head.dataset, **setting))
     models = SharedModels(data, settings, preset=head.model, siblings=siblings)
     permutation = None if fold.permutation is None else fold.permutation.tolist()
-    outputs: dict[str, tuple[MethodOutput, float, int | None]] = {}  # one run per method, whatever the scorers
+    outputs: Outputs = {}  # one run per method, whatever the scorers
+    _prefetch_retraining(task.cells, data, models, outputs)
     for cell in task.cells:
         yield _run_cell(cell, data, models, cell.scorer_object, versions, permutation, outputs)
+
+
+def _prefetch_retraining(cells: Sequence[Cell], data: FoldData, models: SharedModels, outputs: Outputs) -> None:
+    """Train the models that the retraining scorers of the task's cells will ask for (remove-and-retrain: every
+    method's fractions and repeats) as one batch per kind, before any cell is scored
+    (:meth:`~synthbench.scoring.Scorer.retraining`, :meth:`~synthbench.models.SharedModels.prefetch`): which models
+    share the batch is decided by the task's cells alone, and each is the model its cell would train. The methods
+    those cells read run here, once, as their cells would run them; a method or a plan that raises is left to its
+    cell, which runs it again and records what it raises."""
+    wanted: dict[str, list[TrainRequest]] = {}
+    for cell in cells:
+        scorer, spec = cell.scorer_object, cell.spec
+        if not scorer.abilities.retrains or (spec.max_features is not None and data.n_features > spec.max_features):
+            continue
+        try:
+            if cell.method not in outputs:
+                with PeakMemory() as peak:
+                    output, seconds = _run_method(spec, data, models)
+                outputs[cell.method] = (output, seconds, peak.bytes)
+            plan = scorer.retraining(outputs[cell.method][0], data, spec, models)
+        except Exception:  # noqa: BLE001 - left to the cell, which records it
+            log.debug("no retraining planned for cell %s", cell, exc_info=True)
+            continue
+        if plan is not None:
+            wanted.setdefault(plan[0], []).extend(plan[1])
+    for kind, requests in wanted.items():
+        try:
+            models.prefetch(kind, requests)
+        except Exception:  # noqa: BLE001 - each cell then trains its own and records what it raises
+            log.debug("prefetching %d %s retrainings failed", len(requests), kind, exc_info=True)
+
+
+def _run_method(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[MethodOutput, float]:
+    """The method's output on the fold and its seconds as if it ran alone: its own time plus the training of every
+    model it needs (whoever trained them)."""
+    t0, trained_before = time.perf_counter(), set(models.info)
+    output = run_method(spec, data, models)
+    elapsed = time.perf_counter() - t0
+    trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+    needs = spec.needs_for(data.kind)
+    return output, elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in needs if k in models.info)
 
 
 def _run_cell(
@@ -85,7 +132,7 @@ def _run_cell(
     scorer: Scorer,
     versions: dict[str, str],
     permutation: list[int] | None,
-    outputs: dict[str, tuple[MethodOutput, float, int | None]],
+    outputs: Outputs,
 ) -> CellResult:
     """Run the cell's method (or reuse its output for another scorer of the same task), then its scorer.
 
@@ -114,24 +161,16 @@ def _run_cell(
     with PeakMemory() as peak:
         t0 = time.perf_counter()
         try:
-            if cached is None:
-                trained_before = set(models.info)
-                output = run_method(spec, data, models)
-                elapsed = time.perf_counter() - t0
-                # Seconds as if the method ran alone: its own time plus the training of every model it needs.
-                trained_now = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
-                seconds = (
-                    elapsed - trained_now + sum(models.info[k]["train_seconds"] for k in needs if k in models.info)
-                )
-            else:
-                output, seconds, _ = cached
-            t1, trained_before = time.perf_counter(), set(models.info)
+            output, seconds = _run_method(spec, data, models) if cached is None else cached[:2]
+            t1, trained_before, fetched = time.perf_counter(), set(models.info), models.prefetched_seconds
             scores = scorer.score(output, data, spec, models)
-            # The scorer's own time: a shared model it asked for first is the fold's, not the scorer's.
+            # The scorer's own time: a shared model it asked for first is the fold's, not the scorer's; the models
+            # the task trained for it in advance are its own (their shares of that batch).
             scorer_seconds = (
                 time.perf_counter()
                 - t1
                 - sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+                + (models.prefetched_seconds - fetched)
             )
         except SkipCell as exc:  # the scorer cannot judge this method here: recorded with its reason
             return CellResult(cell, "skipped", f"{cell.scorer}: {exc}", **base)

@@ -21,7 +21,7 @@ import numpy as np
 from synthbench.catalogue import Abilities, find_metric
 from synthbench.kinds import get_kind
 from synthbench.methods.registry import MethodSpec
-from synthbench.models import SharedModels
+from synthbench.models import SharedModels, TrainRequest
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.registry import Registry
 from synthbench.scoring.truth.metrics import Metric
@@ -153,6 +153,14 @@ class Scorer:
         A :class:`Scores` carries the curves measured on the way (stored with the cell).
         """
         raise NotImplementedError
+
+    def retraining(
+        self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels
+    ) -> tuple[str, list[TrainRequest]] | None:
+        """The models :meth:`score` will ask :meth:`~synthbench.models.SharedModels.train_many_on` for, as ``(kind,
+        requests)``, so that a task trains those of all its cells as one batch before scoring them
+        (:meth:`~synthbench.models.SharedModels.prefetch`); default None: it retrains nothing, or says nothing."""
+        return None
 
     def chance(self, data: FoldData) -> dict[str, float]:
         """Each metric's value for a uniformly random ranking on this fold, for those that have one (default: none;

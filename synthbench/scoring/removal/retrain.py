@@ -26,10 +26,12 @@ control is judged beside ``rf``) has none to redraw in and sees the fixed masks.
 
 The method's maps of every training and test row are computed once per fold and method and
 shared by ROAR and KAR (:meth:`~synthbench.models.SharedModels.shared`): the scorer that runs
-first carries their seconds. The retrainings of one cell (every fraction and repeat) train as one
-batch (:meth:`~synthbench.models.SharedModels.train_many_on`, the kind's ``train_many``), as do the
-clean replicates; each network is the one it would be trained alone (:func:`~synthbench.models.loop.fit_networks`;
-an MLP's batch is one stacked computation, a CNN's members train one after the other under one optimiser).
+first carries their seconds. The retrainings of every ROAR and KAR cell of a fold task (every method,
+fraction and repeat: :meth:`RetrainScorer.retraining`) train as one batch before the first of those cells is
+scored (:meth:`~synthbench.models.SharedModels.prefetch`, the kind's ``train_many``), and each cell counts
+its models' shares of that batch in its seconds; the clean replicates train as one batch too. Each network is
+the one it would be trained alone (:func:`~synthbench.models.loop.fit_networks`; an MLP's batch is one stacked
+computation, a CNN's members train one after the other under one optimiser).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from synthbench.methods.registry import MethodSpec, run_method
 from synthbench.models import SharedModels, TrainRequest, model_kind
 from synthbench.models.loop import unwrap
 from synthbench.protocol import FoldData, MethodOutput
-from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, explained_model, register_scorer
+from synthbench.scoring.base import Abilities, Curve, Scorer, Scores, explained_kind, register_scorer
 from synthbench.scoring.ranking import rank
 from synthbench.scoring.removal.base import (
     RANKINGS,
@@ -140,16 +142,41 @@ class RetrainScorer(Scorer):
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """The retrained accuracy curve of the method's ranking and its mean (empty when it gives none)."""
-        kind, _ = explained_model(spec, data, models)
+        plan = self._plan(output, data, spec, models)
+        if plan is None:
+            return Scores()
+        kind, requests, tests = plan
+        clean = models.get_many(kind, list(range(self.repeats)))
+        values = [[correct(model, data.X_test, data.y_test) for model in clean]]
+        retrained = iter(models.train_many_on(kind, requests))  # every fraction and repeat as one batch
+        for X_test in tests:
+            values.append([correct(unwrap(next(retrained)), X_test, data.y_test) for _ in range(self.repeats)])
+        hits = np.array(values)  # (fractions + 1, repeats, n): whether each test row is labelled right
+        curve = Curve(np.array([0.0, *self.fractions]), hits.mean(axis=2))
+        per_example = hits[1:].mean(axis=(0, 1))
+        metric = f"{self.name}_accuracy"
+        return Scores({metric: float(per_example.mean())}, {self.name: curve}, per_example={metric: per_example})
+
+    def retraining(
+        self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels
+    ) -> tuple[str, list[TrainRequest]] | None:
+        """Every fraction's and repeat's retraining :meth:`score` asks for, to be trained with a task's others."""
+        plan = self._plan(output, data, spec, models)
+        return None if plan is None else (plan[0], plan[1])
+
+    def _plan(
+        self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels
+    ) -> tuple[str, list[TrainRequest], list[np.ndarray]] | None:
+        """The kind retrained, one request per fraction and repeat (in that order) and each fraction's changed test
+        rows; None where the method gives no ranking. Deterministic: the same plan for every call."""
+        kind = explained_kind(spec, data.kind)
         train_keys, test_keys = self._keys(output, data, spec, models)
         if train_keys is None or test_keys is None:  # both or neither
-            return Scores()
+            return None
         rng = data.rng(self.name, spec.name)
         orders = rank(train_keys, rng, signed=self.signed), rank(test_keys, rng, signed=self.signed)
         mean = self._mean(data)
         redraw = self.random_masks == "epoch" and spec.name == self._control and model_kind(kind).epoch_inputs
-        clean = models.get_many(kind, list(range(self.repeats)))
-        values = [[correct(model, data.X_test, data.y_test) for model in clean]]
         requests, tests = [], []
         for i, t in enumerate(self.fractions):
             changed = [self._changed(X, order, t, mean, data) for X, order in zip((data.X_train, data.X_test), orders)]
@@ -165,14 +192,7 @@ class RetrainScorer(Scorer):
             for r in range(self.repeats):
                 epochs = self._redrawn(data, train_keys.shape, t, mean, spec.name, i, r) if redraw else None
                 requests.append(TrainRequest(retrain, r, epochs))
-        retrained = iter(models.train_many_on(kind, requests))  # every fraction and repeat as one batch
-        for X_test in tests:
-            values.append([correct(unwrap(next(retrained)), X_test, data.y_test) for _ in range(self.repeats)])
-        hits = np.array(values)  # (fractions + 1, repeats, n): whether each test row is labelled right
-        curve = Curve(np.array([0.0, *self.fractions]), hits.mean(axis=2))
-        per_example = hits[1:].mean(axis=(0, 1))
-        metric = f"{self.name}_accuracy"
-        return Scores({metric: float(per_example.mean())}, {self.name: curve}, per_example={metric: per_example})
+        return kind, requests, tests
 
     @property
     def _control(self) -> str | None:
