@@ -79,19 +79,23 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     models = SharedModels(data, settings, preset=head.model, siblings=siblings)
     permutation = None if fold.permutation is None else fold.permutation.tolist()
     outputs: Outputs = {}  # one run per method, whatever the scorers
-    _prefetch_retraining(task.cells, data, models, outputs)
+    planned = _prefetch_retraining(task.cells, data, models, outputs)
     for cell in task.cells:
-        yield _run_cell(cell, data, models, cell.scorer_object, versions, permutation, outputs)
+        yield _run_cell(cell, data, models, cell.scorer_object, versions, permutation, outputs, planned.get(cell, 0.0))
 
 
-def _prefetch_retraining(cells: Sequence[Cell], data: FoldData, models: SharedModels, outputs: Outputs) -> None:
+def _prefetch_retraining(
+    cells: Sequence[Cell], data: FoldData, models: SharedModels, outputs: Outputs
+) -> dict[Cell, float]:
     """Train the models that the retraining scorers of the task's cells will ask for (remove-and-retrain: every
     method's fractions and repeats) as one batch per kind, before any cell is scored
     (:meth:`~synthbench.scoring.Scorer.retraining`, :meth:`~synthbench.models.SharedModels.prefetch`): which models
     share the batch is decided by the task's cells alone, and each is the model its cell would train. The methods
     those cells read run here, once, as their cells would run them; a method or a plan that raises is left to its
-    cell, which runs it again and records what it raises."""
+    cell, which runs it again and records what it raises. Returns each planned cell's seconds of planning (what its
+    scorer computed for the plan: the maps it ranks, the first time they are asked for), which are its scorer's."""
     wanted: dict[str, list[TrainRequest]] = {}
+    planned: dict[Cell, float] = {}
     for cell in cells:
         scorer, spec = cell.scorer_object, cell.spec
         if not scorer.abilities.retrains or (spec.max_features is not None and data.n_features > spec.max_features):
@@ -101,7 +105,10 @@ def _prefetch_retraining(cells: Sequence[Cell], data: FoldData, models: SharedMo
                 with PeakMemory() as peak:
                     output, seconds = _run_method(spec, data, models)
                 outputs[cell.method] = (output, seconds, peak.bytes)
+            t0, trained_before = time.perf_counter(), set(models.info)
             plan = scorer.retraining(outputs[cell.method][0], data, spec, models)
+            trained = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
+            planned[cell] = time.perf_counter() - t0 - trained
         except Exception:  # noqa: BLE001 - left to the cell, which records it
             log.debug("no retraining planned for cell %s", cell, exc_info=True)
             continue
@@ -112,6 +119,7 @@ def _prefetch_retraining(cells: Sequence[Cell], data: FoldData, models: SharedMo
             models.prefetch(kind, requests)
         except Exception:  # noqa: BLE001 - each cell then trains its own and records what it raises
             log.debug("prefetching %d %s retrainings failed", len(requests), kind, exc_info=True)
+    return planned
 
 
 def _run_method(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[MethodOutput, float]:
@@ -133,8 +141,10 @@ def _run_cell(
     versions: dict[str, str],
     permutation: list[int] | None,
     outputs: Outputs,
+    planned: float = 0.0,
 ) -> CellResult:
-    """Run the cell's method (or reuse its output for another scorer of the same task), then its scorer.
+    """Run the cell's method (or reuse its output for another scorer of the same task), then its scorer (``planned``:
+    the seconds its scorer already spent planning the task's retrainings, counted in its own).
 
     A control judged on another model (:attr:`Cell.judged`) runs as it always does and is scored
     on that model (:attr:`Cell.spec`).
@@ -171,6 +181,7 @@ def _run_cell(
                 - t1
                 - sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
                 + (models.prefetched_seconds - fetched)
+                + planned
             )
         except SkipCell as exc:  # the scorer cannot judge this method here: recorded with its reason
             return CellResult(cell, "skipped", f"{cell.scorer}: {exc}", **base)
