@@ -80,23 +80,24 @@ def run_task(task: FoldTask, *, settings: TrainSettings = TrainSettings()) -> It
     permutation = None if fold.permutation is None else fold.permutation.tolist()
     outputs: Outputs = {}  # one run per method, whatever the scorers
     planned = _prefetch_retraining(task.cells, data, models, outputs)
-    for cell in task.cells:
-        yield _run_cell(cell, data, models, cell.scorer_object, versions, permutation, outputs, planned.get(cell, 0.0))
+    for i, cell in enumerate(task.cells):
+        yield _run_cell(cell, data, models, cell.scorer_object, versions, permutation, outputs, planned.get(i, 0.0))
 
 
 def _prefetch_retraining(
     cells: Sequence[Cell], data: FoldData, models: SharedModels, outputs: Outputs
-) -> dict[Cell, float]:
+) -> dict[int, float]:
     """Train the models that the retraining scorers of the task's cells will ask for (remove-and-retrain: every
     method's fractions and repeats) as one batch per kind, before any cell is scored
     (:meth:`~synthbench.scoring.Scorer.retraining`, :meth:`~synthbench.models.SharedModels.prefetch`): which models
     share the batch is decided by the task's cells alone, and each is the model its cell would train. The methods
     those cells read run here, once, as their cells would run them; a method or a plan that raises is left to its
-    cell, which runs it again and records what it raises. Returns each planned cell's seconds of planning (what its
-    scorer computed for the plan: the maps it ranks, the first time they are asked for), which are its scorer's."""
+    cell, which runs it again and records what it raises. Returns, by position in ``cells``, each planned cell's
+    seconds of planning (what its scorer computed for the plan: the maps it ranks, the first time they are asked
+    for), which are its scorer's."""
     wanted: dict[str, list[TrainRequest]] = {}
-    planned: dict[Cell, float] = {}
-    for cell in cells:
+    planned: dict[int, float] = {}
+    for i, cell in enumerate(cells):
         scorer, spec = cell.scorer_object, cell.spec
         if not scorer.abilities.retrains or (spec.max_features is not None and data.n_features > spec.max_features):
             continue
@@ -108,7 +109,7 @@ def _prefetch_retraining(
             t0, trained_before = time.perf_counter(), set(models.info)
             plan = scorer.retraining(outputs[cell.method][0], data, spec, models)
             trained = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained_before)
-            planned[cell] = time.perf_counter() - t0 - trained
+            planned[i] = time.perf_counter() - t0 - trained
         except Exception:  # noqa: BLE001 - left to the cell, which records it
             log.debug("no retraining planned for cell %s", cell, exc_info=True)
             continue
