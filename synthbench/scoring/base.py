@@ -138,7 +138,8 @@ class Scorer:
     A scorer sets ``name`` (the name cells and the CLI use, ``--scorer``) and ``metrics`` (name ->
     :class:`Metric`, every metric it may report, with its truth-based parts when it has them) and
     implements :meth:`score`. It may override what is declared here with its defaults:
-    :attr:`abilities`, :meth:`chance`, :meth:`params_for`, :meth:`check_kind` and :meth:`check_layers`.
+    :attr:`abilities`, :meth:`retraining`, :meth:`chance`, :meth:`params_for`, :meth:`check_kind` and
+    :meth:`check_layers`.
     Options are the fields of a dataclass scorer (:func:`scorer_options`).
     """
 
