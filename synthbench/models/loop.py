@@ -793,12 +793,14 @@ class _Batch:
         self.first_name = first_linear_name(template) if config.l1_first_layer > 0 or penalty is not None else None
         self._held: dict[str, tuple[list[torch.Tensor], torch.Tensor]] = {}
 
-    def stacked(self, name: str, rows: list[torch.Tensor], stack: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """``stack()`` of the live members' ``rows``, made again only when they are no longer the same tensors (a
+    def stacked(
+        self, name: str, rows: list[torch.Tensor], stack: Callable[[list[torch.Tensor]], torch.Tensor] = _stacked
+    ) -> torch.Tensor:
+        """``stack(rows)`` of the live members' ``rows``, made again only when they are no longer the same tensors (a
         member left the batch, or ``epoch_inputs`` drew new rows): not once per epoch."""
         held = self._held.get(name)
         if held is None or len(held[0]) != len(rows) or any(a is not b for a, b in zip(held[0], rows, strict=True)):
-            held = self._held[name] = (rows, stack())
+            held = self._held[name] = (rows, stack(rows))
         return held[1]
 
     def objective(
@@ -832,8 +834,7 @@ class _Batch:
         """One epoch of every live member; each member's summed objective."""
         bs = int(self.config.batch_size)
         n_tr = [s.X_tr.shape[0] for s in live]
-        X = self.stacked("X", [s.X_tr for s in live], lambda: _stacked([s.X_tr for s in live]))
-        y = self.stacked("y", [s.y_tr for s in live], lambda: _stacked([s.y_tr for s in live]))
+        X, y = self.stacked("X", [s.X_tr for s in live]), self.stacked("y", [s.y_tr for s in live])
         index, counts = _shuffled(live, n_tr, bs, self.device)
         member = torch.arange(len(live), device=self.device)[:, None]  # with the rows of a step, gathers its batch
         counts_t = torch.tensor(counts, device=self.device)
@@ -948,7 +949,7 @@ def _validate_members(
         logits = None
         if config.monitor == "auroc" or config.validation == "clean":
             length = max(v.shape[0] for v in vals)
-            X = batch.stacked("validation", vals, lambda: _padded(vals, length))
+            X = batch.stacked("validation", vals, lambda rows: _padded(rows, length))
             logits = torch.cat(
                 [
                     stacked_forward(seq, params, X[:, s : s + PREDICT_BATCH], training=False)

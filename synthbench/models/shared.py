@@ -380,14 +380,14 @@ class SharedModels:
         :attr:`prefetched_seconds`, instead of training. The models are those each call would train (a member's
         training does not depend on its batch). Requests with ``epoch_inputs`` (never the same twice) are left to
         their call; a request already prefetched is not trained again."""
-        _retrainable(name, requests, training)
+        kind = _retrainable(name, requests, training)
         todo: dict[str, TrainRequest] = {}
         for r in requests:
             key = _request_key(name, r, training)
             if key is not None and key not in self._prefetched:
                 todo.setdefault(key, r)
         if todo:
-            trained = self._train(model_kind(name), list(todo.values()), training)
+            trained = self._train(kind, list(todo.values()), training)
             self._prefetched.update(zip(todo, trained, strict=True))
 
 
