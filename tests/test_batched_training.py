@@ -9,7 +9,9 @@ split without changing any member.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
 
 import numpy as np
 import pandas as pd
@@ -30,7 +32,7 @@ from synthbench.models.loop import (
 )
 from synthbench.models.mlp import MLPConfig, build_seeded_mlp, train_mlp, train_mlps
 from synthbench.models.presets import mlp_config
-from synthbench.models.stacked import StackedAdam
+from synthbench.models.stacked import ParameterLayout, StackedAdam
 
 
 def _problem(n: int, p: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +126,42 @@ def test_a_cnn_trained_in_a_batch_is_the_cnn_trained_alone():
         alone = train_cnn(member.X, member.y, config=config, seed=member.seed, n_classes=2)
         assert model.epochs_run == alone.epochs_run == 50  # 50 steps: one batch per epoch
         assert _same(model.module, alone.module)
+
+
+def test_the_layout_keeps_channels_last_weights_and_adam_updates_them_as_torch_does():
+    """A channels-last convolution weight lies in its row in memory order: bound to the row it keeps its strides, and
+    one step of the stacked Adam on the row's gradient is torch's Adam on the module, to the bit."""
+    gen = torch.Generator().manual_seed(0)
+    ours = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Conv2d(4, 2, 3)).to(memory_format=torch.channels_last)
+    reference = copy.deepcopy(ours)
+    layout = ParameterLayout.of(ours)
+    assert layout.orders[0] == (0, 2, 3, 1) and layout.orders[1] == (0,)
+    adam = StackedAdam(
+        layout.row(ours)[None].clone(),
+        segments=[(a, a + math.prod(s), 0) for a, s in zip(layout.offsets, layout.shapes, strict=True)],
+        weight_decay=[0.0],
+        eps=1e-8,
+    )
+    layout.bind(ours, adam.flat[0])
+    assert [p.stride() for p in ours.parameters()] == [p.stride() for p in reference.parameters()]
+    torch_adam = torch.optim.Adam(reference.parameters(), lr=1e-2, fused=True)
+    x = torch.randn(5, 3, 9, 9, generator=gen)
+    for module in (ours, reference):
+        module(x).square().sum().backward()
+    adam.grad[0] = layout.gradient(ours)
+    adam.step([[1e-2]], [True])
+    torch_adam.step()
+    assert _same(ours, reference)
+
+
+def test_the_trained_cnn_keeps_its_convolutions_channels_last():
+    """The layout the CNN is built in (the fast one on the CPU) is the one it trains and is returned in."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 1, 8, 8)).astype(np.float32), rng.integers(0, 2, size=40)
+    model = train_cnn(X, y, config=CNNConfig(channels=(4, 4), hidden=8, train=TrainConfig(max_epochs=2)), seed=0)
+    convolutions = [m.weight for m in model.module if isinstance(m, nn.Conv2d)]
+    assert len(convolutions) == 2
+    assert all(w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous() for w in convolutions[1:])
 
 
 def _custom(seed: int, n: int) -> Member:
@@ -253,8 +291,9 @@ def test_stacked_adam_is_torchs_fused_adam_for_each_member():
     assert ours.steps == [50, 25, 20] and torch.equal(ours.flat[:, 40:], start[:, 40:])  # padding untouched
 
 
-def _removal_grid(scorers: tuple[str, ...], fractions: tuple[float, ...]):
-    """Saliency and the random control under remove-and-retrain on xor (3 decoys, 90 rows, 3 folds), 2 repeats."""
+def _removal_grid(scorers: tuple[str, ...], fractions: tuple[float, ...] = ()):
+    """Saliency and the random control under remove-and-retrain on xor (3 decoys, 90 rows, 3 folds), 2 repeats (data
+    randomisation, when asked for, fits 10 to 40 epochs)."""
     from synthbench.runner.grid import GridSpec
 
     return GridSpec(
@@ -265,21 +304,24 @@ def _removal_grid(scorers: tuple[str, ...], fractions: tuple[float, ...]):
         n_folds=3,
         seed=1,
         scorers=scorers,
-        scorer_options={"fractions": fractions, "repeats": 2},
+        scorer_options={
+            **({"fractions": fractions, "repeats": 2} if {"roar", "kar"} & set(scorers) else {}),
+            **({"epochs": 10, "max_epochs": 40} if "data_randomisation" in scorers else {}),
+        },
     )
 
 
 def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
     """ROAR trains a cell's retrainings and clean replicates as one batch, and with a disk cache the folds of a
-    setting train their shared network as one: the values stored are those of the serial run, of two worker
-    processes, of a run interrupted then resumed, of every fold run on its own, and of the folds trained together,
-    to the bit."""
+    setting train their shared network as one, and data randomisation's networks on permuted labels as one: the
+    values stored are those of the serial run, of two worker processes, of a run interrupted then resumed, of every
+    fold run on its own, and of the folds trained together, to the bit."""
     from synthbench.models import TrainSettings
     from synthbench.runner.execute import execute
     from synthbench.runner.executors import ProcessExecutor
     from synthbench.runner.store import ResultStore
 
-    grid = _removal_grid(("roar",), (0.5,))
+    grid = _removal_grid(("roar", "data_randomisation"), (0.5,))
     cells = grid.cells()
     key = ["fold", "method", "metric"]
     cached = TrainSettings(cache_dir=str(tmp_path / "cache"))
@@ -293,7 +335,7 @@ def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
         return rows[[*key, "value"]].sort_values(key).reset_index(drop=True)
 
     serial = values(tmp_path / "serial.sqlite", cells)
-    assert len(serial) == len(cells) and serial["fold"].nunique() == 3
+    assert serial["fold"].nunique() == 3 and {"roar_accuracy", "data_randomisation_fit"} <= set(serial["metric"])
     by_fold = [[c for c in cells if c.fold == f] for f in range(3)]
     runs = {
         "two processes": values(tmp_path / "jobs.sqlite", cells, executor=ProcessExecutor(2)),
@@ -306,7 +348,8 @@ def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
         # with a disk cache, the first fold task trains the shared network of all three folds as one batch
         "folds together": values(tmp_path / "cached.sqlite", by_fold[2], cells, settings=cached),
     }
-    assert len(list((tmp_path / "cache" / "settings").glob("*.lock"))) == 1  # one setting, one preset
+    # one setting, one preset: its shared network, and its networks trained on permuted labels
+    assert len(list((tmp_path / "cache" / "settings").glob("*.lock"))) == 2
     for name, got in runs.items():
         pd.testing.assert_frame_equal(got, serial, check_exact=True, obj=name)
 
@@ -338,3 +381,60 @@ def test_a_task_retrains_the_removal_models_of_all_its_cells_as_one_batch(monkey
     # its cells train the retrainings first, then the clean replicates 0 and 1 as one batch)
     assert batches == [1, 4, 1] * 2 + [4, 2] * 2
     assert [r.scores for r in together] == [r.scores for r in alone]
+
+
+def test_across_setting_gives_each_fold_its_part_and_counts_the_siblings_apart(tmp_path):
+    """With siblings and a disk cache the setting's folds are computed at once, under a lock, and each fold takes its
+    own part; what the call spent on the other folds' parts is the siblings' seconds. Without a cache, only the fold
+    itself is computed."""
+    import time
+
+    from synthbench.models import Siblings, TrainSettings
+    from synthbench.models.shared import SharedModels
+    from synthbench.protocol import setting_folds
+    from synthbench.runner.cells import _mark, _not_own
+
+    folds = setting_folds("xor", n_samples=60, seed=0, n_folds=3, n_decoys=2)
+    asked: list[list[int]] = []
+
+    def compute(given):
+        asked.append([f.fold for f in given])
+        for _ in given:
+            time.sleep(0.2)
+        return [(f"part of fold {f.fold}", 0.2) for f in given]
+
+    siblings = Siblings("xor setting", lambda: folds)
+    cached = SharedModels(folds[1], TrainSettings(cache_dir=str(tmp_path)), preset="screened_mlp", siblings=siblings)
+    mark = _mark(cached)
+    assert cached.across_setting("mlp", ("a tag",), compute) == ("part of fold 1", 0.2)
+    assert asked == [[0, 1, 2]] and cached.siblings_seconds >= 0.4
+    assert _not_own(cached, mark) >= 0.4  # the runner leaves them out of the timed call's seconds
+    alone = SharedModels(folds[1], TrainSettings(), preset="screened_mlp", siblings=siblings)
+    assert alone.across_setting("mlp", ("a tag",), compute) == ("part of fold 1", 0.2)
+    assert asked[1:] == [[1]] and alone.siblings_seconds == 0.0
+
+
+def test_data_randomisation_fits_the_setting_s_networks_as_one_batch(tmp_path, monkeypatch):
+    """The first fold task of a setting trains every fold's network on permuted labels as one batch per round of
+    doubling (10, 20, 40 epochs: the folds still unfit); the other folds' tasks read theirs from the cache."""
+    from synthbench.models import TrainSettings, neural
+    from synthbench.runner.cells import run_task
+    from synthbench.runner.grid import FoldTask
+
+    cells = [c for c in _removal_grid(("data_randomisation",)).cells() if c.method == "saliency"]
+    batches: list[tuple[int, int]] = []
+    train = neural.train_mlps
+
+    def spied(members, **kwargs):
+        if kwargs["config"].train.validation == "none":  # on permuted labels
+            batches.append((len(members), kwargs["config"].train.max_epochs))
+        return train(members, **kwargs)
+
+    monkeypatch.setattr(neural, "train_mlps", spied)
+    settings = TrainSettings(cache_dir=str(tmp_path))
+    (first,) = run_task(FoldTask(tuple(c for c in cells if c.fold == 0)), settings=settings)
+    assert first.status == "ok" and first.scores["data_randomisation_fit"] < 0.95  # 40 epochs do not fit them
+    assert batches == [(3, 10), (3, 20), (3, 40)]
+    batches.clear()
+    rest = [r for f in (1, 2) for r in run_task(FoldTask(tuple(c for c in cells if c.fold == f)), settings=settings)]
+    assert batches == [] and all(r.status == "ok" for r in rest)

@@ -357,15 +357,14 @@ def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_rer
     data = FoldData.from_dataset(ds, dataset_folds(ds, n_folds=3, seed=0)[0])
     models = SharedModels(data)
     trainings = []
-    real = models.train_on
-    monkeypatch.setattr(
-        models,
-        "train_on",
-        lambda kind, d, **kw: (
-            trainings.append((kind, np.array_equal(d.y_train, permuted_labels(data).y_train), kw.get("training")))
-            or real(kind, d, **kw)
-        ),
-    )
+    real = models.train_many_on  # every retraining goes through it (train_on too)
+
+    def many(kind, requests, training=None):
+        labels = permuted_labels(data).y_train
+        trainings.extend((kind, np.array_equal(r.data.y_train, labels), training) for r in requests)
+        return real(kind, requests, training)
+
+    monkeypatch.setattr(models, "train_many_on", many)
     scorer = DataRandomisationScorer(epochs=50, fit=0.9, max_epochs=400)
     values = {}
     for name in ("saliency", "rf", "mrmr", "random", "gradient"):
@@ -376,7 +375,7 @@ def test_data_randomisation_retrains_every_model_once_on_permuted_labels_and_rer
     assert all(t[1] and t[2]["validation"] == "none" for t in tries)
     assert trainings[len(tries) :] == [("forest", True, None)]  # once per fold each, the forest as it trains
     assert "data_randomisation_fit" not in values["mrmr"]  # needs no model: nothing retrained, no fit to report
-    mlp = models.shared(("data_randomisation", "mlp", 50, 0.9, 400), lambda: None)
+    mlp = scorer.retrained(data, models, "mlp")  # the fold's, trained once
     fit = np.mean(mlp.predict(data.X_train) == permuted_labels(data).y_train)
     assert values["saliency"]["data_randomisation_fit"] == fit
     assert fit >= 0.9 or tries[-1][2]["max_epochs"] == 400  # it fits, or ran out of epochs

@@ -47,6 +47,12 @@ def test_image_imputation_noise_touches_only_the_removed_elements_with_the_decla
     assert abs(residual.mean()) < 0.003 and abs(residual.std() - 0.05) < 0.003
     with pytest.raises(ValueError, match="keep at least one"):
         impute_images(x[:1], np.ones((1, 1, 16, 16), bool), rng=rng)
+    # a mask of pixels (one system per image, its channels its right-hand sides) imputes what the same mask given
+    # per element does (one system per plane), the noise drawn in the same order
+    colour, pixels = rng.random((6, 3, 9, 8)), rng.random((6, 1, 9, 8)) < 0.4
+    shared = impute_images(colour, pixels, noise=0.05, rng=np.random.default_rng(3))
+    planes = impute_images(colour, np.repeat(pixels, 3, axis=1), noise=0.05, rng=np.random.default_rng(3))
+    np.testing.assert_allclose(shared, planes, rtol=0, atol=1e-12)
 
 
 def test_tabular_imputation_is_the_regression_of_the_removed_features_on_the_kept_ones():

@@ -84,7 +84,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Part of the model cache's key; bump it whenever a change to the loop changes trained weights.
-TRAINING_VERSION = 6
+TRAINING_VERSION = 7
 
 #: Rows per forward pass when predicting or validating.
 PREDICT_BATCH = 8192

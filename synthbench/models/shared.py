@@ -190,6 +190,9 @@ class SharedModels:
         self._prefetched: dict[str, tuple[Any, float]] = {}
         #: Training seconds of the prefetched models :meth:`train_many_on` has handed out (each its batch share).
         self.prefetched_seconds = 0.0
+        #: Seconds this fold's calls spent on its siblings' share of :meth:`across_setting` (training their models, or
+        #: waiting for the task that does and reading them): the setting's time, not this fold's.
+        self.siblings_seconds = 0.0
 
     @property
     def settings(self) -> TrainSettings:
@@ -272,17 +275,38 @@ class SharedModels:
         log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
 
     def _with_siblings(self, kind: ModelKind, name: str) -> tuple[Any, float]:
-        """This fold's replicate 0 of ``kind``, trained with every fold of its setting as one batch and stored in the
-        disk cache, or read from it: one lock per setting, kind and preset makes the folds that ask while the first
-        trains wait for it (the batch is the setting's folds whatever this run has left to do)."""
-        assert self._siblings is not None and self._settings.cache_dir is not None
+        """This fold's replicate 0 of ``kind`` and its seconds, trained with every fold of its setting as one batch
+        (:meth:`across_setting`)."""
+        return self.across_setting(
+            name, ("shared",), lambda folds: self._train(kind, [TrainRequest(f, 0) for f in folds], None)
+        )
+
+    def across_setting(
+        self, name: str, tag: tuple, compute: Callable[[Sequence[FoldData]], Sequence[tuple[Any, float]]]
+    ) -> tuple[Any, float]:
+        """This fold's part of ``compute(folds)``, computed for every fold of the setting at once, so that the models
+        of kind ``name`` it trains for them (through :meth:`train_many_on`) train as one batch.
+
+        ``compute`` takes folds of the setting, in fold order, and gives each its part and the seconds that part
+        cost; a fold's part must depend on that fold alone (a member's training does not depend on its batch). With
+        siblings, a disk cache and a kind that trains in batches (``train_many``), the first task of the setting that
+        asks computes it for the setting's folds (the batch is those the grid defines, whatever this run has left to
+        do) under one lock per setting, ``name``, ``tag`` and preset; the others wait for it, then compute it again,
+        each batch read whole from the cache. Otherwise ``compute([this fold])``. What this fold's call spent beyond
+        its own part's seconds (its siblings' training, or waiting for it) is added to :attr:`siblings_seconds`.
+        """
+        kind = model_kind(name)
+        if self._siblings is None or self._settings.cache_dir is None or kind.train_many is None:
+            return compute([self._data])[0]
+        t0 = time.perf_counter()
         folder = Path(self._settings.cache_dir) / "settings"
         folder.mkdir(parents=True, exist_ok=True)
-        lock = folder / f"{joblib.hash((self._siblings.key, name, self.preset))}.lock"
+        lock = folder / f"{joblib.hash((self._siblings.key, name, tag, self.preset))}.lock"
         with FileLock(str(lock)):
             folds = list(self._siblings.folds())
-            trained = self._train(kind, [TrainRequest(f, 0) for f in folds], None)
-        (mine,) = [t for f, t in zip(folds, trained, strict=True) if f.fold == self._data.fold]
+            parts = compute(folds)
+        (mine,) = [part for f, part in zip(folds, parts, strict=True) if f.fold == self._data.fold]
+        self.siblings_seconds += max(0.0, time.perf_counter() - t0 - mine[1])
         return mine
 
     def _train(

@@ -30,7 +30,7 @@ from torch import nn
 
 from synthbench.models.layers import GaussianNoise, SeededDropout
 
-__all__ = ["ParameterLayout", "StackedAdam", "stackable", "stacked_forward", "Draw", "ELEMENTWISE"]
+__all__ = ["ParameterLayout", "StackedAdam", "stackable", "stacked_forward", "memory_order", "Draw", "ELEMENTWISE"]
 
 #: Floats a member's row of parameters is padded to a multiple of (see :class:`ParameterLayout`).
 ALIGN = 64
@@ -52,6 +52,9 @@ class ParameterLayout:
     names : parameter names, in ``named_parameters`` order (those that require grad)
     shapes : their shapes
     offsets : start of each in the row
+    orders : for each, the order of its dimensions in memory (outermost first): a parameter's segment of the row
+        holds its values in that order, so a module bound to its row (:meth:`bind`) keeps its parameters' memory
+        layout; the identity but for a channels-last convolution weight ``(0, 2, 3, 1)`` (:func:`memory_order`)
     size : ``D``, the row's length: a multiple of :data:`ALIGN`, so that element ``j`` of every member's row
         sits at the same place in a vector register whatever the number of members (vectorised element-wise
         kernels round their tail elements differently)
@@ -60,19 +63,21 @@ class ParameterLayout:
     names: tuple[str, ...]
     shapes: tuple[tuple[int, ...], ...]
     offsets: tuple[int, ...]
+    orders: tuple[tuple[int, ...], ...]
     size: int
 
     @classmethod
     def of(cls, module: nn.Module) -> ParameterLayout:
         """The layout of ``module``'s parameters that require grad, the row padded to a multiple of :data:`ALIGN`."""
-        names, shapes, offsets, size = [], [], [], 0
+        names, shapes, offsets, orders, size = [], [], [], [], 0
         for name, param in module.named_parameters():
             if param.requires_grad:
                 names.append(name)
                 shapes.append(tuple(param.shape))
                 offsets.append(size)
+                orders.append(memory_order(param))
                 size += param.numel()
-        return cls(tuple(names), tuple(shapes), tuple(offsets), -(-size // ALIGN) * ALIGN)
+        return cls(tuple(names), tuple(shapes), tuple(offsets), tuple(orders), -(-size // ALIGN) * ALIGN)
 
     @property
     def used(self) -> int:
@@ -86,35 +91,55 @@ class ParameterLayout:
 
     def row(self, module: nn.Module) -> torch.Tensor:
         """``module``'s parameters as one detached row ``(D,)`` (zeros past them)."""
-        params = [p.detach().reshape(-1) for p in self.parameters(module)]
+        params = [p.detach().permute(o).reshape(-1) for p, o in zip(self.parameters(module), self.orders, strict=True)]
         device = params[0].device if params else None
         return torch.cat([*params, torch.zeros(self.size - self.used, device=device)])
+
+    def _shaped(self, i: int, segment: torch.Tensor) -> torch.Tensor:
+        """Parameter ``i`` as a view of its ``segment`` of a row (its shape, its memory order)."""
+        order = self.orders[i]
+        stored = segment.view([self.shapes[i][d] for d in order])
+        return stored.permute(sorted(range(len(order)), key=order.__getitem__))
 
     def load(self, module: nn.Module, row: torch.Tensor) -> None:
         """Copy the row ``(D,)`` into ``module``'s parameters."""
         with torch.no_grad():
-            for p, off in zip(self.parameters(module), self.offsets, strict=True):
-                p.copy_(row[off : off + p.numel()].view_as(p))
+            for i, (p, off) in enumerate(zip(self.parameters(module), self.offsets, strict=True)):
+                p.copy_(self._shaped(i, row[off : off + p.numel()]))
 
     def bind(self, module: nn.Module, row: torch.Tensor) -> None:
         """Make ``module``'s parameters views of the row ``(D,)`` (its storage), so updates of the row are theirs."""
-        for p, off in zip(self.parameters(module), self.offsets, strict=True):
-            p.data = row[off : off + p.numel()].view_as(p)
+        for i, (p, off) in enumerate(zip(self.parameters(module), self.offsets, strict=True)):
+            p.data = self._shaped(i, row[off : off + p.numel()])
 
     def gradient(self, module: nn.Module) -> torch.Tensor:
         """``module``'s parameter gradients as one row ``(D,)`` (zeros where a parameter has none, and past them)."""
         params = self.parameters(module)
-        grads = [torch.zeros_like(p).reshape(-1) if p.grad is None else p.grad.reshape(-1) for p in params]
+        grads = [
+            torch.zeros(p.numel(), device=p.device) if p.grad is None else p.grad.permute(o).reshape(-1)
+            for p, o in zip(params, self.orders, strict=True)
+        ]
         return torch.cat([*grads, torch.zeros(self.size - self.used, device=params[0].device)])
 
     def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Every parameter of the ``K`` members of ``flat`` ``(K, D)``: name -> view ``(K, *shape)``."""
+        """Every parameter of the ``K`` members of ``flat`` ``(K, D)``: name -> view ``(K, *shape)`` (the stacked
+        pass: parameters in their own order, :func:`stackable`)."""
+        if any(o != tuple(range(len(o))) for o in self.orders):
+            raise ValueError("the stacked pass takes parameters stored in their own order only")
         sizes = [math.prod(shape) for shape in self.shapes]
         pieces = flat.split([*sizes, self.size - self.used], dim=1)  # one op: its backward is one cat
         return {
             n: piece.unflatten(1, shape) if shape else piece[:, 0]
             for n, shape, piece in zip(self.names, self.shapes, pieces[: len(sizes)], strict=True)
         }
+
+
+def memory_order(param: torch.Tensor) -> tuple[int, ...]:
+    """The order of ``param``'s dimensions in memory, outermost first: ``(0, 2, 3, 1)`` for a 4-D tensor laid out
+    channels-last (``torch.channels_last``), the identity for any other."""
+    if param.dim() == 4 and param.stride() == param.contiguous(memory_format=torch.channels_last).stride():
+        return (0, 2, 3, 1)  # also where both layouts agree (one channel): a bound view keeps these strides
+    return tuple(range(param.dim()))
 
 
 class StackedAdam:

@@ -106,9 +106,9 @@ def _prefetch_retraining(
                 with PeakMemory() as peak:
                     output, seconds = _run_method(spec, data, models)
                 outputs[cell.method] = (output, seconds, peak.bytes)
-            t0, before = time.perf_counter(), set(models.info)
+            t0, before = time.perf_counter(), _mark(models)
             plan = scorer.retraining(outputs[cell.method][0], data, spec, models)
-            planned[i] = time.perf_counter() - t0 - _trained_since(models, before)
+            planned[i] = time.perf_counter() - t0 - _not_own(models, before)
         except Exception:  # noqa: BLE001 - left to the cell, which records it
             log.debug("no retraining planned for cell %s", cell, exc_info=True)
             continue
@@ -125,17 +125,25 @@ def _prefetch_retraining(
 def _run_method(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple[MethodOutput, float]:
     """The method's output on the fold and its seconds as if it ran alone: its own time plus the training of every
     model it needs (whoever trained them)."""
-    t0, before = time.perf_counter(), set(models.info)
+    t0, before = time.perf_counter(), _mark(models)
     output = run_method(spec, data, models)
-    own = time.perf_counter() - t0 - _trained_since(models, before)
+    own = time.perf_counter() - t0 - _not_own(models, before)
     needs = spec.needs_for(data.kind)
     return output, own + sum(models.info[k]["train_seconds"] for k in needs if k in models.info)
 
 
-def _trained_since(models: SharedModels, before: set[str]) -> float:
-    """Training seconds of the fold's shared models trained since ``before`` (its ``info`` keys then): the fold's
-    time, not that of whoever asked first."""
-    return sum(v["train_seconds"] for k, v in models.info.items() if k not in before)
+def _mark(models: SharedModels) -> tuple[set[str], float]:
+    """What :func:`_not_own` counts from: the fold's shared models trained so far and its siblings' seconds."""
+    return set(models.info), models.siblings_seconds
+
+
+def _not_own(models: SharedModels, mark: tuple[set[str], float]) -> float:
+    """Seconds of a timed call since ``mark`` that are not its own: the training of the fold's shared models it asked
+    for first (the fold's time, not that of whoever asked first) and the siblings' share of the setting's work it
+    did or waited for (:meth:`~synthbench.models.SharedModels.across_setting`: their time)."""
+    trained, siblings = mark
+    shared = sum(v["train_seconds"] for k, v in models.info.items() if k not in trained)
+    return shared + models.siblings_seconds - siblings
 
 
 def _run_cell(
@@ -177,11 +185,11 @@ def _run_cell(
         t0 = time.perf_counter()
         try:
             output, seconds = _run_method(spec, data, models) if cached is None else cached[:2]
-            t1, before, fetched = time.perf_counter(), set(models.info), models.prefetched_seconds
+            t1, before, fetched = time.perf_counter(), _mark(models), models.prefetched_seconds
             scores = scorer.score(output, data, spec, models)
             # The scorer's own time: a shared model it asked for first is the fold's, not the scorer's; the models
             # the task trained for it in advance are its own (their shares of that batch).
-            own = time.perf_counter() - t1 - _trained_since(models, before)
+            own = time.perf_counter() - t1 - _not_own(models, before)
             scorer_seconds = own + (models.prefetched_seconds - fetched) + planned
         except SkipCell as exc:  # the scorer cannot judge this method here: recorded with its reason
             return CellResult(cell, "skipped", f"{cell.scorer}: {exc}", **base)

@@ -20,13 +20,15 @@ training accuracy on the permuted labels among the retrained models, and
 ``data_randomisation_held_out`` the highest accuracy on the real held-out labels (near chance
 when the permutation destroyed the signal); a method that needs no model (a filter, a control,
 an embedded selector training its own networks) has neither. The forest grows full trees and fits as it is.
-Every retrained model is trained once per fold and shared by the fold's methods.
+Every retrained model is trained once per fold and shared by the fold's methods; with a disk cache, the
+networks of every fold of the setting train as one batch, each round of doubling with the folds still unfit.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -34,7 +36,8 @@ import numpy as np
 
 from synthbench.methods.recipe import TARGET_RULES
 from synthbench.methods.registry import MethodSpec
-from synthbench.models import SharedModels, model_kind
+from synthbench.models import SharedModels, TrainRequest, model_kind
+from synthbench.models.loop import TrainingFailed, unwrap
 from synthbench.protocol import FoldData, MethodOutput
 from synthbench.scoring.base import Abilities, Scorer, Scores, register_scorer
 from synthbench.scoring.randomisation.similarity import ComparisonOptions, similarity_metrics
@@ -134,23 +137,42 @@ class DataRandomisationScorer(ComparisonOptions, Scorer):
         }
 
     def retrained(self, data: FoldData, models: SharedModels, kind: str) -> Any:
-        """The fold's model of ``kind`` retrained on :func:`permuted_labels` until it fits, once per fold (shared)."""
-        return models.shared(
-            (self.name, kind, int(self.epochs), float(self.fit), int(self.max_epochs)),
-            lambda: self._fitted(permuted_labels(data), models, kind),
+        """The fold's model of ``kind`` retrained on :func:`permuted_labels` until it fits, once per fold (shared),
+        trained with those of every fold of the setting as one batch
+        (:meth:`~synthbench.models.SharedModels.across_setting`)."""
+        tag = (self.name, int(self.epochs), float(self.fit), int(self.max_epochs))
+        model, _ = models.shared(
+            (*tag, kind),
+            lambda: models.across_setting(
+                kind, tag, lambda folds: self._fitted([permuted_labels(f) for f in folds], models, kind)
+            ),
         )
+        return unwrap(model)
 
-    def _fitted(self, permuted: FoldData, models: SharedModels, kind: str) -> Any:
-        """A model of ``kind`` trained on ``permuted``: networks with epochs doubled until they fit."""
+    def _fitted(self, permuted: Sequence[FoldData], models: SharedModels, kind: str) -> list[tuple[Any, float]]:
+        """A model of ``kind`` trained on each of ``permuted`` (or its ``TrainingFailed``) and the seconds it took:
+        networks with epochs doubled until they fit, every fold's network that does not fit yet retrained from the
+        start with the others of its round as one batch."""
         if not model_kind(kind).training:  # trains as it does (the forest grows full trees)
-            return models.train_on(kind, permuted)
-        epochs = int(self.epochs)
-        while True:
+            out = []
+            for fold in permuted:
+                t0 = time.perf_counter()
+                out.append((models.train_on(kind, fold), time.perf_counter() - t0))
+            return out
+        done: list[tuple[Any, float]] = [(None, 0.0)] * len(permuted)
+        todo, epochs = list(range(len(permuted))), int(self.epochs)
+        while todo:
             training = {"validation": "none", "restore": "last", "max_epochs": epochs}
-            model = models.train_on(kind, permuted, training=training)
-            if epochs >= self.max_epochs or np.mean(model.predict(permuted.X_train) == permuted.y_train) >= self.fit:
-                return model
-            epochs = min(2 * epochs, int(self.max_epochs))
+            trained = models.train_many_on(kind, [TrainRequest(permuted[i]) for i in todo], training)
+            unfit = []
+            for i, model in zip(todo, trained, strict=True):
+                seconds = done[i][1] + float(getattr(model, "train_seconds", 0.0))
+                done[i] = (model, seconds)
+                fits = isinstance(model, TrainingFailed) or epochs >= self.max_epochs
+                if not fits and np.mean(model.predict(permuted[i].X_train) == permuted[i].y_train) < self.fit:
+                    unfit.append(i)
+            todo, epochs = unfit, min(2 * epochs, int(self.max_epochs))
+        return done
 
     def score(self, output: MethodOutput, data: FoldData, spec: MethodSpec, models: SharedModels) -> Scores:
         """Each measure's mean over the explained examples, with the retrained models' fit."""
