@@ -10,6 +10,12 @@ this script times, in one process on one torch thread (the runner's setting for 
 - with ``--one-by-one``, the same retrainings trained one after the other (each its own batch of one),
   checked to give the same test accuracies (on the CPU, the same networks to the bit for the MLP).
 
+Beside each time it prints the arithmetic it stands for: the sum, over every network the one loop trained, of
+its epochs x training rows x trainable weights (a CNN's operations per row are a fixed multiple of that for one
+architecture). On a device that runs the members' arithmetic one after another, as one CPU thread does, the cell
+cannot cost less than its arithmetic's ratio times the compute of one training; batching saves the per-step
+overhead the members share, not their products.
+
 Prints each time and the ratios. Usage::
 
     python benchmarks/bench_batched_retrain.py --model screened_mlp --dataset xor --decoys 100
@@ -27,10 +33,35 @@ import torch
 from synthbench import datasets
 from synthbench.datasets.base import default_decoys
 from synthbench.methods import get_method, run_method
-from synthbench.models import SharedModels, TrainSettings
+from synthbench.models import SharedModels, TrainSettings, loop
 from synthbench.models.presets import get_preset
 from synthbench.protocol import FoldData, dataset_folds
 from synthbench.scoring.removal.retrain import RetrainScorer
+
+
+class Arithmetic:
+    """Counts the arithmetic of every network :func:`~synthbench.models.loop.fit_networks` trains while it is
+    installed (the one loop's entry; the trainers call it through the module): epochs x training rows x weights."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._real = loop.fit_networks
+
+    def __enter__(self) -> Arithmetic:
+        def counted(members, **kwargs):
+            results = self._real(members, **kwargs)
+            for member, result in zip(members, results, strict=True):
+                if result.failure is None:
+                    weights = sum(p.numel() for p in result.module.parameters() if p.requires_grad)
+                    rows = len(member.y) - len(result.validation_indices)
+                    self.total += result.epochs_run * rows * weights
+            return results
+
+        loop.fit_networks = counted
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        loop.fit_networks = self._real
 
 
 def main() -> None:
@@ -65,16 +96,25 @@ def main() -> None:
         f"{scorer.fractions} x {scorer.repeats} repeats, method {args.method}, torch threads 1"
     )
     models = SharedModels(data, TrainSettings(), preset=args.model)
-    t0 = time.perf_counter()
-    models.get(kind)
-    one = time.perf_counter() - t0
-    print(f"one training of the model: {one:.1f} s (competence {models.info[kind].get('competence')})")
+    with Arithmetic() as reference:
+        t0 = time.perf_counter()
+        models.get(kind)
+        one = time.perf_counter() - t0
+    print(
+        f"one training of the model: {one:.1f} s (competence {models.info[kind].get('competence')}), "
+        f"arithmetic {reference.total:.3g}"
+    )
     spec = get_method(args.method)
     output = run_method(spec, data, models)
-    t0 = time.perf_counter()
-    scores = scorer.score(output, data, spec, models)
-    cell = time.perf_counter() - t0
+    with Arithmetic() as arithmetic:
+        t0 = time.perf_counter()
+        scores = scorer.score(output, data, spec, models)
+        cell = time.perf_counter() - t0
     print(f"the cell, retrainings as one batch: {cell:.1f} s = {cell / one:.2f} x one training (goal <= 2.5)")
+    print(
+        f"the cell's arithmetic: {arithmetic.total:.3g} = {arithmetic.total / reference.total:.1f} x one training's "
+        "(the floor of the time ratio where the members' products run one after another)"
+    )
     if not args.one_by_one:
         return
     fresh = SharedModels(data, TrainSettings(), preset=args.model)

@@ -1,16 +1,19 @@
-"""A frozen suite's compute projected from another suite's measured run: a lower bound for one too long to run here.
+"""A frozen suite's compute projected from another suite's measured run, for one too long to run here.
 
 Usage: ``python benchmarks/project_suite_cost.py --store results/verdicts_quick/store.sqlite --suite verdicts``
 
 Reads the finished cells of ``--store`` (a run of a suite on this machine) and their measured seconds: each
 cell's method time (``seconds - train_seconds``), its scorer time, and each fold's model training (once per
-fold and model). Then, for every cell of ``--suite``, takes the mean measured time of the most specific
-match: (data kind, scorer, judged verdict, method), else (data kind, scorer, judged verdict), else (data
-kind, scorer); image cells are scaled by the ratio of sample sizes (every verdict there is linear in the
-explained images). Options the target runs larger (more fractions, repeats, radii, examples, perturbations)
-are not scaled, so the projection is a lower bound. Prints, side by side, the measured suite (cells, core
-seconds, wall time, the wall/core ratio of its run) and the projection in core hours and in wall hours at
-the measured ratio.
+fold and model). A cell's cost is modelled as linear in its work units (:func:`work_units`): the examples it
+explains (fragility: at most ``max_examples`` of them) times what its options repeat (radii, fractions times
+repeats, noise samples; meta-consistency: the wrapped verdict's units on the fold and on ``2 x perturbations``
+perturbed copies). For every cell of ``--suite`` it takes the measured seconds per unit of the most specific
+match, (data kind, scorer, judged verdict, method), else (data kind, scorer, judged verdict), else for
+meta-consistency the judged verdict's own cells (kind, verdict, method), else (data kind, scorer), times the
+cell's units; a fold's training is scaled by its number of samples. Prints, side by side, the measured suite
+(cells, core seconds, wall time, the wall/core ratio of its run) and the projection in core hours and in wall
+hours at the measured ratio, the projection per (data kind, scorer), and the cells no measured cell matches
+(counted as 0 s: then the projection is a lower bound).
 """
 
 from __future__ import annotations
@@ -37,13 +40,32 @@ def _verdict(params: object) -> str:
     return ""
 
 
+def work_units(scorer: str, params: dict, n_explained: int) -> float:
+    """Units of work of a cell of ``scorer`` with its recorded ``params`` (``params_for``) on ``n_explained``
+    examples: the examples it explains times what its options repeat."""
+    if scorer == "meta_consistency":  # the verdict on the fold and on every perturbed copy, the method run again
+        inner = work_units(str(params["verdict"]), dict(params.get("verdict_params", {})), n_explained)
+        return (1 + 2 * int(params["perturbations"])) * inner
+    units = float(min(int(params.get("max_examples", n_explained)), n_explained))
+    units *= len(params.get("eps", [0]))  # fragility's radii
+    units *= len(params.get("fractions", [0])) * int(params.get("repeats", 1))  # ROAD, ROAR, KAR
+    return units * max(1, int(params.get("noise_samples", 1)))  # sMPRT's noisy copies
+
+
 def measured(cells: pd.DataFrame) -> pd.DataFrame:
-    """The finished ``cells`` with ``kind``, ``verdict`` (:func:`_verdict`) and ``own`` (method plus scorer
-    seconds, training left out)."""
+    """The finished ``cells`` with ``kind``, ``verdict`` (:func:`_verdict`), ``own`` (method plus scorer seconds,
+    training left out) and ``units`` (:func:`work_units`)."""
     done = cells[cells["status"] == "ok"].copy()
     done["kind"] = done["dataset"].map(_kind)
     done["verdict"] = done["scorer_params"].map(_verdict)
-    done["own"] = (done["seconds"] - done["train_seconds"]).clip(lower=0) + done["scorer_seconds"].fillna(0)
+    # scorer seconds below zero: stores written before the siblings' share was kept apart (a shared model a scorer
+    # read from the cache subtracted its whole training)
+    done["own"] = (done["seconds"] - done["train_seconds"]).clip(lower=0) + done["scorer_seconds"].fillna(0).clip(0)
+    done["units"] = [
+        work_units(scorer, json.loads(params) if isinstance(params, str) and params else {}, n // folds)
+        for scorer, params, n, folds in zip(done["scorer"], done["scorer_params"], done["n_samples"], done["n_folds"])
+    ]
+    done["per_unit"] = done["own"] / done["units"]
     return done
 
 
@@ -55,14 +77,21 @@ def run_walls(runs: pd.DataFrame) -> float:
 
 
 def project(done: pd.DataFrame, target: pd.DataFrame) -> np.ndarray:
-    """Per target cell (columns ``kind, scorer, verdict, method, n_samples``): its projected seconds."""
+    """Per target cell (columns ``kind, scorer, verdict, method, units``): its projected seconds (NaN: no match)."""
     out = np.full(len(target), np.nan)
-    for keys in (["kind", "scorer", "verdict", "method"], ["kind", "scorer", "verdict"], ["kind", "scorer"]):
-        means = done.groupby(keys)[["own", "n_samples"]].mean().rename(columns={"n_samples": "measured_n"})
-        hit = target.join(means, on=keys)
-        fill = np.isnan(out) & hit["own"].notna().to_numpy()
-        scale = np.where(hit["kind"] == "images", hit["n_samples"] / hit["measured_n"], 1.0)
-        out[fill] = (hit["own"] * scale).to_numpy()[fill]
+    # meta-consistency without a measured cell of its verdict: the verdict's own cells' time per unit
+    as_verdict = target.assign(scorer=target["verdict"].where(target["scorer"] == "meta_consistency"), verdict="")
+    tries = [
+        (target, ["kind", "scorer", "verdict", "method"]),
+        (target, ["kind", "scorer", "verdict"]),
+        (as_verdict, ["kind", "scorer", "verdict", "method"]),
+        (target, ["kind", "scorer"]),
+    ]
+    for frame, keys in tries:
+        per_unit = done.groupby(keys)["per_unit"].mean()
+        hit = frame.join(per_unit, on=keys)["per_unit"].to_numpy()
+        fill = np.isnan(out) & ~np.isnan(hit)
+        out[fill] = (hit * target["units"].to_numpy())[fill]
     return out
 
 
@@ -75,7 +104,7 @@ def main() -> None:
         cells, runs = db.cells(), db.runs()
     done = measured(cells)
     folds = done.drop_duplicates(["dataset", "dataset_params", "n_samples", "n_decoys", "seed", "fold", "model_preset"])
-    train = folds.groupby("kind")["train_seconds"].mean()
+    per_sample = (folds["train_seconds"] / folds["n_samples"]).groupby(folds["kind"]).mean()
     core = float(done["own"].sum() + folds["train_seconds"].sum())
     wall = run_walls(runs)
 
@@ -87,22 +116,32 @@ def main() -> None:
             "scorer": [c.scorer for c in cells_to_run],
             "verdict": [str(dict(c.scorer_options).get("verdict", "")) for c in cells_to_run],
             "method": [c.method for c in cells_to_run],
-            "n_samples": [c.n_samples for c in cells_to_run],
+            "units": [
+                work_units(
+                    c.scorer, c.scorer_object.params_for(datasets.spec(c.dataset).kind), c.n_samples // c.n_folds
+                )
+                for c in cells_to_run
+            ],
         }
     )
-    seconds = project(done, target)
+    target["seconds"] = project(done, target)
     fold_keys = {(c.dataset, c.dataset_params, c.n_samples, c.n_decoys, c.seed, c.fold, c.model) for c in cells_to_run}
-    trained = sum(float(train.get(_kind(key[0]), 0.0)) for key in fold_keys)
-    projected = float(np.nansum(seconds)) + trained
+    trained = sum(float(per_sample.get(_kind(key[0]), 0.0)) * key[2] for key in fold_keys)
+    projected = float(np.nansum(target["seconds"])) + trained
     ratio = wall / core if core else float("nan")
     print(f"measured: {args.store}")
     print(f"{'':28}{'cells':>8}{'core h':>10}{'wall h':>10}")
     print(f"{'measured':28}{len(done):8d}{core / 3600:10.2f}{wall / 3600:10.2f}")
     print(f"{'projected ' + suite.name:28}{len(target):8d}{projected / 3600:10.2f}{projected * ratio / 3600:10.2f}")
-    print(
-        f"(wall at the measured run's wall/core ratio {ratio:.2f}; {int(np.isnan(seconds).sum())} cells with no "
-        "measured match counted as 0 s; larger options not scaled: a lower bound)"
-    )
+    print(f"(wall at the measured run's wall/core ratio {ratio:.2f}; the folds' training {trained / 3600:.2f} core h)")
+    by = target.groupby(["kind", "scorer"])["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
+    print(by.sort_values("core_h", ascending=False).round(2).to_string())
+    missing = target[target["seconds"].isna()].groupby(["kind", "scorer"]).size()
+    if len(missing):
+        print(
+            f"no measured cell matches {int(missing.sum())} cells (counted as 0 s, so the projection is a lower bound):"
+        )
+        print(missing.to_string())
 
 
 if __name__ == "__main__":

@@ -409,6 +409,11 @@ def test_across_setting_gives_each_fold_its_part_and_counts_the_siblings_apart(t
     assert cached.across_setting("mlp", ("a tag",), compute) == ("part of fold 1", 0.2)
     assert asked == [[0, 1, 2]] and cached.siblings_seconds >= 0.4
     assert _not_own(cached, mark) >= 0.4  # the runner leaves them out of the timed call's seconds
+    # a part read at once whose training took 0.2 s: the call's own time is all the runner leaves out beside the part's
+    # recorded seconds (which the method that needs the model counts), so no timed call goes below zero
+    read = SharedModels(folds[2], TrainSettings(cache_dir=str(tmp_path)), preset="screened_mlp", siblings=siblings)
+    assert read.across_setting("mlp", ("a tag",), lambda given: [(f.fold, 0.2) for f in given]) == (2, 0.2)
+    assert -0.2 < read.siblings_seconds < -0.1
     alone = SharedModels(folds[1], TrainSettings(), preset="screened_mlp", siblings=siblings)
     assert alone.across_setting("mlp", ("a tag",), compute) == ("part of fold 1", 0.2)
     assert asked[1:] == [[1]] and alone.siblings_seconds == 0.0

@@ -190,8 +190,10 @@ class SharedModels:
         self._prefetched: dict[str, tuple[Any, float]] = {}
         #: Training seconds of the prefetched models :meth:`train_many_on` has handed out (each its batch share).
         self.prefetched_seconds = 0.0
-        #: Seconds this fold's calls spent on its siblings' share of :meth:`across_setting` (training their models, or
-        #: waiting for the task that does and reading them): the setting's time, not this fold's.
+        #: What this fold's :meth:`across_setting` calls took beyond the seconds of this fold's parts: its siblings'
+        #: share (training their models, or waiting for the task that does), the setting's time, not this fold's; less
+        #: than zero where a part was read from the cache in less time than it took to train (its seconds are still
+        #: this fold's: the method that needs the model counts them).
         self.siblings_seconds = 0.0
 
     @property
@@ -292,8 +294,8 @@ class SharedModels:
         siblings, a disk cache and a kind that trains in batches (``train_many``), the first task of the setting that
         asks computes it for the setting's folds (the batch is those the grid defines, whatever this run has left to
         do) under one lock per setting, ``name``, ``tag`` and preset; the others wait for it, then compute it again,
-        each batch read whole from the cache. Otherwise ``compute([this fold])``. What this fold's call spent beyond
-        its own part's seconds (its siblings' training, or waiting for it) is added to :attr:`siblings_seconds`.
+        each batch read whole from the cache. Otherwise ``compute([this fold])``. What this fold's call took beyond
+        its own part's seconds is added to :attr:`siblings_seconds`.
         """
         kind = model_kind(name)
         if self._siblings is None or self._settings.cache_dir is None or kind.train_many is None:
@@ -306,7 +308,7 @@ class SharedModels:
             folds = list(self._siblings.folds())
             parts = compute(folds)
         (mine,) = [part for f, part in zip(folds, parts, strict=True) if f.fold == self._data.fold]
-        self.siblings_seconds += max(0.0, time.perf_counter() - t0 - mine[1])
+        self.siblings_seconds += time.perf_counter() - t0 - mine[1]
         return mine
 
     def _train(

@@ -168,8 +168,8 @@ class DataRandomisationScorer(ComparisonOptions, Scorer):
             for i, model in zip(todo, trained, strict=True):
                 seconds = done[i][1] + float(getattr(model, "train_seconds", 0.0))
                 done[i] = (model, seconds)
-                fits = isinstance(model, TrainingFailed) or epochs >= self.max_epochs
-                if not fits and np.mean(model.predict(permuted[i].X_train) == permuted[i].y_train) < self.fit:
+                last = isinstance(model, TrainingFailed) or epochs >= self.max_epochs
+                if not last and np.mean(model.predict(permuted[i].X_train) == permuted[i].y_train) < self.fit:
                     unfit.append(i)
             todo, epochs = unfit, min(2 * epochs, int(self.max_epochs))
         return done
