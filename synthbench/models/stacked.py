@@ -32,7 +32,7 @@ from torch import nn
 
 from synthbench.models.layers import GaussianNoise, SeededDropout
 
-__all__ = ["ParameterLayout", "StackedAdam", "stackable", "stacked_forward", "memory_order", "Draw", "ELEMENTWISE"]
+__all__ = ["ParameterLayout", "StackedAdam", "stackable", "stacked_forward", "Draw", "ELEMENTWISE"]
 
 #: Floats a member's row of parameters is padded to a multiple of (see :class:`ParameterLayout`).
 ALIGN = 64
@@ -56,7 +56,7 @@ class ParameterLayout:
     offsets : start of each in the row
     orders : for each, the order of its dimensions in memory (outermost first): a parameter's segment of the row
         holds its values in that order, so a module bound to its row (:meth:`bind`) keeps its parameters' memory
-        layout; the identity but for a channels-last convolution weight ``(0, 2, 3, 1)`` (:func:`memory_order`)
+        layout; the identity but for a channels-last convolution weight, ``(0, 2, 3, 1)``
     size : ``D``, the row's length: a multiple of :data:`ALIGN`, so that element ``j`` of every member's row
         sits at the same place in a vector register whatever the number of members (vectorised element-wise
         kernels round their tail elements differently)
@@ -77,7 +77,7 @@ class ParameterLayout:
                 names.append(name)
                 shapes.append(tuple(param.shape))
                 offsets.append(size)
-                orders.append(memory_order(param))
+                orders.append(_memory_order(param))
                 size += param.numel()
         return cls(tuple(names), tuple(shapes), tuple(offsets), tuple(orders), -(-size // ALIGN) * ALIGN)
 
@@ -136,7 +136,7 @@ class ParameterLayout:
         }
 
 
-def memory_order(param: torch.Tensor) -> tuple[int, ...]:
+def _memory_order(param: torch.Tensor) -> tuple[int, ...]:
     """The order of ``param``'s dimensions in memory, outermost first: ``(0, 2, 3, 1)`` for a 4-D tensor laid out
     channels-last (``torch.channels_last``), the identity for any other."""
     if param.dim() == 4 and param.stride() == param.contiguous(memory_format=torch.channels_last).stride():
