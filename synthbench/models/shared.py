@@ -241,12 +241,11 @@ class SharedModels:
         missing = {k: int(r) for k, r in zip(keys, replicates, strict=True) if k not in self._models}
         if missing:
             kind = model_kind(name)
-            together = (
-                self._siblings is not None and self._settings.cache_dir is not None and kind.train_many is not None
-            )
             done: dict[str, tuple[Any, float]] = {}
-            if together and name in missing:  # the shared model, with every fold of the setting
-                done[name] = self._with_siblings(kind, name)
+            if name in missing and self._with_setting(kind):  # the shared model, with every fold of the setting
+                done[name] = self.across_setting(
+                    name, ("shared",), lambda folds: self._train(kind, [TrainRequest(f, 0) for f in folds], None)
+                )
             rest = [(k, r) for k, r in missing.items() if k not in done]
             if rest:
                 done.update(
@@ -276,12 +275,10 @@ class SharedModels:
         self.info[key] = {**quality, **fields, **chosen, "train_seconds": seconds}
         log.debug("trained %s in %.2fs: %s", key, seconds, self.info[key])
 
-    def _with_siblings(self, kind: ModelKind, name: str) -> tuple[Any, float]:
-        """This fold's replicate 0 of ``kind`` and its seconds, trained with every fold of its setting as one batch
-        (:meth:`across_setting`)."""
-        return self.across_setting(
-            name, ("shared",), lambda folds: self._train(kind, [TrainRequest(f, 0) for f in folds], None)
-        )
+    def _with_setting(self, kind: ModelKind) -> bool:
+        """Whether this fold trains ``kind``'s models with its setting's folds (:meth:`across_setting`): siblings, a
+        disk cache to hand them their models, and a kind that trains in batches."""
+        return self._siblings is not None and self._settings.cache_dir is not None and kind.train_many is not None
 
     def across_setting(
         self, name: str, tag: tuple, compute: Callable[[Sequence[FoldData]], Sequence[tuple[Any, float]]]
@@ -297,9 +294,9 @@ class SharedModels:
         each batch read whole from the cache. Otherwise ``compute([this fold])``. What this fold's call took beyond
         its own part's seconds is added to :attr:`siblings_seconds`.
         """
-        kind = model_kind(name)
-        if self._siblings is None or self._settings.cache_dir is None or kind.train_many is None:
+        if not self._with_setting(model_kind(name)):
             return compute([self._data])[0]
+        assert self._siblings is not None and self._settings.cache_dir is not None
         t0 = time.perf_counter()
         folder = Path(self._settings.cache_dir) / "settings"
         folder.mkdir(parents=True, exist_ok=True)

@@ -99,7 +99,7 @@ def _prefetch_retraining(
     planned: dict[int, float] = {}
     for i, cell in enumerate(cells):
         scorer, spec = cell.scorer_object, cell.spec
-        if not scorer.abilities.retrains or (spec.max_features is not None and data.n_features > spec.max_features):
+        if not scorer.abilities.retrains or _too_wide(spec, data) is not None:
             continue
         try:
             if cell.method not in outputs:
@@ -130,6 +130,13 @@ def _run_method(spec: MethodSpec, data: FoldData, models: SharedModels) -> tuple
     own = time.perf_counter() - t0 - _not_own(models, before)
     needs = spec.needs_for(data.kind)
     return output, own + sum(models.info[k]["train_seconds"] for k in needs if k in models.info)
+
+
+def _too_wide(spec: MethodSpec, data: FoldData) -> str | None:
+    """Why the method does not run on the fold (more features than it declares it handles), or None."""
+    if spec.max_features is not None and data.n_features > spec.max_features:
+        return f"{spec.name} declares a limit of {spec.max_features} features; this cell has {data.n_features}"
+    return None
 
 
 def _mark(models: SharedModels) -> tuple[set[str], float]:
@@ -172,13 +179,9 @@ def _run_cell(
         global_truth=data.relevant is not None,
         masks=data.relevant_local is not None,
     )
-    if spec.max_features is not None and data.n_features > spec.max_features:
-        return CellResult(
-            cell,
-            "skipped",
-            f"{spec.name} declares a limit of {spec.max_features} features; this cell has {data.n_features}",
-            **base,
-        )
+    too_wide = _too_wide(spec, data)
+    if too_wide is not None:
+        return CellResult(cell, "skipped", too_wide, **base)
     needs = spec.needs_for(data.kind)
     cached = outputs.get(cell.method)
     with PeakMemory() as peak:
