@@ -10,27 +10,43 @@ repeats, noise samples; meta-consistency: the wrapped verdict's units on the fol
 perturbed copies). For every cell of ``--suite`` it takes the measured seconds per unit of the most specific
 match, (data kind, scorer, judged verdict, method), else (data kind, scorer, judged verdict), else for
 meta-consistency the judged verdict's own cells (kind, verdict, method), else (data kind, scorer), times the
-cell's units; a fold's training is scaled by its number of samples. Prints, side by side, the measured suite
-(cells, core seconds, wall time, the wall/core ratio of its run) and the projection in core hours and in wall
-hours at the measured ratio, the projection per (data kind, scorer), and the cells no measured cell matches
-(counted as 0 s: then the projection is a lower bound).
+cell's units; on the most specific match, measured at several feature counts, the seconds per unit are interpolated
+in log(features) between the nearest two (the 2023 suites' m = 2 ... 2048; constant beyond the measured ends). A
+fold's training is scaled by its number of samples. Prints, side by side, the measured suite (cells, core
+seconds, wall time, the wall/core ratio of its run) and the projection in core hours and in wall hours at the
+measured ratio, the projection per (data kind, scorer) and per method family (the module that registers the
+method: ``neural`` the attribution methods on a shared network, ``embedded`` and ``selectors_2023`` the selectors
+that train their own, ...), and the cells no measured cell matches (counted as 0 s: then the projection is a lower
+bound).
+
+Usage for the 2023 suite: run a few of its settings (say ring at m = 2, 64 and 2048, every fold, so the methods
+that compute a setting's folds at once are measured as they run) into a store, then
+``python benchmarks/project_suite_cost.py --store S --suite passemiers2023``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 
 import numpy as np
 import pandas as pd
 
 from synthbench import datasets
+from synthbench.methods import get_method
 from synthbench.runner.store import ResultStore
 from synthbench.suites import load_suite
 
 
 def _kind(dataset: str) -> str:
     return "images" if datasets.spec(dataset).kind == "image" else "tables"
+
+
+@functools.cache
+def features(dataset: str, n_decoys: int | None, params: tuple) -> int:
+    """The number of input features of a setting (a small draw of its dataset, once)."""
+    return int(datasets.make(dataset, n_samples=60, n_decoys=n_decoys, seed=0, **dict(params)).n_features)
 
 
 def _verdict(params: object) -> str:
@@ -87,11 +103,29 @@ def project(done: pd.DataFrame, target: pd.DataFrame) -> np.ndarray:
         (as_verdict, ["kind", "scorer", "verdict", "method"]),
         (target, ["kind", "scorer"]),
     ]
-    for frame, keys in tries:
-        per_unit = done.groupby(keys)["per_unit"].mean()
-        hit = frame.join(per_unit, on=keys)["per_unit"].to_numpy()
+    for i, (frame, keys) in enumerate(tries):
+        if i == 0:
+            hit = _by_features(done, frame, keys)
+        else:
+            per_unit = done.groupby(keys)["per_unit"].mean()
+            hit = frame.join(per_unit, on=keys)["per_unit"].to_numpy()
         fill = np.isnan(out) & ~np.isnan(hit)
         out[fill] = (hit * target["units"].to_numpy())[fill]
+    return out
+
+
+def _by_features(done: pd.DataFrame, target: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Per target cell, the measured seconds per unit of its ``keys`` group, interpolated in log(n_features) between
+    the group's measured feature counts (their mean at each count; constant beyond the ends); NaN without a match."""
+    means = done.groupby([*keys, "n_features"])["per_unit"].mean()
+    curves = {
+        group: (np.log(rows.index.get_level_values("n_features").to_numpy(dtype=float)), rows.to_numpy())
+        for group, rows in means.groupby(level=list(range(len(keys))))
+    }
+    out = np.full(len(target), np.nan)
+    for i, (group, m) in enumerate(zip(target[keys].itertuples(index=False, name=None), target["n_features"])):
+        if group in curves:
+            out[i] = np.interp(np.log(m), *curves[group])
     return out
 
 
@@ -116,6 +150,8 @@ def main() -> None:
             "scorer": [c.scorer for c in cells_to_run],
             "verdict": [str(dict(c.scorer_options).get("verdict", "")) for c in cells_to_run],
             "method": [c.method for c in cells_to_run],
+            "family": [get_method(c.method).fn.__module__.rsplit(".", 1)[-1] for c in cells_to_run],
+            "n_features": [features(c.dataset, c.n_decoys, c.dataset_params) for c in cells_to_run],
             "units": [
                 work_units(
                     c.scorer, c.scorer_object.params_for(datasets.spec(c.dataset).kind), c.n_samples // c.n_folds
@@ -136,6 +172,8 @@ def main() -> None:
     print(f"(wall at the measured run's wall/core ratio {ratio:.2f}; the folds' training {trained / 3600:.2f} core h)")
     by = target.groupby(["kind", "scorer"])["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
     print(by.sort_values("core_h", ascending=False).round(2).to_string())
+    family = target.groupby("family")["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
+    print(family.sort_values("core_h", ascending=False).round(2).to_string())
     missing = target[target["seconds"].isna()].groupby(["kind", "scorer"]).size()
     if len(missing):
         print(

@@ -3,7 +3,9 @@
 Registered methods (none runs by default; none uses a shared model, each trains its own):
 
 ``lassonet_2023``
-    The same package called as the 2023 benchmark called it, scored by its ``feature_importances_``.
+    The package's path as the 2023 benchmark called it, scored by its ``feature_importances_``: computed for the
+    folds of a setting as one batch by :mod:`synthbench.methods.lassonet_path` (each fold's path the package's, to
+    the bit).
 ``lassonet``
     The ``lassonet`` package's :class:`~lassonet.LassoNetClassifier` (Lemhadri et al., 2021),
     one hidden layer of 16 units. The score of a feature is the penalty ``lambda`` at which it
@@ -30,8 +32,9 @@ seeds for ``torch.Generator`` objects; torch's global generator is never left ch
 from __future__ import annotations
 
 import dataclasses
+import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, cast
 
 import numpy as np
@@ -39,6 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synthbench.methods.lassonet_path import LassoNetPath, lassonet_paths
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.models.device import cpu_threads, select_device
@@ -666,30 +670,45 @@ def lassonet_2023(
     lambda_start: float,
     tol: float,
 ) -> np.ndarray:
-    """``LassoNetClassifier(...).path(X_train, y_train)`` and its ``feature_importances_``, shape ``(p,)``.
+    """``LassoNetClassifier(...).path(X_train, y_train)``'s ``feature_importances_``, shape ``(p,)``, computed for
+    every fold of the setting as one batch (:func:`~synthbench.methods.lassonet_path.lassonet_paths`, each fold's
+    path the package's to the bit; :meth:`~synthbench.models.SharedModels.method_across_setting`).
 
     The package's importance is the ``lambda`` at which a feature leaves the path, and ``inf``
     for a feature that never leaves *or that the dense model already dropped* (the package's
     quirk, kept as the 2023 benchmark had it). ``inf`` becomes a finite value above every other
     (:func:`path_scores` with no tie-break); equal values are tied and the scorer orders them at random.
     """
-    from lassonet import LassoNetClassifier
-
-    dev = _device(models)
-    seed = int(rng.integers(0, 2**31 - 1))
-    clf = LassoNetClassifier(
+    config = LassoNetPath(
         hidden_dims=tuple(hidden_dims),
-        n_iters=tuple(n_iters),
-        batch_size=batch_size,
-        dropout=0,
-        patience=patience,
         lambda_start=lambda_start,
+        batch_size=batch_size,
+        n_iters=tuple(n_iters),  # type: ignore[arg-type]
+        patience=(patience, patience),
         tol=tol,
-        verbose=0,
-        random_state=seed,
-        torch_seed=None,
-        device=dev,
     )
-    _seeded_path(clf, data.X_train, data.y_train, seed, dev)
-    importance = clf.feature_importances_.double().cpu().numpy()
+    dev = _device(models)
+    seed = _path_seed(rng)
+
+    def paths(folds: Sequence[FoldData]) -> list[tuple[np.ndarray, float]]:
+        seeds = [seed if f is data else _path_seed(f.rng("method", "lassonet_2023")) for f in folds]
+        t0 = time.perf_counter()
+        with cpu_threads(dev):
+            out = lassonet_paths([f.X_train for f in folds], [f.y_train for f in folds], seeds, config, dev)
+        share = (time.perf_counter() - t0) / len(folds)
+        return [(importance, share) for importance in out]
+
+    own_stream = seed == _path_seed(data.rng("method", "lassonet_2023"))  # not a scorer's other stream
+    tag = ("lassonet_2023", _PATH_VERSION, dataclasses.astuple(config), str(dev))
+    importance, _ = models.method_across_setting(data, tag, paths) if own_stream else paths([data])[0]
     return path_scores(importance, np.zeros_like(importance))
+
+
+def _path_seed(rng: np.random.Generator) -> int:
+    """The seed of a LassoNet path (its validation split and generator) drawn from a method's stream."""
+    return int(rng.integers(0, 2**31 - 1))
+
+
+#: Changes when :func:`~synthbench.methods.lassonet_path.lassonet_paths` computes other paths (part of the key of
+#: the paths stored for a setting's folds).
+_PATH_VERSION = 1

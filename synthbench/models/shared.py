@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import joblib
 import numpy as np
 from filelock import FileLock
 
+from synthbench import __version__
 from synthbench.models.cache import cached_ceiling
 from synthbench.models.competence import Ceiling, competence_fields, held_out_quality, learnability_ceiling
 from synthbench.models.loop import BATCH_MEMORY, EpochInputs, TrainingFailed, unwrap
@@ -296,15 +298,48 @@ class SharedModels:
         """
         if not self._with_setting(model_kind(name)):
             return compute([self._data])[0]
+        return self._setting_part((name, tag, self.preset), compute, stored=False)
+
+    def method_across_setting(
+        self, data: FoldData, tag: tuple, compute: Callable[[Sequence[FoldData]], Sequence[tuple[Any, float]]]
+    ) -> tuple[Any, float]:
+        """This fold's part of what a method that trains its own networks computes for every fold of the setting at
+        once (``compute(folds)``, as in :meth:`across_setting`; ``tag`` names the method and everything its parts
+        depend on besides the fold).
+
+        With siblings and a disk cache, the first task of the setting that asks computes every fold's part and
+        stores each in the cache; the others read theirs. ``compute([data])`` where ``data`` is not this fold's own
+        (a scorer's changed copy), or without siblings or a disk cache.
+        """
+        if data is not self._data or self._siblings is None or self._settings.cache_dir is None:
+            return compute([data])[0]
+        return self._setting_part(("method", tag), compute, stored=True)
+
+    def _setting_part(
+        self, key: tuple, compute: Callable[[Sequence[FoldData]], Sequence[tuple[Any, float]]], *, stored: bool
+    ) -> tuple[Any, float]:
+        """This fold's part of ``compute(siblings' folds)``, under one lock per setting and ``key``: computed anew
+        (``stored=False``: each task computes it again, the batch's models read from the model cache), or read from
+        the part the first task stored (``stored=True``). Adds what the call took beyond the part's seconds to
+        :attr:`siblings_seconds`."""
         assert self._siblings is not None and self._settings.cache_dir is not None
         t0 = time.perf_counter()
         folder = Path(self._settings.cache_dir) / "settings"
         folder.mkdir(parents=True, exist_ok=True)
-        lock = folder / f"{joblib.hash((self._siblings.key, name, tag, self.preset))}.lock"
-        with FileLock(str(lock)):
-            folds = list(self._siblings.folds())
-            parts = compute(folds)
-        (mine,) = [part for f, part in zip(folds, parts, strict=True) if f.fold == self._data.fold]
+        name = joblib.hash((self._siblings.key, key, __version__))
+        path = folder / f"{name}-fold{self._data.fold}.joblib"
+        with FileLock(str(folder / f"{name}.lock")):
+            if stored and path.exists():
+                mine = joblib.load(path)
+            else:
+                folds = list(self._siblings.folds())
+                parts = compute(folds)
+                (mine,) = [part for f, part in zip(folds, parts, strict=True) if f.fold == self._data.fold]
+                for f, part in zip(folds, parts, strict=True) if stored else ():
+                    target = folder / f"{name}-fold{f.fold}.joblib"
+                    partial = target.with_suffix(f".{os.getpid()}.tmp")
+                    joblib.dump(part, partial)
+                    os.replace(partial, target)  # never a half-written part, even if the process dies here
         self.siblings_seconds += time.perf_counter() - t0 - mine[1]
         return mine
 
