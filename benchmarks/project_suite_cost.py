@@ -2,26 +2,26 @@
 
 Usage: ``python benchmarks/project_suite_cost.py --store results/verdicts_quick/store.sqlite --suite verdicts``
 
-Reads the finished cells of ``--store`` (a run of a suite on this machine) and their measured seconds: each
-cell's method time (``seconds - train_seconds``), its scorer time, and each fold's model training (once per
-fold and model). A cell's cost is modelled as linear in its work units (:func:`work_units`): the examples it
-explains (fragility: at most ``max_examples`` of them) times what its options repeat (radii, fractions times
+Reads the finished cells of ``--store`` (runs of a suite on this machine, one store or several) and their measured
+seconds: each cell's method time (``seconds - train_seconds``), its scorer time, and each fold's model training
+(once per fold and model). A cell's cost is modelled as linear in its work units (:func:`work_units`): the examples
+it explains (fragility: at most ``max_examples`` of them) times what its options repeat (radii, fractions times
 repeats, noise samples; meta-consistency: the wrapped verdict's units on the fold and on ``2 x perturbations``
-perturbed copies). For every cell of ``--suite`` it takes the measured seconds per unit of the most specific
-match, (data kind, scorer, judged verdict, method), else (data kind, scorer, judged verdict), else for
-meta-consistency the judged verdict's own cells (kind, verdict, method), else (data kind, scorer), times the
-cell's units; on the most specific match, measured at several feature counts, the seconds per unit are interpolated
-in log(features) between the nearest two (the 2023 suites' m = 2 ... 2048; constant beyond the measured ends). A
-fold's training is scaled by its number of samples. Prints, side by side, the measured suite (cells, core
-seconds, wall time, the wall/core ratio of its run) and the projection in core hours and in wall hours at the
-measured ratio, the projection per (data kind, scorer) and per method family (the module that registers the
-method: ``neural`` the attribution methods on a shared network, ``embedded`` and ``selectors_2023`` the selectors
-that train their own, ...), and the cells no measured cell matches (counted as 0 s: then the projection is a lower
-bound).
+perturbed copies). For every cell of ``--suite`` it takes the measured seconds per unit of the most specific match,
+(data kind, scorer, judged verdict, method), else (data kind, scorer, judged verdict), else for meta-consistency the
+judged verdict's own cells (kind, verdict, method), else (data kind, scorer), times the cell's units; on the most
+specific match, measured at several feature counts, the seconds per unit are interpolated in log(features) between
+the nearest two (the 2023 suites' m = 2 ... 2048; constant beyond the measured ends). A fold's training is scaled by
+its number of samples. Prints, side by side, the measured suite (cells, core seconds, wall time, the wall/core ratio
+of its run) and the projection in core hours and in wall hours at the measured ratio, the projection per (data kind,
+scorer) and per method family (the module that registers the method: ``neural`` the attribution methods on a shared
+network, ``embedded`` and ``selectors_2023`` the selectors that train their own, ...), and the cells no measured
+cell matches (counted as 0 s: then the projection is a lower bound).
 
-Usage for the 2023 suite: run a few of its settings (say ring at m = 2, 64 and 2048, every fold, so the methods
-that compute a setting's folds at once are measured as they run) into a store, then
-``python benchmarks/project_suite_cost.py --store S --suite passemiers2023``.
+Usage for the 2023 suite: run a few of its settings, every fold (so the methods that compute a setting's folds at
+once are measured as they run), ``python benchmarks/run_suite_settings.py ring:2 ring:64 ring:2048 --store S``, then
+``python benchmarks/project_suite_cost.py --store S --suite passemiers2023`` (the eight costliest methods are
+printed too).
 """
 
 from __future__ import annotations
@@ -131,13 +131,24 @@ def _by_features(done: pd.DataFrame, target: pd.DataFrame, keys: list[str]) -> n
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", required=True, help="a finished run of a suite on this machine")
+    parser.add_argument(
+        "--store",
+        required=True,
+        nargs="+",
+        help="runs of a suite on this machine; a cell in several stores is taken from the last (a newer measurement)",
+    )
     parser.add_argument("--suite", required=True, help="the suite to project (a shipped name or a .toml path)")
     args = parser.parse_args()
-    with ResultStore(args.store, readonly=True) as db:
-        cells, runs = db.cells(), db.runs()
+    parts = []
+    for path in args.store:
+        with ResultStore(path, readonly=True) as db:
+            parts.append((db.cells(), db.runs()))
+    cells = pd.concat([c for c, _ in parts]).drop_duplicates("cell_id", keep="last")
+    runs = pd.concat([r for _, r in parts])
     done = measured(cells)
-    folds = done.drop_duplicates(["dataset", "dataset_params", "n_samples", "n_decoys", "seed", "fold", "model_preset"])
+    # a fold's training: the largest any of its cells records (cells of methods that train nothing record 0)
+    fold_keys = ["dataset", "dataset_params", "n_samples", "n_decoys", "seed", "fold", "model_preset", "kind"]
+    folds = done.groupby(fold_keys, dropna=False)["train_seconds"].max().reset_index()
     per_sample = (folds["train_seconds"] / folds["n_samples"]).groupby(folds["kind"]).mean()
     core = float(done["own"].sum() + folds["train_seconds"].sum())
     wall = run_walls(runs)
@@ -165,7 +176,7 @@ def main() -> None:
     trained = sum(float(per_sample.get(_kind(key[0]), 0.0)) * key[2] for key in fold_keys)
     projected = float(np.nansum(target["seconds"])) + trained
     ratio = wall / core if core else float("nan")
-    print(f"measured: {args.store}")
+    print(f"measured: {', '.join(args.store)}")
     print(f"{'':28}{'cells':>8}{'core h':>10}{'wall h':>10}")
     print(f"{'measured':28}{len(done):8d}{core / 3600:10.2f}{wall / 3600:10.2f}")
     print(f"{'projected ' + suite.name:28}{len(target):8d}{projected / 3600:10.2f}{projected * ratio / 3600:10.2f}")
@@ -174,6 +185,8 @@ def main() -> None:
     print(by.sort_values("core_h", ascending=False).round(2).to_string())
     family = target.groupby("family")["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
     print(family.sort_values("core_h", ascending=False).round(2).to_string())
+    method = target.groupby("method")["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
+    print(method.sort_values("core_h", ascending=False).head(8).round(2).to_string())
     missing = target[target["seconds"].isna()].groupby(["kind", "scorer"]).size()
     if len(missing):
         print(

@@ -5,7 +5,7 @@ Runs in this process, one cell after another (the measured seconds are core seco
 the store, so a method that computes a setting's folds at once (the shared network, ``lassonet_2023``) is measured
 as a run computes it. Resumable: cells already in the store are skipped. Usage::
 
-    python benchmarks/run_suite_settings.py --suite passemiers2023 --store S ring:2 ring:64 ring:2048 [--folds 0]
+    python benchmarks/run_suite_settings.py ring:2 ring:64 ring:2048 --suite passemiers2023 --store S [--folds 0]
 
 A setting is ``dataset:m`` (m, the total number of features; ``dag:2000`` for the causal set's blocks).
 """

@@ -19,22 +19,29 @@ from synthbench.protocol import setting_folds
 
 
 def test_the_proximal_step_is_the_packages_to_the_bit():
-    """Every column as lassonet.prox.prox gives it (lambda_bar = 0), zero skip columns, zero and negative-zero first
-    weights and a threshold that empties some columns included."""
+    """Every column as lassonet.prox.prox gives it (lambda_bar = 0), signs of zero included: zero skip columns, zero
+    and negative-zero weights, columns the step empties (those it certainly empties take a shortcut: weights a
+    thousand times below the threshold) and columns it keeps, alone and mixed."""
     g = torch.Generator().manual_seed(0)
+    emptied = 0
     for n in (1, 7, 300):
-        v, u = torch.randn(2, n, generator=g) * 0.1, torch.randn(16, n, generator=g) * 0.1
-        v[:, : n // 3] = 0.0
-        u[:, 1::4] = 0.0
-        u[5, ::2] = -0.0
-        for lam in (0.0, 1e-3, 0.05, 1.0):
-            want_v, want_u = prox(v, u, lambda_=lam, lambda_bar=0, M=10.0)
-            got_u, got_v = HierProx(16, n, 10.0, torch.device("cpu"))(v.T, u.T, lam)
-            got_u, got_v = got_u.T, got_v.T
-            assert torch.equal(got_v, want_v) and torch.equal(got_u, want_u), (n, lam)
-            assert torch.equal(torch.signbit(got_u), torch.signbit(want_u))
-            if lam == 1.0 and n == 300:
-                assert (got_v == 0).all(dim=0).sum() > n // 3  # the step does empty columns here
+        for scale in (0.1, 1e-4):
+            v, u = torch.randn(2, n, generator=g) * scale, torch.randn(16, n, generator=g) * scale
+            u[:, n // 2 :] *= 1e3  # the second half kept at small thresholds
+            v[:, : n // 3] = 0.0
+            v[1, 1::3] = -0.0
+            u[:, 1::4] = 0.0
+            u[5, ::2] = -0.0
+            for lam in (0.0, 1e-3, 0.05, 1.0):
+                want_v, want_u = prox(v, u, lambda_=lam, lambda_bar=0, M=10.0)
+                got_u, got_v = HierProx(16, n, 10.0, torch.device("cpu"))(v.T, u.T, lam)
+                got_u, got_v = got_u.T, got_v.T
+                assert torch.equal(got_v, want_v) and torch.equal(got_u, want_u), (n, scale, lam)
+                assert torch.equal(torch.signbit(got_u), torch.signbit(want_u)), (n, scale, lam)
+                assert torch.equal(torch.signbit(got_v), torch.signbit(want_v)), (n, scale, lam)
+                if n == 300:
+                    emptied += int((got_v == 0).all(dim=0).sum() - (v == 0).all(dim=0).sum())
+    assert emptied > 200  # the step empties many columns that were not empty (286 of them)
 
 
 #: A short path: few epochs, a coarse lambda sequence (about 25 steps on these data).

@@ -11,15 +11,15 @@ validation objective (``cross-entropy + lambda * sum_j ||skip_j||_2``, improving
 and the same importances (the ``lambda`` at which a feature leaves, in float32; ``inf`` for a feature the dense fit
 already dropped or that never leaves).
 
-What is batched: every member's optimiser step is one update of a ``(members, parameters)`` buffer, the
-hierarchical proximal step (the package's :func:`lassonet.prox.prox`, column by column) runs once over the columns
-of every member, the hidden layers are one batched product, and the members' cross-entropies are one call. What
-is not: the products with the inputs (the first layer and the skip connection) and the validation forward pass
-are each member's own call, with the package's shapes, because torch's batched product takes another kernel for
-some shapes (a few ulps apart, on some widths), and one ulp moves a path. Each member trains as the package trains
-it alone, to the bit on the CPU (``tests/test_lassonet_path.py`` checks it against the package). A member whose
-early stopping ends its epochs at a ``lambda`` waits, unchanged, while the others go on; a member whose path has
-ended (no feature left) leaves the batch.
+What is batched: every product is torch's batched one over the members (on one thread it runs, for each member,
+the kernel a lone ``Linear`` runs, to the bit, wherever inner size x rows x columns is at least 400; the first layer
+and the skip connection are one product of ``h + 2`` outputs so that this holds from p = 2 on), every member's
+optimiser step is one update of a ``(members, parameters)`` buffer, the hierarchical proximal step
+(:class:`HierProx`, the package's operator) runs once over every member's features, and the members'
+cross-entropies are one call. The validation objective is each member's own call, with the package's shapes. Each
+member trains as the package trains it alone, to the bit on the CPU (``tests/test_lassonet_path.py`` checks it
+against the package; at p = 1 the first layer's product takes another kernel). A member whose early stopping ends
+its epochs at a ``lambda``, or whose path has ended (no feature left), waits unchanged while the others go on.
 """
 
 from __future__ import annotations
@@ -170,6 +170,7 @@ class _Trainer:
         self.moments = (torch.zeros_like(members.theta), torch.zeros_like(members.theta))
         self.buffer = torch.zeros_like(members.theta)
         self.prox = HierProx(members.h, K * members.p, members.cfg.M, dev)
+        self.rows = torch.empty(K * members.p, members.h + 2, device=dev)
 
     def run(self, lam: float, phase: int, members: torch.Tensor) -> None:
         """Train the ``members`` (bool ``(K,)``) at penalty ``lam``: ``phase`` 0 the dense fit, 1 a path step."""
@@ -225,11 +226,12 @@ class _Trainer:
             mask = torch.zeros(m.K, 1, dtype=torch.bool, device=m.dev)
             mask[stepping] = True
         with torch.no_grad():
-            if phase == 0:
-                theta = m.theta.addcdiv(*self._adam(grad, mask, stepping, lr))
+            step = self._adam(grad, mask, stepping, lr) if phase == 0 else self._sgd(grad, mask)
+            if mask is None:  # in place: theta + (-step_size * exp_avg) / denom, or theta - lr * buffer
+                m.theta.addcdiv_(*step) if phase == 0 else m.theta.add_(step[0], alpha=-lr)
             else:
-                theta = m.theta.add(self._sgd(grad, mask), alpha=-lr)
-            m.theta.copy_(theta if mask is None else torch.where(mask, theta, m.theta))
+                theta = m.theta.addcdiv(*step) if phase == 0 else m.theta.add(step[0], alpha=-lr)
+                m.theta.copy_(torch.where(mask, theta, m.theta))
             self._prox(lam * lr, mask)
 
     def _adam(
@@ -250,22 +252,23 @@ class _Trainer:
         bc2_sqrt = torch.tensor([[(1 - beta2**s) ** 0.5] for s in steps], dtype=torch.float32, device=grad.device)
         return step_size * first, (second.sqrt() / bc2_sqrt).add_(eps)
 
-    def _sgd(self, grad: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    def _sgd(self, grad: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor]:
         """torch's single-tensor SGD with momentum for the ``stepping`` members (``mask``; None: all): their new
         momentum buffer, which the step subtracts times the learning rate."""
         momentum = self.m.cfg.momentum
         moved = self.buffer.mul(momentum).add_(grad)  # from a zero buffer: the gradient itself, as torch starts
         self.buffer.copy_(moved if mask is None else torch.where(mask, moved, self.buffer))
-        return self.buffer
+        return (self.buffer,)
 
     def _prox(self, lam: float, mask: torch.Tensor | None) -> None:
         """The hierarchical proximal step on every member's features at once (:class:`HierProx`): each feature's
         first-layer weights (h) and skip weights (2), one row per feature of every member."""
         m = self.m
         W = m.first.detach()  # (K, h + 2, p)
-        rows = W.transpose(1, 2).reshape(m.K * m.p, m.h + 2)
-        first, skip = self.prox(rows[:, m.h :], rows[:, : m.h], lam)
-        new = torch.cat([first, skip], dim=1).view(m.K, m.p, m.h + 2).transpose(1, 2)
+        rows = self.rows  # a copy, never a view of the weights
+        rows.view(m.K, m.p, m.h + 2).copy_(W.transpose(1, 2))
+        rows[:, : m.h], rows[:, m.h :] = self.prox(rows[:, m.h :], rows[:, : m.h], lam)
+        new = rows.view(m.K, m.p, m.h + 2).transpose(1, 2)
         W.copy_(new if mask is None else torch.where(mask.unsqueeze(-1), new, W))
 
 
@@ -282,27 +285,52 @@ class HierProx:
     """
 
     def __init__(self, h: int, n: int, M: float, device: torch.device) -> None:
-        self.M = M
-        self.zeros = torch.zeros(n, 1, device=device)
+        self.M, self.h = M, h
         self.scale = 1 + torch.arange(h + 1.0, device=device).view(1, -1) * M**2
+        # work space, rewritten by every call: the sorted magnitudes above a 0, and the thresholds a_s, then x
+        self.lower = torch.zeros(n, h + 1, device=device)
+        self.x = torch.zeros(n, h + 1, device=device)
 
     def __call__(self, v: torch.Tensor, u: torch.Tensor, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-        M = self.M
+        """The new ``(u, v)``. A feature the step certainly empties (its ``a_s`` at every ``m`` at least its skip
+        norm, with a margin far above float32 rounding: every ``x_m`` is 0) gets the package's zeros (signed as the
+        package signs them) without the sort; the others go through the whole operator."""
         u_abs = u.abs()
+        total = u_abs.sum(dim=1, keepdim=True)
+        a_least = lam - self.M * total  # a_s at m = h, the smallest, up to rounding
+        margin = self.M * total * 1e-5 + a_least.abs() * 1e-6
+        dead = (a_least - margin >= torch.sqrt((v * v).sum(dim=1, keepdim=True)) * (1 + 1e-5)).squeeze(1)
+        if not dead.any():
+            return self._whole(v, u, u_abs, lam)
+        new_u, new_v = torch.where(u >= 0, 0.0, -0.0), v * 0.0
+        live = torch.nonzero(~dead).squeeze(1)
+        if len(live):
+            new_u[live], new_v[live] = self._whole(v[live], u[live], u_abs[live], lam)
+        return new_u, new_v
+
+    def _whole(
+        self, v: torch.Tensor, u: torch.Tensor, u_abs: torch.Tensor, lam: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The operator on every row of ``(v, u)`` (``u_abs = |u|``), as the package computes it."""
+        M, h, n = self.M, self.h, len(u)
+        lower, x = self.lower[:n], self.x[:n]
         if u_abs.device.type == "cpu":
-            u_sorted = torch.from_numpy(np.sort(u_abs.numpy(), axis=1)).flip(1)
+            lower.numpy()[:, :h] = np.sort(u_abs.numpy(), axis=1)[:, ::-1]
         else:
-            u_sorted = torch.sort(u_abs, dim=1, descending=True).values
-        a_s = lam - M * torch.cat([self.zeros, torch.cumsum(u_sorted, dim=1)], dim=1)
+            lower[:, :h] = torch.sort(u_abs, dim=1, descending=True).values
+        # a_s = lam - M * [0, cumsum]; each in-place step rounds as the package's expression does
+        x[:, 0] = 0.0
+        x[:, 1:] = torch.cumsum(lower[:, :h], dim=1)
+        x.mul_(M).neg_().add_(lam)
         # over the package's (2, N) layout: torch reduces a contiguous pair in another order (an ulp apart)
         norm_v = torch.norm(v.T.contiguous(), p=2, dim=0).unsqueeze(1)
         nonzero = norm_v > 0
-        x = F.relu(1 - a_s / torch.where(nonzero, norm_v, 1.0)) / self.scale
-        x = torch.where(nonzero, x, 0.0)
-        w = M * x * norm_v
-        idx = torch.sum(torch.cat([u_sorted, self.zeros], dim=1) > w, dim=1, keepdim=True)
-        w_star = torch.gather(w, 1, idx)
-        new_u = torch.minimum(u_abs, w_star)
+        # x = relu(1 - a_s / |v|) / (1 + s M^2), 0 where v is 0
+        x.div_(torch.where(nonzero, norm_v, 1.0)).neg_().add_(1).relu_().div_(self.scale)
+        x.masked_fill_(~nonzero, 0.0)
+        w = x.mul(M).mul_(norm_v)
+        idx = torch.sum(lower > w, dim=1, keepdim=True)
+        new_u = torch.minimum(u_abs, torch.gather(w, 1, idx))
         return torch.where(u >= 0, new_u, -new_u), torch.gather(x, 1, idx) * v
 
 
