@@ -78,10 +78,12 @@ def test_each_member_s_path_is_the_package_s_to_the_bit():
     assert len(set(ends)) == 3  # the paths end at different lambdas: members leave the batch one by one
 
 
-def test_the_path_refuses_members_of_other_widths():
+def test_the_path_refuses_members_of_other_widths_labels_beyond_two_classes_and_no_path():
     X = np.zeros((50, 3), dtype=np.float32)
     with pytest.raises(ValueError, match="same features"):
         lassonet_paths([X, X[:, :2]], [np.zeros(50), np.zeros(50)], [0, 1], SHORT)
+    with pytest.raises(ValueError, match="two classes"):
+        lassonet_paths([X], [np.arange(50) % 3], [0], SHORT)
     with pytest.raises(ValueError, match="lambda_start"):
         LassoNetPath(hidden_dims=(4,), lambda_start=0.0, batch_size=8)
 

@@ -74,7 +74,12 @@ class _Members:
     """The members' networks as one ``(K, P)`` parameter buffer with per-layer views, their data and generators."""
 
     def __init__(
-        self, Xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], seeds: Sequence[int], cfg: LassoNetPath, dev
+        self,
+        Xs: Sequence[np.ndarray],
+        ys: Sequence[np.ndarray],
+        seeds: Sequence[int],
+        cfg: LassoNetPath,
+        dev: torch.device,
     ) -> None:
         self.cfg, self.dev, self.K = cfg, dev, len(Xs)
         self.p = Xs[0].shape[1]
@@ -170,7 +175,7 @@ class _Trainer:
         self.moments = (torch.zeros_like(members.theta), torch.zeros_like(members.theta))
         self.buffer = torch.zeros_like(members.theta)
         self.prox = HierProx(members.h, K * members.p, members.cfg.M, dev)
-        self.rows = torch.empty(K * members.p, members.h + 2, device=dev)
+        self.by_feature = torch.empty(K * members.p, members.h + 2, device=dev)  # (K p, h + 2)
 
     def run(self, lam: float, phase: int, members: torch.Tensor) -> None:
         """Train the ``members`` (bool ``(K,)``) at penalty ``lam``: ``phase`` 0 the dense fit, 1 a path step."""
@@ -265,7 +270,7 @@ class _Trainer:
         first-layer weights (h) and skip weights (2), one row per feature of every member."""
         m = self.m
         W = m.first.detach()  # (K, h + 2, p)
-        rows = self.rows  # a copy, never a view of the weights
+        rows = self.by_feature  # a copy, never a view of the weights
         rows.view(m.K, m.p, m.h + 2).copy_(W.transpose(1, 2))
         rows[:, : m.h], rows[:, m.h :] = self.prox(rows[:, m.h :], rows[:, : m.h], lam)
         new = rows.view(m.K, m.p, m.h + 2).transpose(1, 2)
@@ -280,8 +285,8 @@ class HierProx:
     feature, transposed from the package's columns, any number of members' features stacked), ``lam`` the threshold
     (penalty times learning rate). Returns ``(u', v')``: the first layer's and the skip's new weights. A feature
     whose skip weights are all zero ends with zero weights. On the CPU the sorted magnitudes come from NumPy's
-    sort (values only, vectorised), the package's cost: torch's sort along the hidden units takes 5 to 20 times as
-    long; sorting values is exact, so the result is the same.
+    sort (values only, vectorised): torch's sort along the hidden units takes 5 to 20 times as long, and sorting
+    values is exact, so the result is the same.
     """
 
     def __init__(self, h: int, n: int, M: float, device: torch.device) -> None:
@@ -361,6 +366,8 @@ def lassonet_paths(
         raise ValueError("Xs, ys and seeds must be non-empty and of one length")
     if len({X.shape[1] for X in Xs}) != 1:
         raise ValueError("every member must have the same features")
+    if any(not np.isin(y, (0, 1)).all() for y in ys):
+        raise ValueError("the labels must be 0 and 1 (two classes)")
     members = _Members(Xs, ys, seeds, config, torch.device(device))
     trainer = _Trainer(members)
     everyone = torch.ones(members.K, dtype=torch.bool)
