@@ -25,7 +25,7 @@ from timing import timed
 
 from synthbench import datasets
 from synthbench.methods import get_method
-from synthbench.methods.embedded import _path_seed
+from synthbench.methods.embedded import lassonet_seed
 from synthbench.methods.lassonet_path import LassoNetPath, lassonet_paths, package_importances
 from synthbench.protocol import setting_folds
 
@@ -50,7 +50,7 @@ def main() -> None:
         patience=(params["patience"], params["patience"]),
         tol=params["tol"],
     )
-    seeds = [_path_seed(f.rng("method", "lassonet_2023")) for f in folds]
+    seeds = [lassonet_seed(f.rng("method", "lassonet_2023")) for f in folds]
     got, together = timed(lassonet_paths, [f.X_train for f in folds], [f.y_train for f in folds], seeds, cfg)
     print(f"{args.dataset}, m = {args.features}, lambda from {cfg.lambda_start}, one torch thread")
     print(f"batched: {args.folds} folds as one computation   {together:8.1f} s   {together / args.folds:7.1f} s a fold")

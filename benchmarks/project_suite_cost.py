@@ -94,24 +94,18 @@ def run_walls(runs: pd.DataFrame) -> float:
 
 def project(done: pd.DataFrame, target: pd.DataFrame) -> np.ndarray:
     """Per target cell (columns ``kind, scorer, verdict, method, units``): its projected seconds (NaN: no match)."""
-    out = np.full(len(target), np.nan)
+    # the most specific match, by feature count; then coarser ones, their mean time per unit
+    per_unit = _by_features(done, target, ["kind", "scorer", "verdict", "method"])
     # meta-consistency without a measured cell of its verdict: the verdict's own cells' time per unit
     as_verdict = target.assign(scorer=target["verdict"].where(target["scorer"] == "meta_consistency"), verdict="")
-    tries = [
-        (target, ["kind", "scorer", "verdict", "method"]),
+    for frame, keys in (
         (target, ["kind", "scorer", "verdict"]),
         (as_verdict, ["kind", "scorer", "verdict", "method"]),
         (target, ["kind", "scorer"]),
-    ]
-    for i, (frame, keys) in enumerate(tries):
-        if i == 0:
-            hit = _by_features(done, frame, keys)
-        else:
-            per_unit = done.groupby(keys)["per_unit"].mean()
-            hit = frame.join(per_unit, on=keys)["per_unit"].to_numpy()
-        fill = np.isnan(out) & ~np.isnan(hit)
-        out[fill] = (hit * target["units"].to_numpy())[fill]
-    return out
+    ):
+        hit = frame.join(done.groupby(keys)["per_unit"].mean(), on=keys)["per_unit"].to_numpy()
+        per_unit = np.where(np.isnan(per_unit), hit, per_unit)
+    return per_unit * target["units"].to_numpy()
 
 
 def _by_features(done: pd.DataFrame, target: pd.DataFrame, keys: list[str]) -> np.ndarray:

@@ -62,6 +62,7 @@ __all__ = [
     "fit_deep_lasso",
     "fit_lassonet",
     "input_gradient_norms",
+    "lassonet_seed",
     "path_scores",
 ]
 
@@ -688,23 +689,23 @@ def lassonet_2023(
         tol=tol,
     )
     dev = _device(models)
-    seed = _path_seed(rng)
+    seed = lassonet_seed(rng)
 
     def paths(folds: Sequence[FoldData]) -> list[tuple[np.ndarray, float]]:
-        seeds = [seed if f is data else _path_seed(f.rng("method", "lassonet_2023")) for f in folds]
+        seeds = [seed if f is data else lassonet_seed(f.rng("method", "lassonet_2023")) for f in folds]
         t0 = time.perf_counter()
         with cpu_threads(dev):
             out = lassonet_paths([f.X_train for f in folds], [f.y_train for f in folds], seeds, config, dev)
         share = (time.perf_counter() - t0) / len(folds)
         return [(importance, share) for importance in out]
 
-    own_stream = seed == _path_seed(data.rng("method", "lassonet_2023"))  # not a scorer's other stream
+    own_stream = seed == lassonet_seed(data.rng("method", "lassonet_2023"))  # not a scorer's other stream
     tag = ("lassonet_2023", _PATH_VERSION, dataclasses.astuple(config), str(dev))
     importance, _ = models.method_across_setting(data, tag, paths) if own_stream else paths([data])[0]
     return path_scores(importance, np.zeros_like(importance))
 
 
-def _path_seed(rng: np.random.Generator) -> int:
+def lassonet_seed(rng: np.random.Generator) -> int:
     """The seed of a LassoNet path (its validation split and generator) drawn from a method's stream."""
     return int(rng.integers(0, 2**31 - 1))
 

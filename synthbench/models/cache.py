@@ -30,7 +30,7 @@ from synthbench.models.loop import BATCH_MEMORY, TRAINING_VERSION, MemberData, T
 from synthbench.models.networks import TrainedNetwork
 from synthbench.protocol import FoldData
 
-__all__ = ["cached_train_many", "cached_ceiling", "ManyTrainer"]
+__all__ = ["cached_train_many", "cached_ceiling", "write_atomically", "ManyTrainer"]
 
 #: ``trainer(members, *, config, device, n_classes, memory_budget) -> [TrainedNetwork or TrainingFailed, ...]``:
 #: one model per :class:`~synthbench.models.loop.MemberData`, trained as one batch
@@ -150,7 +150,13 @@ def cached_ceiling(
             stored = Ceiling(**json.loads(path.read_text()))
             return dataclasses.replace(stored, seconds=time.perf_counter() - t0)
         ceiling = compute()
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(dataclasses.asdict(ceiling)))
-        os.replace(partial, path)  # never a half-written ceiling, even if the process dies here
+        write_atomically(path, lambda partial: partial.write_text(json.dumps(dataclasses.asdict(ceiling))))
     return ceiling
+
+
+def write_atomically(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write(partial)`` to a file of this process beside ``path``, then renamed to ``path``: no reader ever sees a
+    half-written file, even if the process dies while writing."""
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    write(partial)
+    os.replace(partial, path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import numpy as np
 from filelock import FileLock
 
 from synthbench import __version__
-from synthbench.models.cache import cached_ceiling
+from synthbench.models.cache import cached_ceiling, write_atomically
 from synthbench.models.competence import Ceiling, competence_fields, held_out_quality, learnability_ceiling
 from synthbench.models.loop import BATCH_MEMORY, EpochInputs, TrainingFailed, unwrap
 from synthbench.models.randomise import Layer
@@ -327,19 +326,20 @@ class SharedModels:
         folder = Path(self._settings.cache_dir) / "settings"
         folder.mkdir(parents=True, exist_ok=True)
         name = joblib.hash((self._siblings.key, key, __version__))
-        path = folder / f"{name}-fold{self._data.fold}.joblib"
+
+        def stored_part(fold: int) -> Path:
+            return folder / f"{name}-fold{fold}.joblib"
+
         with FileLock(str(folder / f"{name}.lock")):
-            if stored and path.exists():
-                mine = joblib.load(path)
+            if stored and stored_part(self._data.fold).exists():
+                mine = joblib.load(stored_part(self._data.fold))
             else:
                 folds = list(self._siblings.folds())
                 parts = compute(folds)
-                (mine,) = [part for f, part in zip(folds, parts, strict=True) if f.fold == self._data.fold]
-                for f, part in zip(folds, parts, strict=True) if stored else ():
-                    target = folder / f"{name}-fold{f.fold}.joblib"
-                    partial = target.with_suffix(f".{os.getpid()}.tmp")
-                    joblib.dump(part, partial)
-                    os.replace(partial, target)  # never a half-written part, even if the process dies here
+                (mine,) = [p for f, p in zip(folds, parts, strict=True) if f.fold == self._data.fold]
+                if stored:
+                    for f, p in zip(folds, parts, strict=True):
+                        write_atomically(stored_part(f.fold), partial(joblib.dump, p))
         self.siblings_seconds += time.perf_counter() - t0 - mine[1]
         return mine
 
