@@ -1,0 +1,159 @@
+"""The reproduction page (synthbench.report.reproduction): its table entries, gaps, causes and rank agreement, and the
+published table it reads (transcribed from the authors' files at commit 06afd2e)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthbench.report.reproduction import (
+    FOLDER,
+    GAP_POINTS,
+    Inputs,
+    beside_published,
+    main,
+    rank_agreement,
+    table_entries,
+)
+
+DOCS = Path(__file__).resolve().parents[1] / FOLDER
+
+
+def _rows(suite: str, values: dict[tuple[str, str, int], list[float]], *, status: str = "ok") -> pd.DataFrame:
+    """Tidy rows as the export writes them: one best_k and one best_2k row per fold of each (method, dataset, m)."""
+    out = []
+    for (method, dataset, m), folds in values.items():
+        for fold, v in enumerate(folds):
+            cell = f"{suite}-{method}-{dataset}-{m}-{fold}"
+            for metric in ("best_k", "best_2k"):
+                out.append(
+                    dict(suite=suite, suite_hash="h", cell_id=cell, method=method, dataset=dataset, n_features=m,
+                         fold=fold, metric=metric, value=v, status=status, seconds=1.0, competence=np.nan)
+                )  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def test_the_published_table_is_the_mean_of_its_result_files_over_m():
+    """Both transcriptions of the authors' numbers agree: every entry of the table (one decimal, percent) is the mean
+    over m of its result file, the unparsed xor/1024 line of their mRMR file read as the 0.0 it holds."""
+    table = pd.read_csv(DOCS / "published_2023.csv").dropna(subset=["best_k"])
+    per_m = pd.read_csv(DOCS / "published_2023_per_m.csv")
+    means = per_m.groupby(["method", "dataset"])[["best_k", "best_2k"]].mean().mul(100)
+    both = table.merge(means.add_suffix("_files"), left_on=["method", "dataset"], right_index=True, how="left")
+    assert len(both) == 100 and both["best_k_files"].notna().all()
+    for metric in ("best_k", "best_2k"):
+        assert (both[metric] - both[f"{metric}_files"]).abs().max() <= 0.05 + 1e-4, (
+            metric
+        )  # the files' values as transcribed: 6 decimals
+    assert set(table["dataset"]) == {"ring", "xor", "ring_xor", "ring_xor_sum", "dag"}
+    assert per_m.groupby("dataset")["n_features"].nunique().to_dict() == {
+        "ring": 11, "xor": 11, "ring_xor": 10, "ring_xor_sum": 10, "dag": 1
+    }  # fmt: skip
+
+
+def test_an_entry_is_the_mean_over_m_of_the_fold_mean_with_the_folds_standard_error():
+    rows = _rows("s", {("a", "ring", 2): [1.0, 1.0, 1.0], ("a", "ring", 8): [0.0, 0.5, 1.0]})
+    rows = pd.concat([rows, _rows("s", {("a", "ring", 16): [0.0]}, status="skipped")])
+    (entry,) = table_entries(rows).query("metric == 'best_k'").to_dict("records")
+    assert entry["value"] == pytest.approx(100 * (1.0 + 0.5) / 2)
+    # var over folds at m = 8 is 0.25, its mean's 0.25 / 3; m = 2 adds none; the entry averages 2 feature counts
+    assert entry["noise"] == pytest.approx(100 * math.sqrt(0.25 / 3) / 2)
+    assert (entry["configs"], entry["cells"], entry["others"]) == (2, 6, 1)
+    one_fold = table_entries(_rows("s", {("a", "ring", 8): [0.5]}))
+    assert one_fold["noise"].isna().all()
+
+
+def _inputs(faithful: pd.DataFrame, notes: dict) -> Inputs:
+    published = pd.DataFrame(
+        [
+            ("Alpha", "a", "a2", "ring", 50.0, 60.0),
+            ("Beta", "b", "b2", "ring", 10.0, 20.0),
+            ("Gamma", "c", "c2", "ring", 90.0, 95.0),
+            ("Alpha", "a", "a2", "dag", 14.3, 14.3),
+            ("Mutual information", "mi", "mi", "ring", np.nan, np.nan),
+        ],
+        columns=["paper_name", "method", "corrected_method", "dataset", "best_k", "best_2k"],
+    )
+    per_m = pd.DataFrame(
+        [
+            ("a", "ring", 8, 0.5, 0.6),
+            ("b", "ring", 8, 0.1, 0.2),
+            ("c", "ring", 8, 0.9, 0.95),
+            ("c", "ring", 16, 0.6, 0.55),
+        ],
+        columns=["method", "dataset", "n_features", "best_k", "best_2k"],
+    )
+    return Inputs(faithful=faithful, corrected=faithful, published=published, per_m=per_m, notes=notes)
+
+
+def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked_unexplained():
+    faithful = _rows(
+        "passemiers2023",
+        {
+            ("a", "ring", 8): [0.52, 0.52, 0.52],  # +2 points: no cause needed
+            ("b", "ring", 8): [0.0, 0.5, 1.0, 0.0, 0.5, 0.0],  # +23.3 points, within its noise band (47.1)
+            ("c", "ring", 8): [0.5, 0.5, 0.5],  # -40 points, no spread: not noise
+            ("c", "ring", 16): [0.5, 0.5, 0.5],
+            ("a", "dag", 2000): [0.0, 0.0],
+            ("mi", "ring", 8): [1.0, 1.0],
+        },
+    )
+    notes: dict = {"datasets": {"dag": {"cause": "another graph"}}}
+    both = beside_published(_inputs(faithful, notes)).set_index(["method", "dataset", "metric"])
+    assert both.loc[("a", "ring", "best_k"), "gap"] == pytest.approx(2.0)
+    assert both.loc[("a", "ring", "best_k"), "cause"] == ""
+    b = both.loc[("b", "ring", "best_k")]
+    assert b["gap"] == pytest.approx(100 * 2 / 6 - 10.0)
+    assert b["band"] == pytest.approx(2 * math.sqrt(2) * 100 * math.sqrt(np.var([0, 0.5, 1, 0, 0.5, 0], ddof=1) / 6))
+    assert b["cause"].startswith("noise")
+    assert both.loc[("c", "ring", "best_k"), "cause"] == "**unexplained**"
+    assert both.loc[("a", "dag", "best_k"), "cause"] == "another graph"
+    assert math.isnan(both.loc[("mi", "ring", "best_k"), "gap"])
+    c = both.loc[("c", "ring", "best_2k")]  # the feature count where the two differ most, with both values
+    assert (c["m"], c["ours_m"], c["theirs_m"]) == (8, 0.5, 0.95)
+    noted = {**notes, "gaps": [{"methods": ["c"], "datasets": ["ring"], "metrics": ["best_k"], "cause": "found"}]}
+    again = beside_published(_inputs(faithful, noted)).set_index(["method", "dataset", "metric"])["cause"]
+    assert again[("c", "ring", "best_k")] == "found" and again[("c", "ring", "best_2k")] == "**unexplained**"
+    assert GAP_POINTS == 5.0
+
+
+def test_rank_agreement_is_spearman_over_the_methods_with_both_values():
+    faithful = _rows(
+        "passemiers2023",
+        {("a", "ring", 8): [0.5], ("b", "ring", 8): [0.9], ("c", "ring", 8): [0.1], ("mi", "ring", 8): [0.0]},
+    )
+    ranks = rank_agreement(beside_published(_inputs(faithful, {}))).set_index(["dataset", "metric"])
+    # ours orders b > a > c, theirs c > a > b: reversed; mi (no published value) and dag (no value of ours) left out
+    assert ranks.loc[("ring", "best_k"), "rho"] == pytest.approx(-1.0)
+    assert ranks.loc[("ring", "best_k"), "methods"] == 3
+    assert ("dag", "best_k") not in ranks.index
+
+
+def test_the_command_writes_the_page_from_its_folder_alone_and_the_same_each_time(tmp_path, capsys):
+    folder = tmp_path / "repro"
+    folder.mkdir()
+    for name in ("published_2023.csv", "published_2023_per_m.csv", "notes.toml"):
+        shutil.copy(DOCS / name, folder / name)
+    corrected = pd.read_csv(DOCS / "passemiers2023_corrected.csv.gz")
+    corrected.to_csv(folder / "passemiers2023_corrected.csv.gz", index=False)
+    # a faithful export stand-in: the corrected rows under the faithful suite's name and method names
+    names = pd.read_csv(DOCS / "published_2023.csv").drop_duplicates("method")
+    faithful = corrected.assign(
+        suite="passemiers2023", method=corrected["method"].map(dict(zip(names.corrected_method, names.method)))
+    )
+    faithful.to_csv(folder / "passemiers2023.csv.gz", index=False)
+    assert main(["--folder", str(folder)]) == 0
+    page = (folder / "index.md").read_text(encoding="utf-8")
+    assert main(["--folder", str(folder), "--out", str(tmp_path / "again.md")]) == 0
+    assert (tmp_path / "again.md").read_text(encoding="utf-8") == page
+    for heading in ("### ring", "### dag", "## What the corrections change"):
+        assert heading in page
+    assert "| LassoNet |" in page and "`passemiers2023_corrected` | `5195d46aec0b6cbf` | 5418 | 5418 | 0 |" in page
+    (folder / "notes.toml").write_text("[corrections\n", encoding="utf-8")
+    assert main(["--folder", str(folder)]) == 2
+    assert "synthbench.report.reproduction" in capsys.readouterr().err
