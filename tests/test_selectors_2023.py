@@ -1,6 +1,7 @@
 """The 2023 benchmark's concrete autoencoder and FSNet, checked against their definitions; the 2023
 variants of LassoNet, DeepPINK and CancelOut find the relevant features of an easy rule."""
 
+import functools
 import math
 
 import numpy as np
@@ -81,9 +82,9 @@ def test_cae_2023_is_told_the_true_k_and_scores_its_2k_run_for_best_2k(easy_fold
     calls = []
     real = s23.fit_cae_2023
 
-    def spy(X, y, n_neurons, *, epochs, **kw):
+    def spy(Xs, ys, n_neurons, *, epochs, **kw):
         calls.append((n_neurons, epochs))
-        return real(X, y, n_neurons, epochs=2, **kw)
+        return real(Xs, ys, n_neurons, epochs=2, **kw)
 
     monkeypatch.setattr(s23, "fit_cae_2023", spy)
     out = run_method(get_method("concrete_autoencoder_2023"), easy_fold, SharedModels(easy_fold))
@@ -94,9 +95,10 @@ def test_cae_2023_is_told_the_true_k_and_scores_its_2k_run_for_best_2k(easy_fold
 
 def test_cae_2023_finds_an_easy_feature_more_often_than_chance_and_is_deterministic(easy_fold):
     def fit(seed: int) -> np.ndarray:
-        return s23.fit_cae_2023(
-            easy_fold.X_train, easy_fold.y_train, 1, epochs=100, lr=1e-3, rng=np.random.default_rng(seed)
+        (selected,) = s23.fit_cae_2023(
+            [easy_fold.X_train], [easy_fold.y_train], 1, epochs=100, lr=1e-3, rngs=[np.random.default_rng(seed)]
         )
+        return selected
 
     np.testing.assert_array_equal(fit(0), fit(0))
     hits = sum(np.flatnonzero(easy_fold.relevant)[0] in fit(seed) for seed in range(8))
@@ -125,7 +127,7 @@ def test_fsnet_temperature_runs_from_just_below_10_to_0_01():
 def test_fsnet_network_is_the_papers():
     g = torch.Generator().manual_seed(0)
     U = torch.as_tensor(s23.histogram_matrix_2023(np.random.default_rng(1).normal(size=(50, 7))))
-    classifier = torch.nn.Linear(3, 1)
+    classifier = torch.nn.Sequential(torch.nn.Linear(3, 1))
     net = s23._FSNet2023(U, 3, classifier, g)
     assert net.selector_weight.shape == (30, 3) and net.reconstruction_weight.shape == (3, 30)
     net.temperature, net.gumbel_generator = 0.7, torch.Generator().manual_seed(5)
@@ -144,9 +146,9 @@ def test_fsnet_2023_uses_min_2k_p_neurons_and_its_importances_for_both_metrics(e
     calls = []
     real = s23.fit_fsnet_2023
 
-    def spy(X, y, n_neurons, **kw):
+    def spy(Xs, ys, n_neurons, **kw):
         calls.append(n_neurons)
-        return real(X, y, n_neurons, **{**kw, "epochs": 30})
+        return real(Xs, ys, n_neurons, **{**kw, "epochs": 30})
 
     monkeypatch.setattr(s23, "fit_fsnet_2023", spy)
     a = run_method(get_method("fsnet_2023"), easy_fold, SharedModels(easy_fold))
@@ -221,3 +223,66 @@ def test_the_2023_variants_rank_the_three_relevant_features_of_twenty_first(name
     rel = np.flatnonzero(linear_fold.relevant)
     assert scores.shape == (20,)
     assert scores[rel].min() > np.delete(scores, rel).max(), (name, np.argsort(-scores)[:6], rel)
+
+
+@pytest.mark.parametrize("name", ["fsnet_2023", "concrete_autoencoder_2023", "deeppink_2023"])
+def test_the_2023_selectors_train_a_setting_s_folds_as_one_batch_each_as_alone(name, tmp_path, monkeypatch):
+    """With siblings and a disk cache, the first fold to ask trains every fold's networks as one batch of the loop
+    and the others read their parts; each fold's output is the one it computes alone, to the bit (the stacked
+    networks' members depend on their own slices only). A scorer's other stream computes alone."""
+    import dataclasses
+
+    import synthbench.methods.deeppink_2023 as dp
+    from synthbench.methods.registry import method_rng
+    from synthbench.models import Siblings, TrainSettings
+    from synthbench.protocol import setting_folds
+
+    monkeypatch.setattr(s23, "fit_fsnet_2023", functools.partial(s23.fit_fsnet_2023, epochs=4))
+    monkeypatch.setattr(s23, "CAE_RUNS", CAE_RUNS_SMALL)
+    batches: list[int] = []
+    for module in (s23, dp):
+        real = module.fit_networks
+
+        def counted(members, *args, real=real, **kwargs):
+            batches.append(len(members))
+            return real(members, *args, **kwargs)
+
+        monkeypatch.setattr(module, "fit_networks", counted)
+
+    def folds():
+        return setting_folds("xor", n_samples=120, seed=0, n_folds=3, n_decoys=3)
+
+    spec = get_method(name)
+    settings = TrainSettings(cache_dir=str(tmp_path))
+    sharing = [SharedModels(f, settings, siblings=Siblings("xor, 120 rows", folds)) for f in folds()]
+    together = [spec.fn(m._data, m, method_rng(spec, m._data), **spec.params) for m in sharing]
+    runs = len(CAE_RUNS_SMALL) if name == "concrete_autoencoder_2023" else 1
+    assert batches == [3] * runs
+    alone = [spec.fn(f, SharedModels(f), method_rng(spec, f), **spec.params) for f in folds()]
+    assert batches == [3] * runs + [1] * 3 * runs
+    for t, a in zip(together, alone, strict=True):
+        for got, want in zip(_arrays(t), _arrays(a), strict=True):
+            np.testing.assert_array_equal(got, want)
+    fold = sharing[0]._data
+    spec.fn(fold, sharing[0], method_rng(spec, fold, ("another stream",)), **spec.params)
+    spec.fn(dataclasses.replace(fold), sharing[0], method_rng(spec, fold), **spec.params)
+    assert batches == [3] * runs + [1] * 5 * runs
+
+
+CAE_RUNS_SMALL = ((1, 4), (2, 2))
+
+
+def _arrays(out) -> list[np.ndarray]:
+    return [np.asarray(out)] if not hasattr(out, "scores") else [out.scores, out.scores_2k]
+
+
+def test_a_stacked_network_holds_its_own_objective():
+    from synthbench.models.loop import Member, fit_networks
+    from synthbench.models.presets import mlp_config
+
+    g = torch.Generator().manual_seed(0)
+    net = s23._CAE2023(p=4, n_neurons=2, generator=g)
+    X, y = np.zeros((20, 4), dtype=np.float32), np.arange(20) % 2
+    config = mlp_config("passemiers2023").train
+    with pytest.raises(ValueError, match="its own objective"):
+        fit_networks([Member(net, X, y, g, loss=lambda m, xb, yb, step: xb.sum())], config=config, device="cpu")

@@ -32,7 +32,6 @@ seeds for ``torch.Generator`` objects; torch's global generator is never left ch
 from __future__ import annotations
 
 import dataclasses
-import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Literal, cast
@@ -673,7 +672,7 @@ def lassonet_2023(
 ) -> np.ndarray:
     """``LassoNetClassifier(...).path(X_train, y_train)``'s ``feature_importances_``, shape ``(p,)``, computed for
     every fold of the setting as one batch (:func:`~synthbench.methods.lassonet_path.lassonet_paths`, each fold's
-    path the package's to the bit; :meth:`~synthbench.models.SharedModels.method_across_setting`).
+    path the package's to the bit; :meth:`~synthbench.models.SharedModels.method_folds`).
 
     The package's importance is the ``lambda`` at which a feature leaves the path, and ``inf``
     for a feature that never leaves *or that the dense model already dropped* (the package's
@@ -689,19 +688,14 @@ def lassonet_2023(
         tol=tol,
     )
     dev = _device(models)
-    seed = lassonet_seed(rng)
 
-    def paths(folds: Sequence[FoldData]) -> list[tuple[np.ndarray, float]]:
-        seeds = [seed if f is data else lassonet_seed(f.rng("method", "lassonet_2023")) for f in folds]
-        t0 = time.perf_counter()
+    def paths(folds: Sequence[FoldData], rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
+        seeds = [lassonet_seed(r) for r in rngs]
         with cpu_threads(dev):
-            out = lassonet_paths([f.X_train for f in folds], [f.y_train for f in folds], seeds, config, dev)
-        share = (time.perf_counter() - t0) / len(folds)
-        return [(importance, share) for importance in out]
+            return lassonet_paths([f.X_train for f in folds], [f.y_train for f in folds], seeds, config, dev)
 
-    own_stream = seed == lassonet_seed(data.rng("method", "lassonet_2023"))  # not a scorer's other stream
     tag = ("lassonet_2023", _PATH_VERSION, dataclasses.astuple(config), str(dev))
-    importance, _ = models.method_across_setting(data, tag, paths) if own_stream else paths([data])[0]
+    importance = models.method_folds(data, rng, "lassonet_2023", tag, paths)
     return path_scores(importance, np.zeros_like(importance))
 
 

@@ -48,13 +48,16 @@ it; synthbench's own ``concrete_autoencoder`` and ``fsnet`` do not know it.
 
 Every random draw (initialisation, batch order, Gumbel noise, input noise, dropout) comes from
 torch generators seeded from the method's ``rng``; one CPU thread, so a seed gives bit-identical
-scores on one machine.
+scores on one machine. Both train the folds of a setting as one batch
+(:meth:`~synthbench.models.SharedModels.method_folds`): each network is a
+:class:`~synthbench.models.stacked.StackedNetwork`, so one forward and backward pass computes every fold's step,
+each fold from its own stream and on its own rows, as it would alone.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -67,9 +70,10 @@ from synthbench.methods.selectors import seeded_generators, selector_config
 from synthbench.models import SharedModels
 from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.layers import GaussianNoise, SeededDropout
-from synthbench.models.loop import fit_network
+from synthbench.models.loop import Member, fit_networks
 from synthbench.models.mlp import build_seeded_mlp
 from synthbench.models.presets import mlp_config
+from synthbench.models.stacked import Draw, StackedNetwork, member_mean, stacked_forward, sub_params
 from synthbench.protocol import FoldData, MethodOutput
 
 __all__ = [
@@ -84,53 +88,86 @@ __all__ = [
 #: The paper's concrete-autoencoder runs: (neurons as a multiple of k, epochs).
 CAE_RUNS = ((1, 300), (2, 30))
 
-
-def _gumbel(
-    shape: tuple[int, ...], low: float, generator: torch.Generator | None, device: torch.device
-) -> torch.Tensor:
-    """Gumbel noise ``-log(-log(u))``, ``u ~ U(low, 1 - low)``: the paper's FSNet drew from ``U(1e-5, 1 - 1e-5)``;
-    keras' ``U(1e-7, 1)`` is taken as ``low = 1e-7`` (the upper ends differ by 1e-7)."""
-    u = low + (1.0 - 2.0 * low) * torch.rand(shape, generator=generator, device=device)
-    return -torch.log(-torch.log(u))
+#: Changes when the 2023 selectors compute other values for the same folds (part of the key of the parts stored
+#: for a setting's folds).
+_BATCH_VERSION = 1
 
 
-class _Gumbel2023(nn.Module):
-    """What the 2023 selectors share: a temperature, and the generator of their Gumbel draws during training."""
+def _gumbel(u: torch.Tensor, low: float) -> torch.Tensor:
+    """Gumbel noise ``-log(-log(v))`` from uniform draws ``u`` on ``[0, 1)``, ``v = low + (1 - 2 low) u``: the
+    paper's FSNet drew ``v`` from ``U(1e-5, 1 - 1e-5)``; keras' ``U(1e-7, 1)`` is taken as ``low = 1e-7`` (the
+    upper ends differ by 1e-7)."""
+    return -torch.log(-torch.log(low + (1.0 - 2.0 * low) * u))
 
-    temperature: float
-    gumbel_generator: torch.Generator | None
+
+class _Gumbel2023(StackedNetwork):
+    """What the 2023 selectors share: a temperature schedule (``schedule(step)``, the temperature of each 0-based
+    optimisation step in training), and the temperature and generator of the draws of ``forward`` (the module
+    alone)."""
+
+    def __init__(self, schedule: Callable[[int], float]) -> None:
+        super().__init__()
+        self.schedule = schedule
+        self.temperature = 10.0
+        self.gumbel_generator: torch.Generator | None = None
+
+    def temperatures(self, steps: Sequence[int], device: torch.device) -> torch.Tensor:
+        """The temperature of each member's step: ``(K, 1, 1)``."""
+        return torch.tensor([self.schedule(s) for s in steps], device=device)[:, None, None]
+
+    def alone(self, outputs: Callable[..., Any], x: torch.Tensor) -> Any:
+        """``outputs`` for this module alone at :attr:`temperature`, drawing from :attr:`gumbel_generator`."""
+        t = torch.full((1, 1, 1), self.temperature, device=x.device)
+        return self.one(outputs, x, self.gumbel_generator, temperatures=t, training=self.training)
 
 
 _Net = TypeVar("_Net", bound=_Gumbel2023)
 
 
 def _fit_2023(
-    build: Callable[[torch.Generator], _Net],
-    X: np.ndarray,
-    y: np.ndarray,
-    loss: Callable[[_Net, torch.Tensor, torch.Tensor, int], torch.Tensor],
+    build: Callable[[torch.Generator, int], _Net],
+    Xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
     *,
-    rng: np.random.Generator,
+    rngs: Sequence[np.random.Generator],
     device: torch.device | str,
     **training: Any,
-) -> _Net:
-    """Build a network from a CPU generator seeded from ``rng``, train it on ``(X, y)`` with
-    :func:`~synthbench.models.loop.fit_network` (``training``: the keywords of
-    :func:`~synthbench.methods.selectors.selector_config`) and return it.
+) -> list[_Net]:
+    """Build member ``i``'s network (``build(generator, i)``, from a CPU generator seeded from ``rngs[i]``), train
+    every member on its ``(Xs[i], ys[i])`` as one batch of :func:`~synthbench.models.loop.fit_networks`
+    (``training``: the keywords of :func:`~synthbench.methods.selectors.selector_config`) and return them.
 
-    ``loss(net, x_batch, y_batch, step)`` gives a batch's loss (``y`` as int64 labels). The Gumbel
-    draws, input noise, dropout and batch order come from the run's device generator.
+    The Gumbel draws, input noise, dropout and batch order of a member come from its own generator.
     """
     dev = select_device(device)
-    cpu_gen, dev_gen = seeded_generators(rng, dev)
-    net = build(cpu_gen).to(dev)
-    net.gumbel_generator = dev_gen
-    try:
-        with cpu_threads(dev):
-            fit_network(net, X, y, config=selector_config(**training), loss=loss, generator=cpu_gen, device=dev)
-    finally:
-        net.gumbel_generator = None
-    return net
+    members = []
+    for i, (X, y, rng) in enumerate(zip(Xs, ys, rngs, strict=True)):
+        generator = seeded_generators(rng, dev)[0]
+        members.append(Member(build(generator, i).to(dev), X, y, generator))
+    with cpu_threads(dev):
+        fit_networks(members, config=selector_config(**training), device=dev)
+    return [m.module for m in members]  # type: ignore[misc]
+
+
+def _grouped(keys: Sequence[Any]) -> list[list[int]]:
+    """The indices of ``keys`` grouped by equal key, in order of first appearance."""
+    groups: dict[Any, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def _setting_method(
+    data: FoldData,
+    models: SharedModels,
+    rng: np.random.Generator,
+    name: str,
+    compute: Callable[[Sequence[FoldData], Sequence[np.random.Generator]], list[Any]],
+) -> Any:
+    """This fold's result of ``compute(folds, rngs)``, computed for the setting's folds at once
+    (:meth:`~synthbench.models.SharedModels.method_folds`)."""
+    device = str(select_device(models.settings.device))
+    return models.method_folds(data, rng, name, (name, _BATCH_VERSION, device), compute)
 
 
 # --------------------------------------------------------------------------- concrete autoencoder
@@ -155,8 +192,10 @@ class _CAE2023(_Gumbel2023):
     """Concrete selector ``(K, p)`` plus the paper's keras output function; ``forward`` gives the sigmoid output
     (b,)."""
 
-    def __init__(self, p: int, n_neurons: int, generator: torch.Generator) -> None:
-        super().__init__()
+    def __init__(
+        self, p: int, n_neurons: int, generator: torch.Generator, schedule: Callable[[int], float] = lambda _: 10.0
+    ) -> None:
+        super().__init__(schedule)
         std = math.sqrt(2.0 / (n_neurons + p))
         logits = torch.empty(n_neurons, p)
         nn.init.trunc_normal_(logits, std=1.0, a=-2.0, b=2.0, generator=generator)
@@ -176,59 +215,90 @@ class _CAE2023(_Gumbel2023):
             nn.LeakyReLU(0.2),
             dense[2],
         )
-        self.temperature = 10.0
-        self.gumbel_generator: torch.Generator | None = None
+
+    def outputs(
+        self,
+        params: dict[str, torch.Tensor],
+        buffers: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        *,
+        draw: Draw | None,
+        temperatures: torch.Tensor,
+        training: bool,
+    ) -> torch.Tensor:
+        """The members' sigmoid outputs on ``x`` ``(K, b, p)``: ``(K, b)``; in training the selection is the
+        softmax of the logits plus Gumbel noise at ``temperatures`` ``(K, 1, 1)``, otherwise each neuron's argmax
+        column."""
+        logits = params["logits"]  # (K, n_neurons, p)
+        if training:
+            assert draw is not None
+            g = _gumbel(draw("uniform", tuple(logits.shape[1:]), per_row=False), 1e-7)
+            weights = torch.softmax((logits + g) / temperatures, dim=2)
+        else:
+            weights = F.one_hot(logits.argmax(dim=2), logits.shape[2]).to(x.dtype)
+        selected = torch.bmm(x, weights.transpose(1, 2))
+        head = stacked_forward(self.head, sub_params(params, "head"), selected, training=training, draw=draw)
+        return torch.sigmoid(head)[..., 0]
+
+    def stacked_objective(
+        self,
+        params: dict[str, torch.Tensor],
+        buffers: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        counts: torch.Tensor,
+        real: torch.Tensor | None,
+        steps: Sequence[int],
+        draw: Draw,
+    ) -> torch.Tensor:
+        """The mean squared error between each member's sigmoid output and its labels: ``(K,)``."""
+        out = self.outputs(
+            params, buffers, x, draw=draw, temperatures=self.temperatures(steps, x.device), training=True
+        )
+        return member_mean((out - y.to(out.dtype)) ** 2, counts, real)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.training:
-            g = _gumbel(tuple(self.logits.shape), 1e-7, self.gumbel_generator, x.device)
-            weights = torch.softmax((self.logits + g) / self.temperature, dim=1)
-        else:
-            weights = F.one_hot(self.logits.argmax(dim=1), self.logits.shape[1]).to(x.dtype)
-        return torch.sigmoid(self.head(x @ weights.T)).reshape(-1)
+        return self.alone(self.outputs, x)
 
 
 def fit_cae_2023(
-    X: np.ndarray,
-    y: np.ndarray,
+    Xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
     n_neurons: int,
     *,
     epochs: int,
-    rng: np.random.Generator,
+    rngs: Sequence[np.random.Generator],
     device: torch.device | str = "cpu",
     lr: float = 1e-4,
-) -> np.ndarray:
-    """One run of the paper's concrete autoencoder; the selected column of each neuron, int64 (n_neurons,).
+) -> list[np.ndarray]:
+    """One run of the paper's concrete autoencoder on each ``(Xs[i], ys[i])`` (float32 ``(n_i, p)``, labels in
+    ``{0, 1}``), seeded from ``rngs[i]``, trained as one batch (members whose batch size or steps per epoch differ
+    in batches of their own); the selected column of each neuron of each, int64 ``(n_neurons,)``.
 
-    Parameters
-    ----------
-    X : float32 (n, p);  y : int (n,) in ``{0, 1}``
-    n_neurons : ``K >= 1`` (``K > p`` is allowed; neurons may coincide)
-    epochs : every one is run;  rng : seeds the torch generators;  lr : Adam's step size
+    ``n_neurons >= 1`` (``K > p`` is allowed; neurons may coincide); ``epochs``: every one is run; ``lr``: Adam's
+    step size.
     """
     if n_neurons < 1:
         raise ValueError(f"n_neurons must be positive, got {n_neurons}")
-    n, p = X.shape
-    bs = cae_batch_size(n)
-    temps = cae_temperatures(epochs * math.ceil(n / bs)).tolist()
-
-    def loss(net: _CAE2023, xb: torch.Tensor, yb: torch.Tensor, step: int) -> torch.Tensor:
-        net.temperature = temps[step]
-        return F.mse_loss(net(xb), yb.to(xb.dtype))
-
-    net = _fit_2023(
-        lambda g: _CAE2023(p, n_neurons, g),
-        X,
-        y,
-        loss,
-        rng=rng,
-        device=device,
-        epochs=epochs,
-        batch_size=bs,
-        lr=lr,
-        eps=1e-7,
-    )
-    return net.logits.detach().argmax(dim=1).cpu().numpy().astype(np.int64)
+    out: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(Xs)
+    shapes = [(cae_batch_size(X.shape[0]), math.ceil(X.shape[0] / cae_batch_size(X.shape[0]))) for X in Xs]
+    for group in _grouped(shapes):
+        bs, per_epoch = shapes[group[0]]
+        temps = cae_temperatures(epochs * per_epoch).tolist()
+        nets = _fit_2023(
+            lambda g, i: _CAE2023(Xs[i].shape[1], n_neurons, g, temps.__getitem__),
+            [Xs[i] for i in group],
+            [ys[i] for i in group],
+            rngs=[rngs[i] for i in group],
+            device=device,
+            epochs=epochs,
+            batch_size=bs,
+            lr=lr,
+            eps=1e-7,
+        )
+        for i, net in zip(group, nets, strict=True):
+            out[i] = net.logits.detach().argmax(dim=1).cpu().numpy().astype(np.int64)
+    return out
 
 
 def _true_k(data: FoldData) -> int:
@@ -257,11 +327,15 @@ def concrete_autoencoder_2023(data: FoldData, models: SharedModels, rng: np.rand
     docstring."""
     k, p = _true_k(data), data.n_features
     device = select_device(models.settings.device)
-    runs = [
-        fit_cae_2023(data.X_train, data.y_train, factor * k, epochs=epochs, rng=rng, device=device)
-        for factor, epochs in CAE_RUNS
-    ]
-    return MethodOutput(_indicator(runs[0], p), scores_2k=_indicator(runs[1], p))
+
+    def compute(folds: Sequence[FoldData], rngs: Sequence[np.random.Generator]) -> list[MethodOutput]:
+        Xs, ys = [f.X_train for f in folds], [f.y_train for f in folds]
+        runs = [
+            fit_cae_2023(Xs, ys, factor * k, epochs=epochs, rngs=rngs, device=device) for factor, epochs in CAE_RUNS
+        ]
+        return [MethodOutput(_indicator(a, p), scores_2k=_indicator(b, p)) for a, b in zip(*runs, strict=True)]
+
+    return _setting_method(data, models, rng, "concrete_autoencoder_2023", compute)
 
 
 # --------------------------------------------------------------------------- FSNet
@@ -291,8 +365,15 @@ class _FSNet2023(_Gumbel2023):
 
     U: torch.Tensor  # a buffer
 
-    def __init__(self, U: torch.Tensor, n_neurons: int, classifier: nn.Module, generator: torch.Generator) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        U: torch.Tensor,
+        n_neurons: int,
+        classifier: nn.Sequential,
+        generator: torch.Generator,
+        schedule: Callable[[int], float] = lambda _: 10.0,
+    ) -> None:
+        super().__init__(schedule)
         n_bins = U.shape[1]
         self.register_buffer("U", U)
         self.selector_weight = nn.Parameter(torch.empty(n_bins, n_neurons))
@@ -301,19 +382,56 @@ class _FSNet2023(_Gumbel2023):
             nn.init.xavier_uniform_(self.selector_weight, generator=generator)
             nn.init.xavier_uniform_(self.reconstruction_weight, generator=generator)
         self.classifier = classifier
-        self.temperature = 10.0
-        self.gumbel_generator: torch.Generator | None = None
 
     def logits(self) -> torch.Tensor:
         """Selector logits, shape (p, K)."""
         return self.U @ self.selector_weight
 
+    def outputs(
+        self,
+        params: dict[str, torch.Tensor],
+        buffers: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        *,
+        draw: Draw | None,
+        temperatures: torch.Tensor,
+        training: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The members' classifier logits ``(K, b)`` and reconstructions ``(K, b, p)`` of ``x`` ``(K, b, p)``, the
+        selection drawn with Gumbel noise at ``temperatures`` ``(K, 1, 1)`` (in training and out of it, as the
+        paper's)."""
+        assert draw is not None
+        U = buffers["U"]  # (K, p, n_bins)
+        logits = torch.bmm(U, params["selector_weight"])  # (K, p, n_neurons)
+        g = _gumbel(draw("uniform", tuple(logits.shape[1:]), per_row=False), 1e-5)
+        selected = torch.bmm(x, torch.softmax((logits + g) / temperatures, dim=1))  # (K, b, n_neurons)
+        recon = torch.bmm(selected, torch.bmm(params["reconstruction_weight"], U.transpose(1, 2)))
+        logit = stacked_forward(
+            self.classifier, sub_params(params, "classifier"), selected, training=training, draw=draw
+        )
+        return logit[..., 0], recon
+
+    def stacked_objective(
+        self,
+        params: dict[str, torch.Tensor],
+        buffers: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        counts: torch.Tensor,
+        real: torch.Tensor | None,
+        steps: Sequence[int],
+        draw: Draw,
+    ) -> torch.Tensor:
+        """Binary cross-entropy of the classifier's logit plus 10 times the mean squared reconstruction error over a
+        member's rows and features: ``(K,)``."""
+        t = self.temperatures(steps, x.device)
+        logit, recon = self.outputs(params, buffers, x, draw=draw, temperatures=t, training=True)
+        bce = F.binary_cross_entropy_with_logits(logit, y.to(logit.dtype), reduction="none")
+        squared = (recon - x).pow(2).sum(dim=2)
+        return member_mean(bce, counts, real) + 10.0 * member_mean(squared, counts, real) / x.shape[2]
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = self.logits()
-        g = _gumbel(tuple(logits.shape), 1e-5, self.gumbel_generator, x.device)
-        selected = x @ torch.softmax((logits + g) / self.temperature, dim=0)  # (b, K)
-        recon = selected @ (self.reconstruction_weight @ self.U.T)  # (b, p)
-        return self.classifier(selected).reshape(-1), recon
+        return self.alone(self.outputs, x)
 
     def importances(self) -> np.ndarray:
         """``softmax(logits, dim=0).mean(axis=1)``, float64 (p,)."""
@@ -322,42 +440,44 @@ class _FSNet2023(_Gumbel2023):
 
 
 def fit_fsnet_2023(
-    X: np.ndarray,
-    y: np.ndarray,
+    Xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
     n_neurons: int,
     *,
-    rng: np.random.Generator,
+    rngs: Sequence[np.random.Generator],
     device: torch.device | str = "cpu",
     epochs: int = 2000,
-) -> np.ndarray:
-    """One run of the paper's FSNet; its importances, float64 (p,) (see the module docstring)."""
+) -> list[np.ndarray]:
+    """One run of the paper's FSNet on each ``(Xs[i], ys[i])``, seeded from ``rngs[i]``, trained as one batch
+    (members whose steps per epoch differ in batches of their own); the importances of each, float64 ``(p,)`` (see
+    the module docstring)."""
     if n_neurons < 1:
         raise ValueError(f"n_neurons must be positive, got {n_neurons}")
-    steps_per_epoch = math.ceil(X.shape[0] / 64)
+    out: list[np.ndarray] = [np.empty(0)] * len(Xs)
+    per_epoch = [math.ceil(X.shape[0] / 64) for X in Xs]
+    for group in _grouped(per_epoch):
+        steps = per_epoch[group[0]]
 
-    def build(g: torch.Generator) -> _FSNet2023:
-        mlp = build_seeded_mlp(n_neurons, mlp_config("passemiers2023"), g)  # the 2023 MLP as classifier
-        return _FSNet2023(torch.as_tensor(histogram_matrix_2023(X)), n_neurons, mlp, g)
+        def build(g: torch.Generator, i: int, steps: int = steps) -> _FSNet2023:
+            mlp = build_seeded_mlp(n_neurons, mlp_config("passemiers2023"), g)  # the 2023 MLP as classifier
+            U = torch.as_tensor(histogram_matrix_2023(Xs[group[i]]))
+            return _FSNet2023(U, n_neurons, mlp, g, lambda step: fsnet_temperature(step // steps, epochs))
 
-    def loss(net: _FSNet2023, xb: torch.Tensor, yb: torch.Tensor, step: int) -> torch.Tensor:
-        net.temperature = fsnet_temperature(step // steps_per_epoch, epochs)
-        logit, recon = net(xb)
-        return F.binary_cross_entropy_with_logits(logit, yb.to(logit.dtype)) + 10.0 * F.mse_loss(recon, xb)
-
-    net = _fit_2023(
-        build,
-        X,
-        y,
-        loss,
-        rng=rng,
-        device=device,
-        epochs=epochs,
-        batch_size=64,
-        lr=5e-3,
-        weight_decay=1e-6,
-        plateau=True,
-    )
-    return net.importances()
+        nets = _fit_2023(
+            build,
+            [Xs[i] for i in group],
+            [ys[i] for i in group],
+            rngs=[rngs[i] for i in group],
+            device=device,
+            epochs=epochs,
+            batch_size=64,
+            lr=5e-3,
+            weight_decay=1e-6,
+            plateau=True,
+        )
+        for i, net in zip(group, nets, strict=True):
+            out[i] = net.importances()
+    return out
 
 
 @register_method(
@@ -371,6 +491,10 @@ def fit_fsnet_2023(
 def fsnet_2023(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
     """Mean selection probabilities, shape (p,), non-negative; see the module docstring."""
     k, p = _true_k(data), data.n_features
-    return fit_fsnet_2023(
-        data.X_train, data.y_train, min(2 * k, p), rng=rng, device=select_device(models.settings.device)
-    )
+    device = select_device(models.settings.device)
+
+    def compute(folds: Sequence[FoldData], rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
+        Xs, ys = [f.X_train for f in folds], [f.y_train for f in folds]
+        return fit_fsnet_2023(Xs, ys, min(2 * k, p), rngs=rngs, device=device)
+
+    return _setting_method(data, models, rng, "fsnet_2023", compute)

@@ -51,7 +51,16 @@ from torch import nn
 from synthbench.defaults import BATCH_MEMORY_MIB
 from synthbench.models.device import cpu_threads, denormals_flushed, select_device
 from synthbench.models.layers import seed_noise_layers
-from synthbench.models.stacked import Draw, ParameterLayout, StackedAdam, stackable, stacked_forward
+from synthbench.models.stacked import (
+    Draw,
+    ParameterLayout,
+    StackedAdam,
+    StackedNetwork,
+    classification_rows,
+    member_mean,
+    stackable,
+    stacked_forward,
+)
 
 __all__ = [
     "TrainConfig",
@@ -450,6 +459,7 @@ class _State:
     val_idx: np.ndarray
     tr_idx: torch.Tensor | None
     dev_gen: torch.Generator
+    buffers: dict[str, torch.Tensor]
     lrs: list[float]
     plateau: _Plateau | None
     history: dict[str, list[float]]
@@ -526,9 +536,14 @@ def fit_networks(
     if len({tuple(np.shape(m.X)[1:]) for m in members}) != 1:
         raise ValueError("the members of a batch must share one input shape")
     template = members[0].module
+    if isinstance(template, StackedNetwork) and (
+        input_grad or config.l1_first_layer > 0 or any(m.loss or m.penalty for m in members)
+    ):
+        raise ValueError("a StackedNetwork holds its own objective: no loss, penalty or input gradient beside it")
     fast = (
         stackable(template)
-        and all(m.loss is None and not m.gate_params for m in members)
+        and all(m.loss is None for m in members)
+        and (isinstance(template, StackedNetwork) or not any(m.gate_params for m in members))
         and all(m.penalty is None or isinstance(m.penalty, GroupPenalty) for m in members)
         and len({m.penalty for m in members}) == 1
         and not input_grad
@@ -565,6 +580,7 @@ def fit_networks(
                 val_idx=val_idx.numpy().astype(np.int64),
                 tr_idx=tr_idx,
                 dev_gen=dev_gen,
+                buffers=dict(m.module.to(device).named_buffers()),
                 lrs=list(lr_groups),
                 plateau=_Plateau() if config.lr_schedule == "plateau2023" else None,
                 history=history,
@@ -572,7 +588,6 @@ def fit_networks(
                 previous=start,
             )
         )
-        m.module.to(device)
 
     flat = torch.stack([layout.row(m.module) for m in members]).to(device)
     adam = StackedAdam(flat, segments=segments, weight_decay=[config.weight_decay, 0.0], eps=config.adam_eps)
@@ -598,9 +613,7 @@ def fit_networks(
                     totals = batch.train_epoch(live, adam, lr)
                 else:
                     totals = _train_epoch_members(live, members, layout, adam, lr, config, input_grad)
-                values = (
-                    _validate_members(live, members, template, layout, adam.flat, config, batch) if validate else None
-                )
+                values = _validate_members(live, members, layout, adam.flat, config, batch) if validate else None
                 stopped = []
                 for j, s in enumerate(live):
                     improved, stop = _end_epoch(s, epoch, totals[j], None if values is None else values[j], config)
@@ -737,12 +750,16 @@ def _finish(
 def _draws(live: Sequence[_State], counts: Sequence[int], width: int, device: torch.device) -> Draw:
     """Each live member's draw of its ``counts[k]`` rows from its own generator, padded to ``width`` rows."""
 
-    def draw(kind: str, shape: tuple[int, ...]) -> torch.Tensor:
-        out = torch.zeros((len(live), width, *shape), device=device)
+    def draw(kind: str, shape: tuple[int, ...], *, per_row: bool = True) -> torch.Tensor:
+        out = torch.zeros((len(live), width, *shape) if per_row else (len(live), *shape), device=device)
         for k, (s, c) in enumerate(zip(live, counts, strict=True)):
             if c:
                 f = torch.randn if kind == "normal" else torch.rand
-                out[k, :c] = f((c, *shape), generator=s.dev_gen, device=device)
+                drawn = f((c, *shape) if per_row else shape, generator=s.dev_gen, device=device)
+                if per_row:
+                    out[k, :c] = drawn
+                else:
+                    out[k] = drawn
         return out
 
     return draw
@@ -784,7 +801,7 @@ class _Batch:
         device: torch.device,
         penalty: Penalty | GroupPenalty | None,
     ) -> None:
-        self.template = cast(nn.Sequential, template)
+        self.template = template
         self.layout = layout
         self.config = config
         self.device = device
@@ -803,29 +820,44 @@ class _Batch:
             held = self._held[name] = (rows, stack(rows))
         return held[1]
 
+    def buffers(self, live: Sequence[_State]) -> dict[str, torch.Tensor]:
+        """The live members' buffers, stacked: name -> ``(K, *shape)``."""
+        return {n: self.stacked(f"buffer {n}", [s.buffers[n] for s in live], torch.stack) for n in live[0].buffers}
+
+    def logits(
+        self,
+        params: dict[str, torch.Tensor],
+        live: Sequence[_State],
+        x: torch.Tensor,
+        *,
+        training: bool,
+        draw: Draw | None = None,
+    ) -> torch.Tensor:
+        """The live members' logits on their rows ``x`` ``(K, b, ...)``."""
+        if isinstance(self.template, StackedNetwork):
+            return self.template.stacked_logits(params, self.buffers(live), x, training=training, draw=draw)
+        return stacked_forward(cast(nn.Sequential, self.template), params, x, training=training, draw=draw)
+
     def objective(
         self,
         params: dict[str, torch.Tensor],
+        live: Sequence[_State],
         xb: torch.Tensor,
         yb: torch.Tensor,
         counts: torch.Tensor,
-        counted: Sequence[int],
+        real: torch.Tensor | None,
+        step: int,
         draw: Draw,
     ) -> torch.Tensor:
-        """Each member's objective on its batch ``(K, b, ...)`` (``counts`` rows of it real, ``counted`` as ints):
-        ``(K,)``, but for the group penalty (:meth:`train_epoch` adds it and its gradient). A member's mean loss is
-        the sum over its real rows divided by their count (the padded rows' terms are exact zeros, so the value does
-        not depend on whether any row was padded)."""
-        logits = stacked_forward(self.template, params, xb, training=True, draw=draw)
-        k, b = yb.shape
-        if logits.shape[-1] == 1:
-            per_row = F.binary_cross_entropy_with_logits(logits.reshape(k, b), yb.to(logits.dtype), reduction="none")
-        else:
-            per_row = F.cross_entropy(logits.flatten(0, 1), yb.reshape(-1), reduction="none").reshape(k, b)
-        if min(counted) < b:
-            real = torch.arange(b, device=self.device)[None] < counts[:, None]
-            per_row = torch.where(real, per_row, torch.zeros((), device=self.device))
-        loss = per_row.sum(dim=1) / counts.clamp(min=1)
+        """Each member's objective on its batch ``(K, b, ...)`` (``counts`` rows of it real, marked by ``real``), the
+        epoch's ``step``-th: ``(K,)``, but for the group penalty (:meth:`train_epoch` adds it and its gradient). A
+        member's mean loss is :func:`~synthbench.models.stacked.member_mean` of its rows' losses; a
+        :class:`~synthbench.models.stacked.StackedNetwork` gives its own objective."""
+        if isinstance(self.template, StackedNetwork):
+            steps = [s.steps + step for s in live]
+            return self.template.stacked_objective(params, self.buffers(live), xb, yb, counts, real, steps, draw)
+        logits = self.logits(params, live, xb, training=True, draw=draw)
+        loss = member_mean(classification_rows(logits, yb), counts, real)
         if self.config.l1_first_layer > 0:
             loss = loss + self.config.l1_first_layer * params[cast(str, self.first_name)].abs().sum(dim=(1, 2))
         return loss
@@ -849,9 +881,10 @@ class _Batch:
             active = [x > 0 for x in c]
             draw = _draws(live, c, bs, self.device)
             rows = index[:, start : start + bs]
+            real = torch.arange(bs, device=self.device)[None] < counts_t[i][:, None] if min(c) < bs else None
             for v in params.values():
                 v.grad = None
-            objective = self.objective(params, X[member, rows], y[member, rows], counts_t[i], c, draw)
+            objective = self.objective(params, live, X[member, rows], y[member, rows], counts_t[i], real, i, draw)
             objective.sum().backward()
             done = objective.detach()
             with torch.no_grad():
@@ -921,7 +954,6 @@ def _train_epoch_members(
 def _validate_members(
     live: Sequence[_State],
     members: Sequence[Member],
-    template: nn.Module,
     layout: ParameterLayout,
     flat: torch.Tensor,
     config: TrainConfig,
@@ -938,21 +970,20 @@ def _validate_members(
             auroc = _auroc(logits, s.y_val) if config.monitor == "auroc" and logits is not None else math.nan
             out.append((float(loss), auroc))
         return out
-    seq = cast(nn.Sequential, template)
     with torch.no_grad():
         params = layout.views(flat.detach())
         vals = [cast(torch.Tensor, s.X_val) for s in live]
         ys = [cast(torch.Tensor, s.y_val) for s in live]
         noisy: list[torch.Tensor] = []
         if config.validation == "noisy_batches":
-            noisy = _noisy_validation(seq, params, live, vals, ys, int(config.batch_size), flat.device)
+            noisy = _noisy_validation(batch, params, live, vals, ys, int(config.batch_size), flat.device)
         logits = None
         if config.monitor == "auroc" or config.validation == "clean":
             length = max(v.shape[0] for v in vals)
             X = batch.stacked("validation", vals, lambda rows: _padded(rows, length))
             logits = torch.cat(
                 [
-                    stacked_forward(seq, params, X[:, s : s + PREDICT_BATCH], training=False)
+                    batch.logits(params, live, X[:, s : s + PREDICT_BATCH], training=False)
                     for s in range(0, length, PREDICT_BATCH)
                 ],
                 dim=1,
@@ -966,7 +997,7 @@ def _validate_members(
 
 
 def _noisy_validation(
-    seq: nn.Sequential,
+    batch: _Batch,
     params: dict[str, torch.Tensor],
     live: Sequence[_State],
     vals: Sequence[torch.Tensor],
@@ -981,7 +1012,7 @@ def _noisy_validation(
     sums: list[torch.Tensor | int] = [0] * len(live)
     for start, counts in zip(range(0, index.shape[1], bs), batches, strict=True):
         rows = index[:, start : start + bs]
-        logits = stacked_forward(seq, params, X[member, rows], training=True, draw=_draws(live, counts, bs, device))
+        logits = batch.logits(params, live, X[member, rows], training=True, draw=_draws(live, counts, bs, device))
         Yb = Y[member, rows]
         for k, c in enumerate(counts):
             if c:

@@ -299,20 +299,37 @@ class SharedModels:
             return compute([self._data])[0]
         return self._setting_part((name, tag, self.preset), compute, stored=False)
 
-    def method_across_setting(
-        self, data: FoldData, tag: tuple, compute: Callable[[Sequence[FoldData]], Sequence[tuple[Any, float]]]
-    ) -> tuple[Any, float]:
-        """This fold's part of what a method that trains its own networks computes for every fold of the setting at
-        once (``compute(folds)``, as in :meth:`across_setting`; ``tag`` names the method and everything its parts
-        depend on besides the fold).
+    def method_folds(
+        self,
+        data: FoldData,
+        rng: np.random.Generator,
+        name: str,
+        tag: tuple,
+        compute: Callable[[Sequence[FoldData], Sequence[np.random.Generator]], Sequence[Any]],
+    ) -> Any:
+        """This fold's part of what a method that trains its own networks, ``name``, computes for every fold of the
+        setting at once, each fold drawing from its own stream of the method: ``compute(folds, rngs)`` gets ``rng``
+        for this fold and ``fold.rng("method", name)`` for the others, and gives each fold's part (each costing an
+        even share of its time); ``tag`` names the method and everything its parts depend on besides the fold.
 
         With siblings and a disk cache, the first task of the setting that asks computes every fold's part and
-        stores each in the cache; the others read theirs. ``compute([data])`` where ``data`` is not this fold's own
-        (a scorer's changed copy), or without siblings or a disk cache.
-        """
-        if data is not self._data or self._siblings is None or self._settings.cache_dir is None:
-            return compute([data])[0]
-        return self._setting_part(("method", tag), compute, stored=True)
+        stores each in the cache; the others read theirs. ``compute([data], [rng])`` alone where ``data`` is not
+        this fold's own (a scorer's changed copy), ``rng`` not this fold's stream of the method (a scorer's other
+        stream), or without siblings or a disk cache. Returns the part."""
+        alone = (
+            data is not self._data
+            or self._siblings is None
+            or self._settings.cache_dir is None
+            or rng.bit_generator.state != data.rng("method", name).bit_generator.state
+        )
+
+        def run(folds: Sequence[FoldData]) -> list[tuple[Any, float]]:
+            t0 = time.perf_counter()
+            parts = compute(folds, [rng if f is data else f.rng("method", name) for f in folds])
+            share = (time.perf_counter() - t0) / len(folds)
+            return [(part, share) for part in parts]
+
+        return (run([data])[0] if alone else self._setting_part(("method", tag), run, stored=True))[0]
 
     def _setting_part(
         self, key: tuple, compute: Callable[[Sequence[FoldData]], Sequence[tuple[Any, float]]], *, stored: bool

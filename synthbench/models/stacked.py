@@ -26,13 +26,27 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from synthbench.models.layers import GaussianNoise, SeededDropout
 
-__all__ = ["ParameterLayout", "StackedAdam", "stackable", "stacked_forward", "Draw", "ELEMENTWISE"]
+__all__ = [
+    "ParameterLayout",
+    "StackedAdam",
+    "StackedNetwork",
+    "stackable",
+    "stacked_forward",
+    "member_mean",
+    "classification_rows",
+    "sub_params",
+    "generator_draw",
+    "Draw",
+    "ELEMENTWISE",
+]
 
 #: Floats a member's row of parameters is padded to a multiple of (see :class:`ParameterLayout`).
 ALIGN = 64
@@ -40,9 +54,91 @@ ALIGN = 64
 #: Layers applied element by element: the same module computes every member's values.
 ELEMENTWISE = (nn.ReLU, nn.LeakyReLU, nn.Softplus, nn.Sigmoid, nn.Tanh, nn.Identity)
 
-#: ``draw(kind, shape) -> (K, b, *shape)``: one random draw per member of the step (``"normal"`` or
-#: ``"uniform"``), each from the member's own generator, rows past a member's batch zero.
-Draw = Callable[[str, tuple[int, ...]], torch.Tensor]
+
+class Draw(Protocol):
+    """``draw(kind, shape)``: ``(K, b, *shape)``, each member's draw for the rows of its batch (``"normal"`` or
+    ``"uniform"``) from its own generator, rows past a member's batch zero; ``draw(kind, shape, per_row=False)``:
+    ``(K, *shape)``, one draw of ``shape`` for each member with rows in the step (zeros for a member without)."""
+
+    def __call__(self, kind: str, shape: tuple[int, ...], *, per_row: bool = True) -> torch.Tensor: ...
+
+
+def generator_draw(generator: torch.Generator | None, rows: int, device: torch.device) -> Draw:
+    """The :data:`Draw` of one member (``K = 1``) with ``rows`` rows, from ``generator``."""
+
+    def draw(kind: str, shape: tuple[int, ...], *, per_row: bool = True) -> torch.Tensor:
+        f = torch.randn if kind == "normal" else torch.rand
+        return f((rows, *shape) if per_row else shape, generator=generator, device=device)[None]
+
+    return draw
+
+
+def classification_rows(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Each row's classification loss from the members' logits ``(K, b, n_out)`` and int64 labels ``(K, b)``:
+    ``(K, b)``; binary cross-entropy on the one logit where ``n_out`` is 1, cross-entropy over the classes
+    otherwise (the loss of :func:`~synthbench.models.loop.classification_loss`, row by row)."""
+    k, b = y.shape
+    if logits.shape[-1] == 1:
+        return F.binary_cross_entropy_with_logits(logits.reshape(k, b), y.to(logits.dtype), reduction="none")
+    return F.cross_entropy(logits.flatten(0, 1), y.reshape(-1), reduction="none").reshape(k, b)
+
+
+def member_mean(per_row: torch.Tensor, counts: torch.Tensor, real: torch.Tensor | None) -> torch.Tensor:
+    """Each member's mean of ``per_row`` ``(K, b)`` over its ``counts`` ``(K,)`` real rows: ``(K,)``. ``real``
+    ``(K, b)`` marks them where some rows are padding (None: every row is real); a padded row's term becomes an exact
+    zero, so a member's value does not depend on whether its batch was padded."""
+    if real is not None:
+        per_row = torch.where(real, per_row, torch.zeros((), device=per_row.device))
+    return per_row.sum(dim=1) / counts.clamp(min=1)
+
+
+class StackedNetwork(nn.Module):
+    """A network whose ``K`` members the batched loop of :func:`~synthbench.models.loop.fit_networks` computes as one,
+    from their stacked parameters (:meth:`ParameterLayout.views`: name -> ``(K, *shape)``) and buffers (name ->
+    ``(K, *shape)``, each member's own).
+
+    A subclass defines :meth:`stacked_logits`, and :meth:`stacked_objective` where it trains on another objective
+    than the classification loss of its logits. Each member's values must depend on its own slices alone, so that
+    a member computes the same alone or in a batch; :meth:`one` runs the stacked computation for this module alone
+    (its ``forward``).
+    """
+
+    def stacked_objective(
+        self,
+        params: dict[str, torch.Tensor],
+        buffers: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        counts: torch.Tensor,
+        real: torch.Tensor | None,
+        steps: Sequence[int],
+        draw: Draw,
+    ) -> torch.Tensor:
+        """Each member's training objective on its batch ``x`` ``(K, b, *input_shape)``, ``y`` int64 ``(K, b)``
+        (``counts`` ``(K,)`` real rows, marked by ``real`` as in :func:`member_mean`), at its 0-based optimisation
+        step ``steps[k]``: ``(K,)``. By default the mean classification loss of its logits in training mode."""
+        logits = self.stacked_logits(params, buffers, x, training=True, draw=draw)
+        return member_mean(classification_rows(logits, y), counts, real)
+
+    def stacked_logits(
+        self,
+        params: dict[str, torch.Tensor],
+        buffers: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        *,
+        training: bool,
+        draw: Draw | None,
+    ) -> torch.Tensor:
+        """Each member's logits on its rows ``x`` ``(K, b, *input_shape)``: ``(K, b, n_out)``."""
+        raise NotImplementedError(f"{type(self).__name__} has no logits: it trains on its own objective, unvalidated")
+
+    def one(self, compute: Callable[..., Any], x: torch.Tensor, generator: torch.Generator | None, **kw: Any) -> Any:
+        """``compute(params, buffers, x[None], draw=..., **kw)`` for this module alone (``K = 1``), its random draws
+        from ``generator``; a tensor result, or each of a tuple's, without its leading member axis."""
+        params = {n: p[None] for n, p in self.named_parameters()}
+        buffers = {n: b[None] for n, b in self.named_buffers()}
+        out = compute(params, buffers, x[None], draw=generator_draw(generator, x.shape[0], x.device), **kw)
+        return tuple(o[0] for o in out) if isinstance(out, tuple) else out[0]
 
 
 @dataclass(frozen=True)
@@ -249,8 +345,11 @@ class StackedAdam:
 
 
 def stackable(module: nn.Module) -> bool:
-    """Whether :func:`stacked_forward` computes ``module``: an ``nn.Sequential`` of ``nn.Linear`` layers whose
-    parameters all train, element-wise activations and seeded random layers, and no other parameter or buffer."""
+    """Whether the batched loop computes ``module``'s members as one: a :class:`StackedNetwork` whose parameters all
+    train, or a network :func:`stacked_forward` computes (an ``nn.Sequential`` of ``nn.Linear`` layers whose
+    parameters all train, element-wise activations and seeded random layers, and no other parameter or buffer)."""
+    if isinstance(module, StackedNetwork):
+        return all(p.requires_grad for p in module.parameters())
     if type(module) is not nn.Sequential:
         return False
     for layer in module:
@@ -311,6 +410,12 @@ def stacked_forward(
         else:
             x = layer(x)
     return x
+
+
+def sub_params(params: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
+    """The parameters of the submodule named ``prefix`` (its names without ``prefix.``), for :func:`stacked_forward`."""
+    start = f"{prefix}."
+    return {n[len(start) :]: v for n, v in params.items() if n.startswith(start)}
 
 
 def _drawn(draw: Draw | None, kind: str, x: torch.Tensor) -> torch.Tensor:

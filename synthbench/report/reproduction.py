@@ -243,7 +243,9 @@ def _provenance(inputs: Inputs) -> list[str]:
     return _table(["suite", "hash", "cells", "ok", "skipped or failed", "cell hours"], rows, "llrrrr")
 
 
-def _dataset_section(dataset: str, both: pd.DataFrame, ranks: pd.DataFrame, faithful: pd.DataFrame) -> list[str]:
+def _dataset_section(
+    dataset: str, both: pd.DataFrame, ranks: pd.DataFrame, entries: pd.DataFrame, notes: dict[str, Any]
+) -> list[str]:
     sel = both[both["dataset"] == dataset]
     wide = sel.pivot_table(
         index=["paper_name"], columns="metric", values=["ours", "theirs", "gap", "band"], dropna=False, sort=False
@@ -261,10 +263,12 @@ def _dataset_section(dataset: str, both: pd.DataFrame, ranks: pd.DataFrame, fait
         for m in METRICS
         if m in rank.index
     )
-    competence = _competence_line(table_entries(faithful), dataset, "the explained network's")
+    competence = _competence_line(entries, dataset, "the explained network's")
+    caveat = notes.get("datasets", {}).get(dataset, {}).get("cause")
     lines = [
         f"### {dataset}",
         "",
+        *([f"Not compared: {caveat}.", ""] if caveat else []),
         f"Rank agreement (Spearman's rho): {rho}." + (f" {competence.capitalize()}." if competence else ""),
         "",
     ]
@@ -351,8 +355,9 @@ def reproduction_page(inputs: Inputs) -> str:
         "## Ours beside the published table",
         "",
     ]
+    entries = table_entries(inputs.faithful)
     for dataset in DATASETS:
-        lines += _dataset_section(dataset, both, ranks, inputs.faithful)
+        lines += _dataset_section(dataset, both, ranks, entries, inputs.notes)
     lines += [f"## Entries more than {GAP_POINTS:.0f} points from the published value", "", *_gaps_section(both)]
     lines += ["## What the corrections change", "", *_corrections_section(inputs)]
     return "\n".join(lines)
