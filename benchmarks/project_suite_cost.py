@@ -113,7 +113,7 @@ def _by_features(done: pd.DataFrame, target: pd.DataFrame, keys: list[str]) -> n
     the group's measured feature counts (their mean at each count; constant beyond the ends); NaN without a match."""
     means = done.groupby([*keys, "n_features"])["per_unit"].mean()
     curves = {
-        group: (np.log(rows.index.get_level_values("n_features").to_numpy(dtype=float)), rows.to_numpy())
+        group: (np.log(rows.index.get_level_values("n_features").to_numpy(dtype=float)), rows.to_numpy(dtype=float))
         for group, rows in means.groupby(level=list(range(len(keys))))
     }
     out = np.full(len(target), np.nan)

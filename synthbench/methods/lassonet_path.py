@@ -19,7 +19,9 @@ optimiser step is one update of a ``(members, parameters)`` buffer, the hierarch
 cross-entropies are one call. The validation objective is each member's own call, with the package's shapes. Each
 member trains as the package trains it alone, to the bit on the CPU (``tests/test_lassonet_path.py`` checks it
 against the package; at p = 1 the first layer's product takes another kernel). A member whose early stopping ends
-its epochs at a ``lambda``, or whose path has ended (no feature left), waits unchanged while the others go on.
+its epochs at a ``lambda``, or whose path has ended (no feature left), waits unchanged while the others go on: a
+step computes only the members that take it (their rows of the parameters and the optimiser's state gathered,
+stepped and written back), so a member that has finished costs nothing.
 """
 
 from __future__ import annotations
@@ -114,34 +116,35 @@ class _Members:
             for net in nets
         ]
         self.theta = torch.stack([torch.cat([t.detach().reshape(-1) for t in ts]) for ts in tensors]).to(dev)
-        self.params: list[torch.Tensor] = []
-        offset = 0
-        for t in tensors[0]:
-            size = t.numel()
-            self.params.append(self.theta[:, offset : offset + size].view(self.K, *t.shape).requires_grad_())
-            offset += size
+        self.shapes = [tuple(t.shape) for t in tensors[0]]
+        self.params = self.views(self.theta)
         self.h = cfg.hidden_dims[0]
         self.no_skip_bias = torch.zeros(self.K, 2, device=dev)
         self.rows = torch.arange(self.K, device=dev).unsqueeze(1)
 
-    @property
-    def first(self) -> torch.Tensor:
-        """The first layer's weights above the skip connection's, ``(K, h + 2, p)`` (a view of the buffer)."""
-        return self.params[0]
+    def views(self, theta: torch.Tensor) -> list[torch.Tensor]:
+        """Each layer's parameters of the members whose rows ``theta`` ``(S, P)`` holds, as views that take a
+        gradient: the first layer's weights above the skip connection's ``(S, h + 2, p)``, its bias, then every
+        further layer's weights and bias."""
+        sizes = [math.prod(shape) for shape in self.shapes]
+        pieces = theta.split(sizes, dim=1)
+        return [v.view(len(theta), *shape).requires_grad_() for v, shape in zip(pieces, self.shapes, strict=True)]
 
     @property
     def skip(self) -> torch.Tensor:
         """The skip connection's weights, ``(K, 2, p)`` (a view of the buffer)."""
         return self.params[0][:, self.h :]
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(K, n, 2)`` of every member on its rows ``x`` ``(K, n, p)``.
+    def forward(self, x: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:
+        """Logits ``(S, n, 2)`` of the members whose ``params`` (:meth:`views`) are given, on their rows ``x``
+        ``(S, n, p)``.
 
         Every product is torch's batched one, which on one thread computes each member's product with the kernel a
         lone ``Linear`` calls (to the bit) where its size (inner x rows x columns) is at least 400; the first
         layer and the skip connection are one product so that it is, from p = 2 on."""
-        W, b = self.params[0::2], self.params[1::2]
-        z = torch.baddbmm(torch.cat([b[0], self.no_skip_bias], dim=1).unsqueeze(1), x, W[0].transpose(1, 2))
+        W, b = params[0::2], params[1::2]
+        bias = torch.cat([b[0], self.no_skip_bias[: len(x)]], dim=1).unsqueeze(1)
+        z = torch.baddbmm(bias, x, W[0].transpose(1, 2))
         h = F.relu(z[..., : self.h])
         for i in range(1, len(W)):
             h = torch.baddbmm(b[i].unsqueeze(1), h, W[i].transpose(1, 2))
@@ -208,69 +211,79 @@ class _Trainer:
                     active.remove(k)
 
     def _step(self, order: torch.Tensor, i: int, stepping: list[int], lam: float, phase: int, lr: float) -> None:
-        """One mini-batch of the ``stepping`` members: the loss's gradient, the optimiser's step, the proximal step."""
+        """One mini-batch of the ``stepping`` members: the loss's gradient, the optimiser's step, the proximal step.
+
+        Only the stepping members are computed: where some members wait, their rows of the parameters and the
+        optimiser's state are gathered, stepped and written back (a member's values do not depend on the others in
+        the computation, so this is what computing every member and keeping the stepping ones' would give)."""
         m = self.m
         sizes = {m.batch[k] for k in stepping}
         bs = max(sizes)
+        picked = None if len(stepping) == m.K else torch.tensor(stepping, device=m.dev)
         rows = order[:, i * bs : (i + 1) * bs]
-        x, y = m.X[m.rows, rows], m.y[m.rows, rows]
-        out = m.forward(x)
-        everyone = len(stepping) == m.K
+        if picked is None:
+            theta, params, x, y = m.theta, m.params, m.X[m.rows, rows], m.y[m.rows, rows]
+        else:
+            theta = m.theta[picked]
+            params, at = m.views(theta), picked.unsqueeze(1)
+            x, y = m.X[at, rows[picked]], m.y[at, rows[picked]]
+        out = m.forward(x, params)
         if len(sizes) == 1:  # each member's mean cross-entropy (its gradient that of the package's mean)
-            losses = F.cross_entropy(out.reshape(-1, 2), y.reshape(-1), reduction="none").view(m.K, bs).mean(1)
-            loss = (losses if everyone else losses[stepping]).sum()
+            loss = F.cross_entropy(out.reshape(-1, 2), y.reshape(-1), reduction="none").view(-1, bs).mean(1).sum()
         else:  # members of other batch sizes (fewer training rows than a batch): each its own rows
-            loss = torch.stack([F.cross_entropy(out[k, : m.batch[k]], y[k, : m.batch[k]]) for k in stepping]).sum()
-        grad = torch.cat([g.reshape(m.K, -1) for g in torch.autograd.grad(loss, m.params)], dim=1)
-        mask = None
-        if not everyone:
-            mask = torch.zeros(m.K, 1, dtype=torch.bool, device=m.dev)
-            mask[stepping] = True
+            batches = [m.batch[k] for k in stepping]
+            loss = torch.stack([F.cross_entropy(o[:b], t[:b]) for o, t, b in zip(out, y, batches, strict=True)]).sum()
+        grad = torch.cat([g.reshape(len(stepping), -1) for g in torch.autograd.grad(loss, params)], dim=1)
         with torch.no_grad():
-            step = self._adam(grad, mask, stepping, lr) if phase == 0 else self._sgd(grad, mask)
-            if mask is None:  # in place: theta + (-step_size * exp_avg) / denom, or theta - lr * buffer
-                m.theta.addcdiv_(*step) if phase == 0 else m.theta.add_(step[0], alpha=-lr)
-            else:
-                theta = m.theta.addcdiv(*step) if phase == 0 else m.theta.add(step[0], alpha=-lr)
-                m.theta.copy_(torch.where(mask, theta, m.theta))
-            self._prox(lam * lr, mask)
+            theta = theta.detach()
+            if phase == 0:  # theta + (-step_size * exp_avg) / denom
+                theta.addcdiv_(*self._adam(grad, picked, stepping, lr))
+            else:  # theta - lr * buffer
+                theta.add_(self._sgd(grad, picked), alpha=-lr)
+            self._prox(theta, lam * lr)
+            if picked is not None:
+                m.theta[picked] = theta
 
     def _adam(
-        self, grad: torch.Tensor, mask: torch.Tensor | None, stepping: list[int], lr: float
+        self, grad: torch.Tensor, picked: torch.Tensor | None, stepping: list[int], lr: float
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """torch's single-tensor Adam for the ``stepping`` members (``mask``; None: all); returns ``(numerator,
-        denominator)`` of the update ``theta + (-step_size * exp_avg) / denom`` (``addcdiv`` with a value per
-        member)."""
+        """torch's single-tensor Adam for the ``stepping`` members (rows ``picked`` of the state; None: all), whose
+        gradient ``grad`` is; returns ``(numerator, denominator)`` of the update ``theta + (-step_size * exp_avg) /
+        denom`` (``addcdiv`` with a value per member)."""
         beta1, beta2, eps = _ADAM
-        first, second = self.moments
+        first, second = self.moments if picked is None else (self.moments[0][picked], self.moments[1][picked])
+        first.lerp_(grad, 1 - beta1)
+        second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        if picked is not None:
+            self.moments[0][picked], self.moments[1][picked] = first, second
         for k in stepping:
             self.adam_steps[k] += 1.0
-        moved = first.lerp(grad, 1 - beta1), second.mul(beta2).addcmul_(grad, grad, value=1 - beta2)
-        first.copy_(moved[0] if mask is None else torch.where(mask, moved[0], first))
-        second.copy_(moved[1] if mask is None else torch.where(mask, moved[1], second))
-        steps = [max(s, 1.0) for s in self.adam_steps]  # Python floats, as torch computes the corrections
+        steps = [self.adam_steps[k] for k in stepping]  # Python floats, as torch computes the corrections
         step_size = torch.tensor([[-(lr / (1 - beta1**s))] for s in steps], dtype=torch.float32, device=grad.device)
         bc2_sqrt = torch.tensor([[(1 - beta2**s) ** 0.5] for s in steps], dtype=torch.float32, device=grad.device)
         return step_size * first, (second.sqrt() / bc2_sqrt).add_(eps)
 
-    def _sgd(self, grad: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor]:
-        """torch's single-tensor SGD with momentum for the ``stepping`` members (``mask``; None: all): their new
-        momentum buffer, which the step subtracts times the learning rate."""
+    def _sgd(self, grad: torch.Tensor, picked: torch.Tensor | None) -> torch.Tensor:
+        """torch's single-tensor SGD with momentum for the members whose gradient ``grad`` is (rows ``picked`` of
+        the state; None: all): their new momentum buffer, which the step subtracts times the learning rate."""
         momentum = self.m.cfg.momentum
-        moved = self.buffer.mul(momentum).add_(grad)  # from a zero buffer: the gradient itself, as torch starts
-        self.buffer.copy_(moved if mask is None else torch.where(mask, moved, self.buffer))
-        return (self.buffer,)
+        buffer = self.buffer if picked is None else self.buffer[picked]
+        buffer.mul_(momentum).add_(grad)  # from a zero buffer: the gradient itself, as torch starts
+        if picked is not None:
+            self.buffer[picked] = buffer
+        return buffer
 
-    def _prox(self, lam: float, mask: torch.Tensor | None) -> None:
-        """The hierarchical proximal step on every member's features at once (:class:`HierProx`): each feature's
-        first-layer weights (h) and skip weights (2), one row per feature of every member."""
+    def _prox(self, theta: torch.Tensor, lam: float) -> None:
+        """The hierarchical proximal step on the features of the members whose rows ``theta`` ``(S, P)`` holds, in
+        place (:class:`HierProx`): each feature's first-layer weights (h) and skip weights (2), one row per feature
+        of every member."""
         m = self.m
-        W = m.first.detach()  # (K, h + 2, p)
-        rows = self.by_feature  # a copy, never a view of the weights
-        rows.view(m.K, m.p, m.h + 2).copy_(W.transpose(1, 2))
+        S = len(theta)
+        W = theta[:, : (m.h + 2) * m.p].view(S, m.h + 2, m.p)
+        rows = self.by_feature[: S * m.p]  # a copy, never a view of the weights
+        rows.view(S, m.p, m.h + 2).copy_(W.transpose(1, 2))
         rows[:, : m.h], rows[:, m.h :] = self.prox(rows[:, m.h :], rows[:, : m.h], lam)
-        new = rows.view(m.K, m.p, m.h + 2).transpose(1, 2)
-        W.copy_(new if mask is None else torch.where(mask.unsqueeze(-1), new, W))
+        W.copy_(rows.view(S, m.p, m.h + 2).transpose(1, 2))
 
 
 class HierProx:
