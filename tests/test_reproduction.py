@@ -74,6 +74,7 @@ def _inputs(faithful: pd.DataFrame, notes: dict) -> Inputs:
             ("Alpha", "a", "a2", "ring", 50.0, 60.0),
             ("Beta", "b", "b2", "ring", 10.0, 20.0),
             ("Gamma", "c", "c2", "ring", 90.0, 95.0),
+            ("Delta", "d", "d2", "ring", 10.0, 10.0),
             ("Alpha", "a", "a2", "dag", 14.3, 14.3),
             ("Mutual information", "mi", "mi", "ring", np.nan, np.nan),
         ],
@@ -82,26 +83,37 @@ def _inputs(faithful: pd.DataFrame, notes: dict) -> Inputs:
     per_m = pd.DataFrame(
         [
             ("a", "ring", 8, 0.5, 0.6),
+            ("a", "ring", 16, 0.5, 0.6),
             ("b", "ring", 8, 0.1, 0.2),
+            ("b", "ring", 16, 0.1, 0.2),
             ("c", "ring", 8, 0.9, 0.95),
             ("c", "ring", 16, 0.6, 0.55),
+            ("a", "dag", 2000, 0.143, 0.143),
         ],
         columns=["method", "dataset", "n_features", "best_k", "best_2k"],
     )
     return Inputs(faithful=faithful, corrected=faithful, published=published, per_m=per_m, notes=notes)
 
 
+def _both_m(folds: dict[tuple[str, str], list[float]]) -> dict[tuple[str, str, int], list[float]]:
+    """The same folds' values at both of ring's feature counts of :func:`_inputs` (dag at its one)."""
+    return {(m, d, n): v for (m, d), v in folds.items() for n in ((2000,) if d == "dag" else (8, 16))}
+
+
 def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked_unexplained():
+    noisy = [0.0, 0.5, 1.0, 0.0, 0.5, 0.0]
     faithful = _rows(
         "passemiers2023",
-        {
-            ("a", "ring", 8): [0.52, 0.52, 0.52],  # +2 points: no cause needed
-            ("b", "ring", 8): [0.0, 0.5, 1.0, 0.0, 0.5, 0.0],  # +23.3 points, within its noise band (47.1)
-            ("c", "ring", 8): [0.5, 0.5, 0.5],  # -40 points, no spread: not noise
-            ("c", "ring", 16): [0.5, 0.5, 0.5],
-            ("a", "dag", 2000): [0.0, 0.0],
-            ("mi", "ring", 8): [1.0, 1.0],
-        },
+        _both_m(
+            {
+                ("a", "ring"): [0.52] * 6,  # +2 points: no cause needed
+                ("b", "ring"): noisy,  # +23.3 points, within its noise band (33.3)
+                ("c", "ring"): [0.5] * 6,  # -40 points, no spread: not noise
+                ("d", "ring"): [0.5] * 5,  # five folds: not compared yet
+                ("a", "dag"): [0.0] * 6,
+                ("mi", "ring"): [1.0] * 6,
+            }
+        ),
     )
     notes: dict = {"datasets": {"dag": {"cause": "another graph"}}}
     both = beside_published(_inputs(faithful, notes)).set_index(["method", "dataset", "metric"])
@@ -109,11 +121,14 @@ def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked
     assert both.loc[("a", "ring", "best_k"), "cause"] == ""
     b = both.loc[("b", "ring", "best_k")]
     assert b["gap"] == pytest.approx(100 * 2 / 6 - 10.0)
-    assert b["band"] == pytest.approx(2 * math.sqrt(2) * 100 * math.sqrt(np.var([0, 0.5, 1, 0, 0.5, 0], ddof=1) / 6))
+    # the entry's standard error: the folds' variance over 6 folds at each of 2 feature counts, averaged over them
+    assert b["band"] == pytest.approx(2 * math.sqrt(2) * 100 * math.sqrt(2 * np.var(noisy, ddof=1) / 6) / 2)
     assert b["cause"].startswith("noise")
     assert both.loc[("c", "ring", "best_k"), "cause"] == "**unexplained**"
     assert both.loc[("a", "dag", "best_k"), "cause"] == "another graph"
     assert math.isnan(both.loc[("mi", "ring", "best_k"), "gap"])
+    d = both.loc[("d", "ring", "best_k")]
+    assert not d["complete"] and math.isnan(d["ours"]) and d["cause"] == ""
     c = both.loc[("c", "ring", "best_2k")]  # the feature count where the two differ most, with both values
     assert (c["m"], c["ours_m"], c["theirs_m"]) == (8, 0.5, 0.95)
     noted = {**notes, "gaps": [{"methods": ["c"], "datasets": ["ring"], "metrics": ["best_k"], "cause": "found"}]}
@@ -125,10 +140,12 @@ def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked
 def test_rank_agreement_is_spearman_over_the_methods_with_both_values():
     faithful = _rows(
         "passemiers2023",
-        {("a", "ring", 8): [0.5], ("b", "ring", 8): [0.9], ("c", "ring", 8): [0.1], ("mi", "ring", 8): [0.0]},
+        _both_m(
+            {("a", "ring"): [0.5] * 6, ("b", "ring"): [0.9] * 6, ("c", "ring"): [0.1] * 6, ("mi", "ring"): [0.0] * 6}
+        ),
     )
     ranks = rank_agreement(beside_published(_inputs(faithful, {}))).set_index(["dataset", "metric"])
-    # ours orders b > a > c, theirs c > a > b: reversed; mi (no published value) and dag (no value of ours) left out
+    # ours orders b > a > c, theirs c > a > b: reversed; mi (no published value), d and dag (none of ours) left out
     assert ranks.loc[("ring", "best_k"), "rho"] == pytest.approx(-1.0)
     assert ranks.loc[("ring", "best_k"), "methods"] == 3
     assert ("dag", "best_k") not in ranks.index
