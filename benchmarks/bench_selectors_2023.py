@@ -1,7 +1,7 @@
 """The 2023 selectors that train networks, a setting's folds as one batch against each fold alone.
 
-Issue 46: after LassoNet, the faithful suite's costliest methods are the paper's FSNet (2000 epochs), DeepPINK and
-concrete autoencoder, each a small network trained fold by fold. Each is now a
+Issue 46: after LassoNet, the faithful suite's costliest methods are the paper's FSNet (2000 epochs), DeepPINK, the
+concrete autoencoder and the CancelOuts, each a small network trained fold by fold. Each is now a
 :class:`~synthbench.models.stacked.StackedNetwork`: the loop computes a step of every fold of the setting as one
 forward and backward pass. For the folds of one setting of the ``passemiers2023`` suite this script runs each method
 as a run does (every fold's task asks; the first computes the setting's folds as one batch, the others read their
@@ -27,7 +27,13 @@ from synthbench.methods.registry import method_rng
 from synthbench.models import SharedModels, Siblings, TrainSettings
 from synthbench.protocol import setting_folds
 
-METHODS = ["fsnet_2023", "deeppink_2023", "concrete_autoencoder_2023"]
+METHODS = [
+    "fsnet_2023",
+    "deeppink_2023",
+    "concrete_autoencoder_2023",
+    "cancelout_sigmoid_2023",
+    "cancelout_softmax_2023",
+]
 
 
 def _arrays(out: object) -> list[np.ndarray]:

@@ -117,7 +117,7 @@ def test_cancelout_gates_start_equal():
         gate.weight.copy_(torch.tensor([1.0, -2.0, 3.0, 0.0]))
     w = np.array([1.0, -2.0, 3.0, 0.0]) / 4
     expected = -2.0 * np.var(w, ddof=1) + 0.5 * np.abs(w).sum()
-    assert float(E.cancelout_penalty(gate, 2.0, 0.5).detach()) == pytest.approx(expected, rel=1e-6)
+    assert float(E.cancelout_penalty(gate.weight, 2.0, 0.5).detach()) == pytest.approx(expected, rel=1e-6)
 
 
 def test_the_2023_cancelout_gates_and_penalty_are_the_papers():
@@ -129,7 +129,7 @@ def test_the_2023_cancelout_gates_and_penalty_are_the_papers():
     with torch.no_grad():
         sig.weight.copy_(torch.tensor([1.0, -2.0, 3.0, 0.0, -1.0]))
     w = np.array([1.0, -2.0, 3.0, 0.0, -1.0]) / 5
-    signed = float(E.cancelout_penalty(sig, 0.2, 0.1, signed=True).detach())
+    signed = float(E.cancelout_penalty(sig.weight, 0.2, 0.1, signed=True).detach())
     assert signed == pytest.approx(-0.2 * np.var(w, ddof=1) + 0.1 * w.sum(), rel=1e-6)
     for name, params in [
         ("cancelout_sigmoid_2023", {"lambda_var": 0.2, "signed_l1": True}),
@@ -143,8 +143,8 @@ def test_the_2023_cancelout_gates_and_penalty_are_the_papers():
 def test_a_gate_without_its_own_learning_rate_trains_with_the_network(easy_fold):
     X, y = easy_fold.X_train, easy_fold.y_train
     common = dict(activation="sigmoid", lambda_var=0.0, lambda_l1=0.0, init=1.0)
-    own = E.fit_cancelout(X, y, 0, gate_lr=0.05, **common)[0]
-    shared = E.fit_cancelout(X, y, 0, gate_lr=None, **common)[0]
+    ((own, _),) = E.fit_cancelout([X], [y], [0], gate_lr=0.05, **common)
+    ((shared, _),) = E.fit_cancelout([X], [y], [0], gate_lr=None, **common)
     # At the network's 5e-4 a gate weight barely moves from 1; at its own 0.05 it moves far more.
     start = 1 / (1 + np.exp(-1.0))
     assert np.abs(shared - start).max() < np.abs(own - start).max()
@@ -153,15 +153,16 @@ def test_a_gate_without_its_own_learning_rate_trains_with_the_network(easy_fold)
 @pytest.mark.parametrize("activation", ["sigmoid", "softmax"])
 def test_cancelout_penalty_is_applied(activation, easy_fold):
     def gates(lambda_var, lambda_l1):
-        return E.fit_cancelout(
-            easy_fold.X_train,
-            easy_fold.y_train,
-            0,
+        ((values, _),) = E.fit_cancelout(
+            [easy_fold.X_train],
+            [easy_fold.y_train],
+            [0],
             activation=activation,
             lambda_var=lambda_var,
             lambda_l1=lambda_l1,
             gate_lr=0.01,
-        )[0]
+        )
+        return values
 
     plain = gates(0.0, 0.0)
     assert not np.array_equal(plain, gates(1.0, 0.1))
@@ -235,13 +236,13 @@ def test_ensemble_of_three_is_the_mean_of_three_runs_by_hand(name):
         else:
             members.append(
                 E.fit_cancelout(
-                    X,
-                    y,
-                    s,
+                    [X],
+                    [y],
+                    [s],
                     activation="sigmoid",
                     lambda_var=spec.params["lambda_var"],
                     lambda_l1=spec.params["lambda_l1"],
                     gate_lr=spec.params["gate_lr"],
-                )[0]
+                )[0][0]
             )
     np.testing.assert_allclose(three, np.mean(members, axis=0), rtol=1e-12)

@@ -225,14 +225,18 @@ def test_the_2023_variants_rank_the_three_relevant_features_of_twenty_first(name
     assert scores[rel].min() > np.delete(scores, rel).max(), (name, np.argsort(-scores)[:6], rel)
 
 
-@pytest.mark.parametrize("name", ["fsnet_2023", "concrete_autoencoder_2023", "deeppink_2023"])
+@pytest.mark.parametrize(
+    "name", ["fsnet_2023", "concrete_autoencoder_2023", "deeppink_2023", "cancelout_sigmoid_2023", "cancelout_softmax"]
+)
 def test_the_2023_selectors_train_a_setting_s_folds_as_one_batch_each_as_alone(name, tmp_path, monkeypatch):
     """With siblings and a disk cache, the first fold to ask trains every fold's networks as one batch of the loop
     and the others read their parts; each fold's output is the one it computes alone, to the bit (the stacked
-    networks' members depend on their own slices only). A scorer's other stream computes alone."""
+    networks' members depend on their own slices only). A scorer's other stream computes alone. (The CancelOuts,
+    the 2023 one and synthbench's, train the same way.)"""
     import dataclasses
 
     import synthbench.methods.deeppink_2023 as dp
+    import synthbench.methods.embedded as em
     from synthbench.methods.registry import method_rng
     from synthbench.models import Siblings, TrainSettings
     from synthbench.protocol import setting_folds
@@ -240,7 +244,7 @@ def test_the_2023_selectors_train_a_setting_s_folds_as_one_batch_each_as_alone(n
     monkeypatch.setattr(s23, "fit_fsnet_2023", functools.partial(s23.fit_fsnet_2023, epochs=4))
     monkeypatch.setattr(s23, "CAE_RUNS", CAE_RUNS_SMALL)
     batches: list[int] = []
-    for module in (s23, dp):
+    for module in (s23, dp, em):
         real = module.fit_networks
 
         def counted(members, *args, real=real, **kwargs):

@@ -45,14 +45,18 @@ from synthbench.methods.lassonet_path import LassoNetPath, lassonet_paths
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
 from synthbench.models.device import cpu_threads, select_device
-from synthbench.models.loop import TrainConfig, fit_network
+from synthbench.models.loop import Member, TrainConfig, fit_network, fit_networks
 from synthbench.models.mlp import MLPConfig, build_seeded_mlp
 from synthbench.models.presets import mlp_config
+from synthbench.models.stacked import Draw, StackedNetwork, stacked_forward, sub_params
 from synthbench.protocol import FoldData
 
 __all__ = [
     "CancelOutGate",
     "bootstrap_ensemble",
+    "ensemble_members",
+    "ensemble_mean",
+    "GatedMLP",
     "bootstrap_indices",
     "cancelout_penalty",
     "deep_lasso_penalty",
@@ -120,15 +124,28 @@ def bootstrap_ensemble(
     -------
     ndarray of float64, shape (p,)
     """
+    return ensemble_mean([fit(member, seed) for member, seed in ensemble_members(data, rng, n_members)])
+
+
+def ensemble_members(data: FoldData, rng: np.random.Generator, n_members: int = 1) -> list[tuple[FoldData, int]]:
+    """The members of :func:`bootstrap_ensemble`: ``(data, seed)`` for each, ``data`` itself for one member, its
+    bootstrap rows (:func:`bootstrap_indices` of the seed) for each of several."""
     seeds = ensemble_seeds(rng, n_members)
     if n_members == 1:
-        return np.asarray(fit(data, seeds[0]), dtype=np.float64)
-    total = np.zeros(data.n_features)
-    for seed in seeds:
-        rows = bootstrap_indices(data.X_train.shape[0], seed)
-        member = dataclasses.replace(data, X_train=np.ascontiguousarray(data.X_train[rows]), y_train=data.y_train[rows])
-        total += np.asarray(fit(member, seed), dtype=np.float64)
-    return total / n_members
+        return [(data, seeds[0])]
+    X, y = data.X_train, data.y_train
+    picks = [(bootstrap_indices(X.shape[0], seed), seed) for seed in seeds]
+    return [(dataclasses.replace(data, X_train=np.ascontiguousarray(X[r]), y_train=y[r]), s) for r, s in picks]
+
+
+def ensemble_mean(importances: Sequence[np.ndarray]) -> np.ndarray:
+    """The members' importances averaged (float64 ``(p,)``; one member's as they are)."""
+    if len(importances) == 1:
+        return np.asarray(importances[0], dtype=np.float64)
+    total = np.zeros(len(importances[0]))
+    for imp in importances:
+        total += np.asarray(imp, dtype=np.float64)
+    return total / len(importances)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,13 +187,14 @@ class CancelOutGate(nn.Module):
         start = (4.0 if activation == "sigmoid" else 0.0) if init is None else float(init)
         self.weight = nn.Parameter(torch.full((n_features,), start))
 
-    def gates(self) -> torch.Tensor:
-        """The gate values ``g(w)``, shape ``(p,)``: in (0, 1) for sigmoid, positive summing to
-        ``p`` for softmax."""
+    def gates(self, weight: torch.Tensor | None = None) -> torch.Tensor:
+        """The gate values ``g(w)`` of ``weight`` (``(..., p)``; None: the gate's own ``(p,)``), along its last
+        axis: in (0, 1) for sigmoid, positive summing to ``p`` for softmax."""
+        w = self.weight if weight is None else weight
         if self.activation == "sigmoid":
-            return torch.sigmoid(self.weight)
-        soft = torch.softmax(self.weight, dim=0)
-        return soft * self.weight.shape[0] if self.scaled else soft
+            return torch.sigmoid(w)
+        soft = torch.softmax(w, dim=-1)
+        return soft * w.shape[-1] if self.scaled else soft
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * self.gates()
@@ -186,9 +204,10 @@ class CancelOutGate(nn.Module):
 
 
 def cancelout_penalty(
-    gate: CancelOutGate, lambda_var: float, lambda_l1: float, *, signed: bool = False
+    weight: torch.Tensor, lambda_var: float, lambda_l1: float, *, signed: bool = False
 ) -> torch.Tensor:
-    """The CancelOut regulariser ``-lambda_var * var(w / p) + lambda_l1 * ||w / p||_1``.
+    """The CancelOut regulariser ``-lambda_var * var(w / p) + lambda_l1 * ||w / p||_1`` of gate weights ``weight``
+    ``(..., p)``, along the last axis: shape ``weight.shape[:-1]``.
 
     As in the paper's loss, on the raw gate weights ``w`` (before the activation) divided by
     the number of features ``p``; ``var`` is the unbiased sample variance (0 when ``p = 1``).
@@ -196,15 +215,61 @@ def cancelout_penalty(
     ``signed=True``: ``sum(w / p)`` instead of the norm (the 2023 benchmark's code), which keeps
     pushing weights down once they are negative.
     """
-    w = gate.weight / gate.weight.shape[0]
-    var = torch.var(w) if w.shape[0] > 1 else w.new_zeros(())
-    return -lambda_var * var + lambda_l1 * (w.sum() if signed else w.abs().sum())
+    w = weight / weight.shape[-1]
+    var = torch.var(w, dim=-1) if w.shape[-1] > 1 else w.new_zeros(w.shape[:-1])
+    return -lambda_var * var + lambda_l1 * (w.sum(dim=-1) if signed else w.abs().sum(dim=-1))
+
+
+class GatedMLP(StackedNetwork):
+    """CancelOut's network: a :class:`CancelOutGate` before the benchmark MLP, trained on the classification loss
+    plus the gate's :func:`cancelout_penalty`; its members train as one batch (a
+    :class:`~synthbench.models.stacked.StackedNetwork`)."""
+
+    def __init__(
+        self, gate: CancelOutGate, mlp: nn.Sequential, lambda_var: float, lambda_l1: float, *, signed: bool
+    ) -> None:
+        super().__init__()
+        self.gate, self.mlp = gate, mlp
+        self.lambda_var, self.lambda_l1, self.signed = float(lambda_var), float(lambda_l1), bool(signed)
+
+    def stacked_logits(
+        self,
+        params: dict[str, torch.Tensor],
+        buffers: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        *,
+        training: bool,
+        draw: Draw | None,
+    ) -> torch.Tensor:
+        """The members' logits on their rows ``x`` ``(K, b, p)``, each row gated by its member's ``g(w)``."""
+        gated = x * self.gate.gates(params["gate.weight"])[:, None]
+        return stacked_forward(self.mlp, sub_params(params, "mlp"), gated, training=training, draw=draw)
+
+    def stacked_objective(
+        self,
+        params: dict[str, torch.Tensor],
+        buffers: dict[str, torch.Tensor],
+        x: torch.Tensor,
+        y: torch.Tensor,
+        counts: torch.Tensor,
+        real: torch.Tensor | None,
+        steps: Sequence[int],
+        draw: Draw,
+    ) -> torch.Tensor:
+        """Each member's mean classification loss plus its gate's penalty: ``(K,)``."""
+        loss = super().stacked_objective(params, buffers, x, y, counts, real, steps, draw)
+        if self.lambda_var == 0.0 and self.lambda_l1 == 0.0:
+            return loss
+        return loss + cancelout_penalty(params["gate.weight"], self.lambda_var, self.lambda_l1, signed=self.signed)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.one(self.stacked_logits, x, None, training=self.training)
 
 
 def fit_cancelout(
-    X: np.ndarray,
-    y: np.ndarray,
-    seed: int,
+    Xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
+    seeds: Sequence[int],
     *,
     activation: Literal["sigmoid", "softmax"],
     lambda_var: float,
@@ -215,13 +280,14 @@ def fit_cancelout(
     signed_l1: bool = False,
     device: torch.device | str = "cpu",
     config: MLPConfig = EMBEDDED_CONFIG,
-) -> tuple[np.ndarray, nn.Sequential]:
-    """Train ``CancelOutGate -> benchmark MLP`` on ``(X, y)`` and return the gate values.
+) -> list[tuple[np.ndarray, GatedMLP]]:
+    """Train ``CancelOutGate -> benchmark MLP`` on each ``(Xs[i], ys[i])`` (a member each, all as one batch) and
+    return each one's gate values.
 
     Parameters
     ----------
-    X : float32 ``(n, p)``;  y : int ``(n,)`` in ``{0, 1}``
-    seed : seeds the MLP's initialisation, the validation split, batch order and noise.
+    Xs : float32 ``(n_i, p)`` per member;  ys : int ``(n_i,)`` in ``{0, 1}`` per member
+    seeds : per member, seeds the MLP's initialisation, the validation split, batch order and noise.
     activation, lambda_var, lambda_l1 : see :class:`CancelOutGate` and :func:`cancelout_penalty`.
     gate_lr : Adam learning rate of the gate weights (no weight decay on them). The MLP keeps
         ``config.lr``; at that rate (5e-4) and with early stopping after some tens of epochs a
@@ -234,35 +300,32 @@ def fit_cancelout(
 
     Returns
     -------
-    gates : float64 ``(p,)``, the trained ``g(w)``; higher = more important
-    module : the trained ``nn.Sequential(gate, *mlp)`` in eval mode
+    per member, ``(gates, module)``: float64 ``(p,)``, the trained ``g(w)`` (higher = more important), and the
+    trained :class:`GatedMLP` in eval mode
     """
     dev = select_device(device)
-    gen = torch.Generator().manual_seed(int(seed))
-    gate = CancelOutGate(X.shape[1], activation, init, scaled=softmax_scaled)
-    module = nn.Sequential(gate, *build_seeded_mlp(X.shape[1], config, gen))
-    penalty = None
-    if lambda_var != 0.0 or lambda_l1 != 0.0:
-        penalty = lambda _m, _xb, _loss: cancelout_penalty(gate, lambda_var, lambda_l1, signed=signed_l1)  # noqa: E731
-    own = () if gate_lr is None else (gate.weight,)
+    members = []
+    for X, y, seed in zip(Xs, ys, seeds, strict=True):
+        gen = torch.Generator().manual_seed(int(seed))
+        gate = CancelOutGate(X.shape[1], activation, init, scaled=softmax_scaled)
+        net = GatedMLP(gate, build_seeded_mlp(X.shape[1], config, gen), lambda_var, lambda_l1, signed=signed_l1)
+        own = () if gate_lr is None else (gate.weight,)
+        members.append(Member(net, X, y, gen, gate_params=own))
     with cpu_threads(dev):
-        result = fit_network(
-            module,
-            X,
-            y,
-            config=config.train,
-            generator=gen,
-            device=dev,
-            penalty=penalty,
-            gate_params=own,
-            gate_lr=gate_lr,
-        )
-    with torch.no_grad():
-        gates = gate.gates().double().cpu().numpy()
-    return gates, cast(nn.Sequential, result.module)  # built by build_seeded_mlp
+        fit_networks(members, config=config.train, device=dev, gate_lr=gate_lr)
+    out = []
+    for member in members:
+        net = cast(GatedMLP, member.module)
+        with torch.no_grad():
+            out.append((net.gate.gates().double().cpu().numpy(), net))
+    return out
 
 
 _CANCELOUT = "Borisov, Haug & Kasneci 2019 (ICANN)"
+
+#: Changes when the CancelOuts compute other values for the same folds (part of the key of the parts stored for a
+#: setting's folds).
+_CANCELOUT_VERSION = 1
 
 
 def _register_cancelout(
@@ -272,13 +335,25 @@ def _register_cancelout(
         data: FoldData, models: SharedModels, rng: np.random.Generator, *, ensemble: int, training: str, **options
     ) -> np.ndarray:
         config = EMBEDDED_CONFIG if training == "embedded" else mlp_config(training)
+        dev = _device(models)
 
-        def fit(d: FoldData, seed: int) -> np.ndarray:
-            return fit_cancelout(
-                d.X_train, d.y_train, seed, activation=activation, device=_device(models), config=config, **options
-            )[0]
+        def compute(folds: Sequence[FoldData], rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
+            parts = [ensemble_members(f, r, ensemble) for f, r in zip(folds, rngs, strict=True)]
+            flat = [m for part in parts for m in part]
+            fits = fit_cancelout(
+                [d.X_train for d, _ in flat],
+                [d.y_train for d, _ in flat],
+                [seed for _, seed in flat],
+                activation=activation,
+                device=dev,
+                config=config,
+                **options,
+            )
+            gates = iter(g for g, _ in fits)
+            return [ensemble_mean([next(gates) for _ in part]) for part in parts]
 
-        return bootstrap_ensemble(fit, data, rng, ensemble)
+        tag = (name, _CANCELOUT_VERSION, ensemble, training, tuple(sorted(options.items())), str(dev))
+        return cast(np.ndarray, models.method_folds(data, rng, name, tag, compute))
 
     method.__name__ = name
     method.__doc__ = f"CancelOut ({activation}) in front of the benchmark MLP; scores = trained gates, shape (p,)."
