@@ -20,10 +20,12 @@ Registered methods (none runs by default; none uses a shared model, each trains 
 
 The neural methods reuse :func:`~synthbench.models.mlp.build_mlp` and the benchmark's training
 protocol (Adam, mini-batches of 64, binary cross-entropy on the logit, early stopping on the
-loss of a random 20 % validation part, best weights restored) through one shared loop,
-:func:`~synthbench.models.loop.fit_network`, that adds a penalty term to the batch loss. Each accepts
+loss of a random 20 % validation part, best weights restored; the 2023 CancelOuts train with the
+``passemiers2023`` preset's loop instead, which keeps the last weights) through one shared loop,
+:func:`~synthbench.models.loop.fit_networks`, with a penalty term in the batch loss. Each accepts
 ``ensemble = B``: with ``B > 1`` it is trained on ``B`` bootstrap samples of the training rows
-and the scores are averaged (:func:`bootstrap_ensemble`).
+and the scores are averaged (:func:`bootstrap_ensemble`). The CancelOuts train a setting's folds
+(and an ensemble's members) as one batch (:class:`GatedMLP`).
 
 Randomness: every draw comes from the method's ``rng`` (a NumPy generator), through integer
 seeds for ``torch.Generator`` objects; torch's global generator is never left changed.

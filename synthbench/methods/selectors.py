@@ -11,8 +11,9 @@ Concrete selectors (``concrete_autoencoder``, ``fsnet``)
     ``end_temp`` (0.01) over all optimisation steps (:func:`temperature_schedule`). After
     training each neuron selects the argmax of its logits. The method does not know the true
     number of relevant features: it runs once with ``k = min(n_select, p)`` neurons and, when
-    ``double_run`` is set, once more with ``min(2 n_select, p)`` (the 2023 benchmark's k and 2k
-    runs, so that both best-k and best-2k can be read from one ranking). The ranking (see
+    ``double_run`` is set, once more with ``min(2 n_select, p)`` (a k- and a 2k-run, as the 2023
+    benchmark ran its concrete autoencoder, here read from one ranking so that both best-k and
+    best-2k come from it; the 2023 FSNet ran once, with ``min(2k, p)`` neurons). The ranking (see
     :func:`tiered_importance`): features chosen by the k-run first, then those added by the
     2k-run, then the rest; ties within a tier are broken by the largest final softmax
     probability any neuron of either run gives the feature.
