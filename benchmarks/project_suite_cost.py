@@ -15,7 +15,8 @@ the nearest two (the 2023 suites' m = 2 ... 2048; constant beyond the measured e
 its number of samples. Prints, side by side, the measured suite (cells, core seconds, wall time, the wall/core ratio
 of its run) and the projection in core hours and in wall hours at the measured ratio, the projection per (data kind,
 scorer) and per method family (the module that registers the method: ``neural`` the attribution methods on a shared
-network, ``embedded`` and ``selectors_2023`` the selectors that train their own, ...), and the cells no measured
+network, ``embedded`` and ``selectors_2023`` the selectors that train their own, ...), each beside the measured
+cells' own seconds (a store of the suite's whole run: its measured time per family), and the cells no measured
 cell matches (counted as 0 s: then the projection is a lower bound).
 
 Usage for the 2023 suite: run a few of its settings, every fold (so the methods that compute a setting's folds at
@@ -123,6 +124,14 @@ def _by_features(done: pd.DataFrame, target: pd.DataFrame, keys: list[str]) -> n
     return out
 
 
+def _beside_measured(target: pd.DataFrame, done: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Per ``key`` (family or method), the projected cells and core hours beside the measured ones (the cells of the
+    stores, of whatever suite: a store of the whole suite's run gives its measured time), costliest first."""
+    projected = target.groupby(key)["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
+    measured = done.groupby(key)["own"].agg(measured_cells="size", measured_core_h=lambda x: x.sum() / 3600)
+    return projected.join(measured, how="left").sort_values("core_h", ascending=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -177,10 +186,10 @@ def main() -> None:
     print(f"(wall at the measured run's wall/core ratio {ratio:.2f}; the folds' training {trained / 3600:.2f} core h)")
     by = target.groupby(["kind", "scorer"])["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
     print(by.sort_values("core_h", ascending=False).round(2).to_string())
-    family = target.groupby("family")["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
-    print(family.sort_values("core_h", ascending=False).round(2).to_string())
-    method = target.groupby("method")["seconds"].agg(cells="size", core_h=lambda x: np.nansum(x) / 3600)
-    print(method.sort_values("core_h", ascending=False).head(8).round(2).to_string())
+    done = done.assign(family=[get_method(m).fn.__module__.rsplit(".", 1)[-1] for m in done["method"]])
+    for key, top in (("family", None), ("method", 8)):
+        table = _beside_measured(target, done, key)
+        print((table if top is None else table.head(top)).round(2).to_string())
     missing = target[target["seconds"].isna()].groupby(["kind", "scorer"]).size()
     if len(missing):
         print(
