@@ -50,7 +50,7 @@ from synthbench.models.device import cpu_threads, select_device
 from synthbench.models.loop import Member, TrainConfig, fit_network, fit_networks
 from synthbench.models.mlp import MLPConfig, build_seeded_mlp
 from synthbench.models.presets import mlp_config
-from synthbench.models.stacked import Draw, StackedNetwork, stacked_forward, sub_params
+from synthbench.models.stacked import Draw, StackedBatch, StackedNetwork, stacked_forward, sub_params
 from synthbench.protocol import FoldData
 
 __all__ = [
@@ -247,22 +247,13 @@ class GatedMLP(StackedNetwork):
         gated = x * self.gate.gates(params["gate.weight"])[:, None]
         return stacked_forward(self.mlp, sub_params(params, "mlp"), gated, training=training, draw=draw)
 
-    def stacked_objective(
-        self,
-        params: dict[str, torch.Tensor],
-        buffers: dict[str, torch.Tensor],
-        x: torch.Tensor,
-        y: torch.Tensor,
-        counts: torch.Tensor,
-        real: torch.Tensor | None,
-        steps: Sequence[int],
-        draw: Draw,
-    ) -> torch.Tensor:
+    def stacked_objective(self, batch: StackedBatch) -> torch.Tensor:
         """Each member's mean classification loss plus its gate's penalty: ``(K,)``."""
-        loss = super().stacked_objective(params, buffers, x, y, counts, real, steps, draw)
+        loss = super().stacked_objective(batch)
         if self.lambda_var == 0.0 and self.lambda_l1 == 0.0:
             return loss
-        return loss + cancelout_penalty(params["gate.weight"], self.lambda_var, self.lambda_l1, signed=self.signed)
+        w = batch.params["gate.weight"]
+        return loss + cancelout_penalty(w, self.lambda_var, self.lambda_l1, signed=self.signed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.one(self.stacked_logits, x, None, training=self.training)

@@ -73,7 +73,7 @@ from synthbench.models.layers import GaussianNoise, SeededDropout
 from synthbench.models.loop import Member, fit_networks
 from synthbench.models.mlp import build_seeded_mlp
 from synthbench.models.presets import mlp_config
-from synthbench.models.stacked import Draw, StackedNetwork, member_mean, stacked_forward, sub_params
+from synthbench.models.stacked import Draw, StackedBatch, StackedNetwork, stacked_forward, sub_params
 from synthbench.protocol import FoldData, MethodOutput
 
 __all__ = [
@@ -240,22 +240,11 @@ class _CAE2023(_Gumbel2023):
         head = stacked_forward(self.head, sub_params(params, "head"), selected, training=training, draw=draw)
         return torch.sigmoid(head)[..., 0]
 
-    def stacked_objective(
-        self,
-        params: dict[str, torch.Tensor],
-        buffers: dict[str, torch.Tensor],
-        x: torch.Tensor,
-        y: torch.Tensor,
-        counts: torch.Tensor,
-        real: torch.Tensor | None,
-        steps: Sequence[int],
-        draw: Draw,
-    ) -> torch.Tensor:
+    def stacked_objective(self, batch: StackedBatch) -> torch.Tensor:
         """The mean squared error between each member's sigmoid output and its labels: ``(K,)``."""
-        out = self.outputs(
-            params, buffers, x, draw=draw, temperatures=self.temperatures(steps, x.device), training=True
-        )
-        return member_mean((out - y.to(out.dtype)) ** 2, counts, real)
+        t = self.temperatures(batch.steps, batch.x.device)
+        out = self.outputs(batch.params, batch.buffers, batch.x, draw=batch.draw, temperatures=t, training=True)
+        return batch.mean((out - batch.y.to(out.dtype)) ** 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.alone(self.outputs, x)
@@ -411,24 +400,14 @@ class _FSNet2023(_Gumbel2023):
         )
         return logit[..., 0], recon
 
-    def stacked_objective(
-        self,
-        params: dict[str, torch.Tensor],
-        buffers: dict[str, torch.Tensor],
-        x: torch.Tensor,
-        y: torch.Tensor,
-        counts: torch.Tensor,
-        real: torch.Tensor | None,
-        steps: Sequence[int],
-        draw: Draw,
-    ) -> torch.Tensor:
+    def stacked_objective(self, batch: StackedBatch) -> torch.Tensor:
         """Binary cross-entropy of the classifier's logit plus 10 times the mean squared reconstruction error over a
         member's rows and features: ``(K,)``."""
-        t = self.temperatures(steps, x.device)
-        logit, recon = self.outputs(params, buffers, x, draw=draw, temperatures=t, training=True)
-        bce = F.binary_cross_entropy_with_logits(logit, y.to(logit.dtype), reduction="none")
-        squared = (recon - x).pow(2).sum(dim=2)
-        return member_mean(bce, counts, real) + 10.0 * member_mean(squared, counts, real) / x.shape[2]
+        x = batch.x
+        t = self.temperatures(batch.steps, x.device)
+        logit, recon = self.outputs(batch.params, batch.buffers, x, draw=batch.draw, temperatures=t, training=True)
+        bce = F.binary_cross_entropy_with_logits(logit, batch.y.to(logit.dtype), reduction="none")
+        return batch.mean(bce) + 10.0 * batch.mean((recon - x).pow(2).sum(dim=2)) / x.shape[2]
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.alone(self.outputs, x)

@@ -55,6 +55,7 @@ from synthbench.models.stacked import (
     Draw,
     ParameterLayout,
     StackedAdam,
+    StackedBatch,
     StackedNetwork,
     classification_rows,
     member_mean,
@@ -855,7 +856,8 @@ class _Batch:
         :class:`~synthbench.models.stacked.StackedNetwork` gives its own objective."""
         if isinstance(self.template, StackedNetwork):
             steps = [s.steps + step for s in live]
-            return self.template.stacked_objective(params, self.buffers(live), xb, yb, counts, real, steps, draw)
+            batch = StackedBatch(params, self.buffers(live), xb, yb, counts, real, steps, draw)
+            return self.template.stacked_objective(batch)
         logits = self.logits(params, live, xb, training=True, draw=draw)
         loss = member_mean(classification_rows(logits, yb), counts, real)
         if self.config.l1_first_layer > 0:

@@ -38,6 +38,7 @@ __all__ = [
     "ParameterLayout",
     "StackedAdam",
     "StackedNetwork",
+    "StackedBatch",
     "stackable",
     "stacked_forward",
     "member_mean",
@@ -92,6 +93,32 @@ def member_mean(per_row: torch.Tensor, counts: torch.Tensor, real: torch.Tensor 
     return per_row.sum(dim=1) / counts.clamp(min=1)
 
 
+@dataclass(frozen=True)
+class StackedBatch:
+    """One optimisation step of ``K`` members, as :meth:`StackedNetwork.stacked_objective` reads it.
+
+    Attributes
+    ----------
+    params, buffers : name -> ``(K, *shape)``, the members' parameters (:meth:`ParameterLayout.views`) and buffers
+    x : ``(K, b, *input_shape)``, each member's batch;  y : int64 ``(K, b)``, its labels
+    counts : ``(K,)``, each member's real rows;  real : bool ``(K, b)`` marking them, None where every row is real
+    steps : each member's 0-based optimisation step;  draw : the members' random draws (:class:`Draw`)
+    """
+
+    params: dict[str, torch.Tensor]
+    buffers: dict[str, torch.Tensor]
+    x: torch.Tensor
+    y: torch.Tensor
+    counts: torch.Tensor
+    real: torch.Tensor | None
+    steps: Sequence[int]
+    draw: Draw
+
+    def mean(self, per_row: torch.Tensor) -> torch.Tensor:
+        """Each member's mean of ``per_row`` ``(K, b)`` over its real rows (:func:`member_mean`): ``(K,)``."""
+        return member_mean(per_row, self.counts, self.real)
+
+
 class StackedNetwork(nn.Module):
     """A network whose ``K`` members the batched loop of :func:`~synthbench.models.loop.fit_networks` computes as one,
     from their stacked parameters (:meth:`ParameterLayout.views`: name -> ``(K, *shape)``) and buffers (name ->
@@ -103,22 +130,11 @@ class StackedNetwork(nn.Module):
     (its ``forward``).
     """
 
-    def stacked_objective(
-        self,
-        params: dict[str, torch.Tensor],
-        buffers: dict[str, torch.Tensor],
-        x: torch.Tensor,
-        y: torch.Tensor,
-        counts: torch.Tensor,
-        real: torch.Tensor | None,
-        steps: Sequence[int],
-        draw: Draw,
-    ) -> torch.Tensor:
-        """Each member's training objective on its batch ``x`` ``(K, b, *input_shape)``, ``y`` int64 ``(K, b)``
-        (``counts`` ``(K,)`` real rows, marked by ``real`` as in :func:`member_mean`), at its 0-based optimisation
-        step ``steps[k]``: ``(K,)``. By default the mean classification loss of its logits in training mode."""
-        logits = self.stacked_logits(params, buffers, x, training=True, draw=draw)
-        return member_mean(classification_rows(logits, y), counts, real)
+    def stacked_objective(self, batch: StackedBatch) -> torch.Tensor:
+        """Each member's training objective on its ``batch``: ``(K,)``. By default the mean classification loss of
+        its logits in training mode."""
+        logits = self.stacked_logits(batch.params, batch.buffers, batch.x, training=True, draw=batch.draw)
+        return batch.mean(classification_rows(logits, batch.y))
 
     def stacked_logits(
         self,
