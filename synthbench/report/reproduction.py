@@ -315,8 +315,8 @@ def _gaps_section(both: pd.DataFrame) -> list[str]:
     return _table(header, rows, "lllrrrrll")
 
 
-def _corrections_section(inputs: Inputs) -> list[str]:
-    faithful = table_entries(inputs.faithful).set_index(["method", "dataset", "metric"])["value"]
+def _corrections_section(inputs: Inputs, entries: pd.DataFrame) -> list[str]:
+    faithful = entries.set_index(["method", "dataset", "metric"])["value"]
     corrected = table_entries(inputs.corrected).set_index(["method", "dataset", "metric"])["value"]
     names = inputs.published.drop_duplicates("method").set_index("method")
     rows = []
@@ -376,7 +376,7 @@ def reproduction_page(inputs: Inputs) -> str:
     for dataset in DATASETS:
         lines += _dataset_section(dataset, both, ranks, entries, inputs.notes)
     lines += [f"## Entries more than {GAP_POINTS:.0f} points from the published value", "", *_gaps_section(both)]
-    lines += ["## What the corrections change", "", *_corrections_section(inputs)]
+    lines += ["## What the corrections change", "", *_corrections_section(inputs, entries)]
     return "\n".join(lines)
 
 
