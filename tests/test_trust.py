@@ -122,7 +122,10 @@ def test_with_one_fold_per_setting_the_hierarchical_interval_is_a_bootstrap_of_t
     from synthbench.report.trust import validity_table
 
     agree = _agree([0.9, 0.8, 0.2, 0.6, 1.0, -0.1, 0.7, 0.5, 0.4, 0.9])
-    got = validity_table(agree, ["verdict", "kind", "model"], n_resamples=4000).iloc[0]
+    gated = validity_table(agree, ["verdict", "kind", "model"]).iloc[0]
+    assert gated["settings"] == 0 and gated["unreliable"] == 10  # one fold: the truth's reliability is unknown
+    assert "reaches a split-half reliability of 0.8 in no setting" in gated["reason"]
+    got = validity_table(agree, ["verdict", "kind", "model"], min_truth_reliability=None, n_resamples=4000).iloc[0]
     assert got["settings"] == got["of"] == 10 and got["spearman"] == pytest.approx(agree["spearman"].mean())
     ref = stats.bootstrap(
         (agree["spearman"].to_numpy(),), np.mean, method="percentile", n_resamples=4000, random_state=1
@@ -131,7 +134,7 @@ def test_with_one_fold_per_setting_the_hierarchical_interval_is_a_bootstrap_of_t
         ref.high, abs=0.03
     )
     assert got["half_width"] == pytest.approx((got["spearman_hi"] - got["spearman_lo"]) / 2)
-    again = validity_table(agree, ["verdict", "kind", "model"], n_resamples=4000).iloc[0]
+    again = validity_table(agree, ["verdict", "kind", "model"], min_truth_reliability=None, n_resamples=4000).iloc[0]
     assert again.equals(got)  # seeded
 
 
@@ -336,3 +339,88 @@ def test_a_verdict_run_at_several_settings_is_named_by_the_options_that_differ()
     assert setting_difference('{"fractions": [0.5]}', ['{"fractions": [0.2, 0.8]}']) == "fractions=[0.5]"
     assert setting_difference(full, [full]) == full  # nothing differs: the setting itself
     assert setting_difference("not json", ["{}"]) == "not json"
+
+
+def _split_half_by_hand(values: np.ndarray) -> float:
+    """The mean Spearman rho between the two halves' method means over every split of the folds (each split once),
+    stepped up by Spearman-Brown: scipy on each split, nothing shared with the implementation."""
+    import itertools
+
+    folds = len(values)
+    rhos = []
+    for first in itertools.combinations(range(folds), folds // 2):
+        second = [f for f in range(folds) if f not in first]
+        if 0 in first and len(first) == len(second):
+            continue  # the same split as its mirror
+        rhos.append(stats.spearmanr(values[list(first)].mean(axis=0), values[second].mean(axis=0))[0])
+    r = float(np.mean(rhos))
+    return max(2 * r / (1 + r), -1.0)
+
+
+def test_split_half_reliability_is_the_spearman_brown_step_up_of_the_halves_mean_agreement():
+    from synthbench.report.trust import split_half_reliability
+
+    rng = np.random.default_rng(5)
+    for folds in (2, 3, 6, 7):
+        values = np.arange(6.0) * 0.3 + rng.normal(0, 1.0, size=(folds, 6))
+        got = split_half_reliability(values, np.random.default_rng(0))
+        assert got == pytest.approx(_split_half_by_hand(values), abs=1e-12), folds
+    # beyond MAX_SPLITS splits (16 folds: 6435) it draws 500 of them: reproducible, close to all of them
+    values = np.arange(6.0) * 0.2 + rng.normal(0, 1.0, size=(16, 6))
+    drawn = split_half_reliability(values, np.random.default_rng(1))
+    assert drawn == split_half_reliability(values, np.random.default_rng(1))
+    assert drawn == pytest.approx(_split_half_by_hand(values), abs=0.03)
+    assert np.isnan(split_half_reliability(values[:1], rng))  # one fold: no halves
+    assert np.isnan(split_half_reliability(values[:, :2], rng))  # two methods: no ordering to rank
+    assert np.isnan(split_half_reliability(np.ones((4, 5)), rng))  # no half separates the methods
+    opposite = np.array([[0.0, 1, 2, 3], [3, 2, 1, 0]])  # the two folds order the methods oppositely
+    assert split_half_reliability(opposite, rng) == -1.0
+
+
+def test_split_half_reliability_is_near_one_for_a_stable_ordering_and_near_zero_for_noise():
+    from synthbench.report.trust import split_half_reliability
+
+    rng = np.random.default_rng(7)
+    stable = [split_half_reliability(np.arange(8.0) + rng.normal(0, 0.3, size=(6, 8)), rng) for _ in range(50)]
+    noise = [split_half_reliability(rng.normal(size=(6, 8)), rng) for _ in range(300)]
+    assert min(stable) > 0.95
+    # Spearman-Brown is monotone, so the median of noise is the step-up of a median rho near 0 (its mean lies below:
+    # the step-up is concave)
+    assert abs(np.median(noise)) < 0.1 and np.percentile(noise, 90) < 0.75
+
+
+def test_the_agreement_is_corrected_for_both_orderings_unreliability():
+    from synthbench.report.trust import attenuation_corrected, split_half_reliability
+
+    assert attenuation_corrected(0.5, 0.8, 0.5) == pytest.approx(0.5 / np.sqrt(0.4))
+    assert np.isnan(attenuation_corrected(0.5, 0.0, 0.9)) and np.isnan(attenuation_corrected(0.5, 0.9, np.nan))
+    assert np.isnan(attenuation_corrected(np.nan, 0.9, 0.9))
+    paired = _paired(noise=3.0)
+    got = rank_agreement(paired, "lower", "higher", controls=["random"]).iloc[0]
+    wide = paired[paired["method"] != "random"].pivot_table(index="fold", columns="method", values=["truth", "verdict"])
+    truth = split_half_reliability(wide["truth"].to_numpy(), np.random.default_rng(0))
+    verdict = split_half_reliability(-wide["verdict"].to_numpy(), np.random.default_rng(0))
+    assert got["truth_split_half"] == pytest.approx(truth) and got["truth_split_half"] > 0.9
+    assert got["verdict_split_half"] == pytest.approx(verdict) and got["verdict_split_half"] < got["truth_split_half"]
+    assert got["spearman_corrected"] == pytest.approx(got["spearman"] / np.sqrt(truth * verdict))
+
+
+def test_a_setting_whose_truth_orders_the_methods_unreliably_is_counted_but_left_out_of_the_mean():
+    from synthbench.report.trust import reliable_truth, validity_table
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for s, truth_noise in enumerate([0.05, 0.05, 0.05, 5.0, 5.0]):
+        for fold in range(6):
+            for i, m in enumerate("abcdef"):
+                truth = i + rng.normal(0, truth_noise)
+                rows.append((f"s{s}", 100, fold, m, truth, i + rng.normal(0, 0.5)))
+    paired = pd.DataFrame(rows, columns=["setting", "n_decoys", "fold", "method", "truth", "verdict"])
+    agree = rank_agreement(paired, "higher", "higher").assign(verdict="v")
+    assert list(reliable_truth(agree)) == [True, True, True, False, False]
+    got = validity_table(agree, ["verdict"]).iloc[0]
+    assert got["settings"] == 3 and got["of"] == 5 and got["unreliable"] == 2
+    assert got["spearman"] == pytest.approx(agree["spearman"].iloc[:3].mean())
+    assert got["spearman_corrected"] == pytest.approx(agree["spearman_corrected"].iloc[:3].mean())
+    every = validity_table(agree, ["verdict"], min_truth_reliability=None).iloc[0]
+    assert every["settings"] == 5 and every["unreliable"] == 0

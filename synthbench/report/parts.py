@@ -30,7 +30,13 @@ from synthbench.report.reliability import (
 )
 from synthbench.report.results import Results
 from synthbench.report.tables import judgeable, judged_values
-from synthbench.report.trust import VALIDITY_COLUMNS, rank_agreement, validity_table, verdict_tests
+from synthbench.report.trust import (
+    VALIDITY_COLUMNS,
+    rank_agreement,
+    reliable_truth,
+    validity_table,
+    verdict_tests,
+)
 
 __all__ = [
     "Part",
@@ -418,7 +424,8 @@ class VerdictValidity:
         (:func:`~synthbench.report.reliability.reliability_table`: ``alpha_settings, alpha, alpha_lo, alpha_hi``),
         its internal consistency (``consistency...``) and meta-consistency (``mc...``) likewise
     tests : :func:`~synthbench.report.trust.verdict_tests` between the verdicts on models that learned, within
-        each ``kind, model``
+        each ``kind, model``, over the settings whose truth ordering is reliable
+        (:func:`~synthbench.report.trust.reliable_truth`)
     reliability : :func:`verdict_reliability`'s table, one row per verdict, setting and explained model
     consistency : :func:`verdict_consistency`'s table, likewise
     meta : :func:`verdict_meta_consistency`'s table, one row per judged verdict, setting and explained model
@@ -446,7 +453,7 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
     settings = verdict_agreement(parts)
     groups = ["verdict", "kind", "model", "apart"]
     summary = validity_table(settings, groups, seed=seed) if not settings.empty else pd.DataFrame()
-    learned = settings[~settings["apart"]] if not settings.empty else settings
+    learned = settings[~settings["apart"] & reliable_truth(settings)] if not settings.empty else settings
     tests = verdict_tests(learned, ["kind", "model"], ["setting", "n_decoys"]) if not learned.empty else pd.DataFrame()
     unmeasured = []
     for part in parts:

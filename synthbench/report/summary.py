@@ -228,14 +228,16 @@ def _verdict_sentences(validity: VerdictValidity) -> list[str]:
             "" if pd.isna(r.spearman_lo) else f" [{r.spearman_lo:+.2f}, {r.spearman_hi:+.2f}]"
         )
         alpha = "" if pd.isna(r.alpha) else f"; reliability across examples α [{r.alpha:+.2f}](#trust)"
+        left = "" if pd.isna(r.unreliable) or not r.unreliable else f" ({int(r.unreliable)} left out: truth unreliable)"
         lines.append(
             f"- {r.verdict}{where} {word} the ground truth: mean rank correlation ρ [{value}](#trust) over "
-            f"{r.settings} of {r.of} settings{alpha}."
+            f"{r.settings} of {r.of} settings{left}{alpha}."
         )
     return [
         "**Which verdict to trust.** Each verdict's ordering of the methods against the ground truth's on the "
         "same cells (Spearman ρ per setting, its mean with a 95 % hierarchical bootstrap interval over settings and "
-        "folds, controls left out, models that did not learn kept apart):",
+        "folds, controls left out, models that did not learn kept apart, settings whose truth orders the methods "
+        "unreliably across folds left out):",
         "",
         *lines,
         "",

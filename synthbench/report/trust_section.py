@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 
 from synthbench.report import tables
 from synthbench.report.parts import MIN_TRUTH_SPREAD, TRUTH_METRICS, VerdictValidity
 from synthbench.report.reliability import RELIABILITY_MEASURES
+from synthbench.report.trust import MIN_TRUTH_RELIABILITY
 
 __all__ = [
     "ci_text",
@@ -23,6 +25,7 @@ __all__ = [
     "predicts_lines",
     "tests_lines",
     "per_setting_lines",
+    "truth_reliability_lines",
     "precision_lines",
     "TARGET_HALF_WIDTH",
     "FigureHook",
@@ -40,18 +43,26 @@ def ci_text(mean: float, lo: float, hi: float, sign: str = "") -> str:
     return f"{mean:{sign}.2f}" + ("" if pd.isna(lo) else f" [{lo:{sign}.2f}, {hi:{sign}.2f}]")
 
 
+def _settings_text(row: object) -> str:
+    """``5 of 8`` settings entering a verdict's mean, with how many a truth below the reliability threshold kept out."""
+    text = f"{int(row.settings)} of {int(row.of)}"  # type: ignore[attr-defined]
+    unreliable = row.unreliable  # type: ignore[attr-defined]
+    return text + (f" ({int(unreliable)} truth unreliable)" if pd.notna(unreliable) and unreliable else "")
+
+
 def validity_markdown(summary: pd.DataFrame) -> str:
     table = pd.DataFrame(
         {
             "verdict": summary["verdict"],
             "data": summary["kind"].map({"tabular": "tables", "image": "images"}).fillna(summary["kind"]),
             "model": summary["model"].replace("", "–"),
-            "settings": [f"{int(r.settings)} of {int(r.of)}" for r in summary.itertuples()],
+            "settings": [_settings_text(r) for r in summary.itertuples()],
             "mean Spearman ρ [95 % CI]": [
                 ci_text(r.spearman, r.spearman_lo, r.spearman_hi, "+") for r in summary.itertuples()
             ],
             "half-width": summary["half_width"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
             "mean Kendall τ": summary["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+            "mean ρ corrected ᶜ": summary["spearman_corrected"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
             "reliability α [95 % CI]": [ci_text(r.alpha, r.alpha_lo, r.alpha_hi, "+") for r in summary.itertuples()],
             "internal consistency ρ [95 % CI]": [
                 ci_text(r.consistency, r.consistency_lo, r.consistency_hi, "+") for r in summary.itertuples()
@@ -128,7 +139,13 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
         + " (tables) or "
         + ", ".join(f"`{m}`" for m in TRUTH_METRICS["image"])
         + f" (images) whose method means span at least {MIN_TRUTH_SPREAD:g}; where none does, the truth does not "
-        "separate the methods and there is no agreement to measure. Across settings: the mean ρ with a 95 % "
+        "separate the methods and there is no agreement to measure. The truth's own ordering must also be "
+        "reproducible: a setting enters a verdict's mean only where the truth orders the methods alike in any half "
+        "of the folds as in the other (split-half reliability, Spearman-Brown stepped up to all the folds, at least "
+        f"{MIN_TRUTH_RELIABILITY:g}); the settings below are counted as *truth unreliable* and listed below with "
+        "their value. ᶜ marks the agreement corrected for attenuation (Spearman 1904: ρ / √(r_truth · r_verdict), "
+        "each r the split-half reliability of that ordering): what the agreement would be between orderings "
+        "measured without fold noise, an estimate that may exceed 1. Across settings: the mean ρ with a 95 % "
         "hierarchical bootstrap interval (settings resampled, then the folds within each). A verdict whose interval "
         "holds 0 says nothing, on this data, about which method recovers what drives the label. Reliability, "
         "without the truth (Tomsett et al. 2020): Krippendorff's α (ordinal) of the methods' rankings across the "
@@ -164,7 +181,50 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
             validity_markdown(apart),
             "",
         ]
-    return md + tests_lines(validity.tests) + per_setting_lines(validity.settings)
+    return (
+        md
+        + tests_lines(validity.tests)
+        + truth_reliability_lines(validity.settings)
+        + per_setting_lines(validity.settings)
+    )
+
+
+def truth_reliability_lines(per_setting: pd.DataFrame) -> list[str]:
+    """The truth's own reliability per setting and explained model, as a table (none without a setting): the truth
+    metric, the methods and folds it orders, the range of their means and the split-half reliability of its
+    ordering, and whether the setting enters the verdicts' means."""
+    if per_setting.empty:
+        return []
+    truth = per_setting.sort_values("methods", ascending=False, kind="stable").drop_duplicates(
+        ["setting", "n_decoys", "model", "apart"]
+    )
+    truth = truth.sort_values(["setting", "n_decoys", "model"], kind="stable")
+    table = pd.DataFrame(
+        {
+            "setting": [
+                tables.setting_label(s, d) + (" †" if a else "")
+                for s, d, a in zip(truth["setting"], truth["n_decoys"], truth["apart"])
+            ],
+            "model": truth["model"].replace("", "–"),
+            "truth metric": truth["truth_metric"].map(lambda m: f"`{m}`"),
+            "methods": truth["methods"],
+            "folds": truth["folds"],
+            "truth spread": truth["truth_spread"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
+            "split-half reliability": truth["truth_split_half"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+            "enters the means": [
+                "yes" if r >= MIN_TRUTH_RELIABILITY and not a else "no"
+                for r, a in zip(truth["truth_split_half"].fillna(-np.inf), truth["apart"])
+            ],
+        }
+    )
+    return [
+        "**The truth's own reliability** per setting and explained model (the split-half reliability of its "
+        f"ordering of the methods, Spearman-Brown; a setting enters the verdicts' means at {MIN_TRUTH_RELIABILITY:g} "
+        "or above, on a model that learned):",
+        "",
+        table.to_markdown(index=False, disable_numparse=True),
+        "",
+    ]
 
 
 def per_setting_lines(per_setting: pd.DataFrame) -> list[str]:
@@ -174,8 +234,13 @@ def per_setting_lines(per_setting: pd.DataFrame) -> list[str]:
     table = pd.DataFrame(
         {
             "setting": [
-                tables.setting_label(s, d) + (" †" if a else "")
-                for s, d, a in zip(per_setting["setting"], per_setting["n_decoys"], per_setting["apart"])
+                tables.setting_label(s, d) + (" †" if a else "") + ("" if r >= MIN_TRUTH_RELIABILITY else " ‡")
+                for s, d, a, r in zip(
+                    per_setting["setting"],
+                    per_setting["n_decoys"],
+                    per_setting["apart"],
+                    per_setting["truth_split_half"].fillna(-np.inf),
+                )
             ],
             "model": per_setting["model"].replace("", "–"),
             "verdict": per_setting["verdict"],
@@ -188,12 +253,15 @@ def per_setting_lines(per_setting: pd.DataFrame) -> list[str]:
                 ci_text(r.spearman, r.spearman_lo, r.spearman_hi, "+") for r in per_setting.itertuples()
             ],
             "Kendall τ": per_setting["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+            "verdict split-half": per_setting["verdict_split_half"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+            "ρ corrected ᶜ": per_setting["spearman_corrected"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
             "methods ranked": [", ".join(m) for m in per_setting["ranked"]],
         }
     ).sort_values(["setting", "model", "rho"], ascending=[True, True, False], na_position="last")
     return [
-        "**Per setting** (interval: percentile bootstrap over the setting's folds; † a model that did not learn; the "
-        "truth spread is the range of the ranked methods' truth means):",
+        "**Per setting** (interval: percentile bootstrap over the setting's folds; † a model that did not learn; ‡ the "
+        f"truth's ordering below a split-half reliability of {MIN_TRUTH_RELIABILITY:g}, left out of the means; the "
+        "truth spread is the range of the ranked methods' truth means; ᶜ corrected for attenuation):",
         "",
         table.drop(columns="rho").to_markdown(index=False, disable_numparse=True),
         "",
