@@ -167,7 +167,8 @@ def split_half_reliability(values: np.ndarray, rng: np.random.Generator) -> floa
     the two halves' method means; ``r`` their mean over the splits where both halves separate the methods, stepped up
     to the ordering of all ``F`` folds by Spearman-Brown, ``2 r / (1 + r)`` (exact for even ``F``; for odd ``F`` the
     halves differ by one fold). 1: any half of the folds orders the methods as the other; 0 or below: the ordering is
-    noise (the step-up of a negative ``r`` is clipped at -1, the halves then ordering the methods oppositely). NaN with fewer than 2 folds or :data:`MIN_METHODS` methods, or where no split's halves both separate them.
+    noise (the step-up of a negative ``r`` is clipped at -1, the halves then ordering the methods oppositely). NaN
+    with fewer than 2 folds or :data:`MIN_METHODS` methods, or where no split's halves both separate them.
     """
     values = np.asarray(values, dtype=float)
     if values.ndim != 2 or len(values) < 2 or values.shape[1] < MIN_METHODS:
