@@ -20,6 +20,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "RUNG_PARAM",
     "Abilities",
     "MetricInfo",
     "ScorerInfo",
@@ -29,6 +30,11 @@ __all__ = [
     "scorer_to_json",
     "scorer_from_json",
 ]
+
+
+#: The method parameter a ladder rung's cells record its random share under (:mod:`synthbench.methods.ladder`): reports
+#: tell the rungs, whose order is known, from the methods by it.
+RUNG_PARAM = "random_share"
 
 
 @dataclass(frozen=True)

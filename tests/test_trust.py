@@ -424,3 +424,46 @@ def test_a_setting_whose_truth_orders_the_methods_unreliably_is_counted_but_left
     assert got["spearman_corrected"] == pytest.approx(agree["spearman_corrected"].iloc[:3].mean())
     every = validity_table(agree, ["verdict"], min_truth_reliability=None).iloc[0]
     assert every["settings"] == 5 and every["unreliable"] == 0
+
+
+def test_the_ladder_s_rungs_are_ranked_against_their_known_order_and_kept_out_of_the_methods(tmp_path):
+    """A verdict that scores less noise higher orders the rungs as built (ladder rho +1), one that scores it lower
+    reverses them (-1); the rungs never enter the ordering of the methods set beside the truth."""
+    from synthbench.methods.ladder import LADDER_SHARES, rung_name
+    from synthbench.report import load_results
+    from synthbench.report.parts import store_parts, verdict_agreement, verdict_validity
+    from synthbench.runner.grid import Cell
+    from synthbench.runner.store import CellResult, ResultStore
+
+    gbm = {"gbm": {"test_accuracy": 0.9, "competence": 0.9, "train_seconds": 1.0}}
+    truth = {"gbm_treeshap": 0.9, "gbm_gain": 0.7, "gbm_feature_ablation": 0.5, "gbm_feature_permutation": 0.3}
+    rungs = {rung_name("gbm_treeshap", s): s for s in LADDER_SHARES}
+    with ResultStore(tmp_path / "s.sqlite") as db:
+        for fold in range(4):
+            for method, value in [*truth.items(), *((m, 0.9 - s) for m, s in rungs.items()), ("random", 0.05)]:
+                share = rungs.get(method, 1.0 if method == "random" else None)
+                for scorer, metric, score in (
+                    ("ground_truth", "average_precision", value + 0.01 * fold),
+                    ("road", "road_gap", value + 0.02 * fold),  # follows the truth and the ladder
+                    # lower is better: more noise, less accuracy left, ranked better: the ladder reversed
+                    ("roar", "roar_accuracy", (-share if share is not None else -value) + 0.01 * fold),
+                ):
+                    judged = {"judged": "gbm"} if method == "random" and scorer != "ground_truth" else {}
+                    db.write(
+                        CellResult(
+                            Cell("xor", 150, 4, 0, 4, fold, method, scorer=scorer, **judged),
+                            "ok",
+                            scores={metric: score},
+                            chance={},
+                            model=None if method == "random" else gbm,
+                        )
+                    )
+    parts = store_parts(load_results(tmp_path / "s.sqlite"))
+    for row in verdict_agreement(parts).itertuples():
+        assert not set(row.ranked) & set(rungs)
+    validity = verdict_validity(parts)
+    ladder = validity.summary.set_index("verdict")["ladder"]
+    road = next(v for v in ladder.index if v.startswith("road"))
+    roar = next(v for v in ladder.index if v.startswith("roar"))
+    assert ladder[road] == pytest.approx(1.0) and ladder[roar] == pytest.approx(-1.0)
+    assert set(validity.ladder["methods"]) == {5}  # four rungs and the random control

@@ -26,6 +26,7 @@ from synthbench.methods import boosted as _boosted  # noqa: E402,F401
 from synthbench.methods import filters as _filters  # noqa: E402,F401
 from synthbench.methods import neural as _neural  # noqa: E402,F401
 from synthbench.methods import agnostic as _agnostic  # noqa: E402,F401
+from synthbench.methods import ladder as _ladder  # noqa: E402,F401
 from synthbench.methods import embedded as _embedded  # noqa: E402,F401
 from synthbench.methods import selectors as _selectors  # noqa: E402,F401
 from synthbench.methods import deeppink_2023 as _deeppink_2023  # noqa: E402,F401

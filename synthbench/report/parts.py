@@ -48,6 +48,7 @@ __all__ = [
     "scored_metrics",
     "headline",
     "verdict_agreement",
+    "verdict_ladder",
     "verdict_validity",
     "verdict_reliability",
     "verdict_meta_consistency",
@@ -236,7 +237,7 @@ def verdict_agreement(parts: list[Part]) -> pd.DataFrame:
     Each verdict part is paired with the ground-truth part of its input kind; its headline metric is compared with
     the truth metric of each setting (:data:`TRUTH_METRICS`, the first that separates the methods); each model is
     ordered alone (a method that reads none with the model it was judged on), and the folds whose model did not
-    learn are kept apart (``apart``).
+    learn are kept apart (``apart``). The ladder's rungs are left out (:func:`verdict_ladder` ranks them).
 
     Returns the columns :data:`SETTING_KEYS` and those of :func:`~synthbench.report.trust.rank_agreement`, plus
     ``part`` (its index in ``parts``), ``kind``, ``scorer``, ``metric`` (the verdict's headline),
@@ -259,7 +260,7 @@ def verdict_agreement(parts: list[Part]) -> pd.DataFrame:
         )
         if paired.empty:
             continue
-        paired = _by_fold(paired)
+        paired = _by_fold(paired[paired["rung"].isna() | paired["control"]])  # the ladder's rungs are not methods
         paired = paired.merge(_truth_choice(paired, SETTING_KEYS, candidates), on=[*SETTING_KEYS, "truth_metric"])
         name = _verdict_name(parts, part, metric)
         for truth_metric, rows in paired.groupby("truth_metric", sort=False):
@@ -275,6 +276,36 @@ def verdict_agreement(parts: list[Part]) -> pd.DataFrame:
                     part=i, kind=part.kind, scorer=part.scorer, metric=metric, truth_metric=truth_metric, verdict=name
                 )
             )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def verdict_ladder(parts: list[Part]) -> pd.DataFrame:
+    """Every verdict's ordering of the ladder's rungs (:mod:`synthbench.methods.ladder`: a base method's maps with a
+    growing share of one random map, the ``random`` control the top rung) against their known order, per setting and
+    explained model: :func:`~synthbench.report.trust.rank_agreement` with the rungs' order in place of the truth
+    (+1: the verdict ranks less noise above more, as built). No ground truth is needed.
+
+    Returns the columns :data:`SETTING_KEYS` and those of :func:`~synthbench.report.trust.rank_agreement`, plus
+    ``kind``, ``scorer``, ``metric`` and ``verdict``; empty when no verdict judged the rungs.
+    """
+    frames = []
+    for part in parts:
+        metric = _verdict_metric(part)
+        if part.is_truth or part.judges_verdict or metric is None:
+            continue
+        rows = judgeable(judged_values(part.results, metric), part.results)
+        rows = _by_fold(rows[rows["rung"].notna()])
+        if rows["rung"].nunique() < 2:
+            continue
+        agree = rank_agreement(
+            rows.assign(truth=-rows["rung"], verdict=rows["value"]),
+            part.results.metric(metric, part.scorer).direction,
+            "higher",
+            by=SETTING_KEYS,
+        )
+        frames.append(
+            agree.assign(kind=part.kind, scorer=part.scorer, metric=metric, verdict=_verdict_name(parts, part, metric))
+        )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -429,6 +460,8 @@ class VerdictValidity:
     reliability : :func:`verdict_reliability`'s table, one row per verdict, setting and explained model
     consistency : :func:`verdict_consistency`'s table, likewise
     meta : :func:`verdict_meta_consistency`'s table, one row per judged verdict, setting and explained model
+    ladder : :func:`verdict_ladder`'s table, one row per verdict, setting and explained model; its mean across
+        settings is the summary's ``ladder, ladder_lo, ladder_hi`` over ``ladder_settings`` settings
     predicts : ``{"alpha": ..., "consistency": ..., "mc": ...}``,
         :func:`~synthbench.report.reliability.reliability_against_validity` over the verdicts on models that
         learned: whether a verdict's reliability (Krippendorff's alpha, internal consistency, MetaQuantus'
@@ -442,6 +475,7 @@ class VerdictValidity:
     consistency: pd.DataFrame
     meta: pd.DataFrame
     predicts: dict[str, dict[str, float]]
+    ladder: pd.DataFrame
 
     @property
     def empty(self) -> bool:
@@ -496,10 +530,30 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
             else summary.assign(**{c: np.nan for c in columns})
         )
         summary[columns[0]] = summary[columns[0]].fillna(0).astype(int)
+    ladder = verdict_ladder(parts)
+    if not summary.empty:
+        summary = _with_ladder(summary, ladder, groups, seed)
     learned_summary = summary[~summary["apart"].astype(bool)] if not summary.empty else summary
     none = {"rho": np.nan, "lo": np.nan, "hi": np.nan, "n": 0.0}
     predicts = {
         value: reliability_against_validity(learned_summary, value, seed=seed) if not learned_summary.empty else none
         for value in RELIABILITY_MEASURES
     }
-    return VerdictValidity(settings, summary, tests, reliability, consistency, meta, predicts)
+    return VerdictValidity(settings, summary, tests, reliability, consistency, meta, predicts, ladder)
+
+
+def _with_ladder(summary: pd.DataFrame, ladder: pd.DataFrame, groups: list[str], seed: int) -> pd.DataFrame:
+    """``summary`` with each verdict's ladder score: the mean rho of its rung orderings across settings with the
+    hierarchical interval (:func:`~synthbench.report.trust.validity_table`; the rungs' order is known, so every
+    setting with a rho enters), as ``ladder_settings, ladder, ladder_lo, ladder_hi``."""
+    columns = {
+        "settings": "ladder_settings",
+        "spearman": "ladder",
+        "spearman_lo": "ladder_lo",
+        "spearman_hi": "ladder_hi",
+    }
+    if ladder.empty:
+        return summary.assign(ladder_settings=0, ladder=np.nan, ladder_lo=np.nan, ladder_hi=np.nan)
+    found = validity_table(ladder, groups, min_truth_reliability=None, seed=seed)[[*groups, *columns]]
+    out = summary.merge(found.rename(columns=columns), on=groups, how="left")
+    return out.assign(ladder_settings=out["ladder_settings"].fillna(0).astype(int))

@@ -15,7 +15,7 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-from synthbench.catalogue import MetricInfo
+from synthbench.catalogue import RUNG_PARAM, MetricInfo
 from synthbench.report.results import Results
 from synthbench.runner.competence import below_competence
 from synthbench.runner.competence import model_fits as runner_model_fits
@@ -404,7 +404,7 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
     Cells are paired by configuration (setting, decoy count, seed, fold, method); a method that
     explains no model (``random``) pairs its one truth cell with its verdict on each model it
     was judged on (``random@sparse_mlp``). Only pairs where both are finished count. Returns the
-    columns ``setting, n_decoys, seed, fold, method, control, reads_model, model, incompetent, truth, verdict``
+    columns ``setting, n_decoys, seed, fold, method, control, reads_model, model, incompetent, rung, truth, verdict``
     (``n_decoys`` -1 for a dataset without decoys; ``control`` True for a control method's rows; ``reads_model``
     True where the verdict's cell explains a model, as its recorded ``model`` says; ``model`` the model the
     verdict's cell explains or was judged on, its preset or else its kind, ``""`` for neither; ``incompetent``
@@ -415,7 +415,7 @@ def paired_cells(verdict: Results, truth: Results, metric: str, truth_metric: st
     """
     keys = ["setting", "n_decoys", "seed", "fold", "pair"]
     model_free = set(truth.scores.loc[truth.scores["model_preset"].isna(), "base_method"])
-    verdict_side = ["method", "control", "reads_model", "model", "incompetent"]
+    verdict_side = ["method", "control", "reads_model", "model", "incompetent", "rung"]
     paired = (
         judged_values(truth, truth_metric, model_free)
         .drop(columns=[*verdict_side, "cell_id"])
@@ -434,9 +434,12 @@ def judged_values(results: Results, metric: str, model_free: Collection[str] = (
     pair`` (the entry, or for a method in ``model_free`` its registered name, so its one truth cell pairs with its
     verdict on each model), ``cell_id, method, control, reads_model`` (the cell explains a model, as its recorded
     ``model`` says), ``model`` (the model the cell explains or was judged on: its preset, else its kind; ``""`` for
-    neither), ``incompetent`` (that model fell below the competence threshold) and ``value``."""
+    neither), ``incompetent`` (that model fell below the competence threshold), ``rung`` (a ladder rung's random
+    share, 1 for the ``random`` control, the ladder's top rung; NaN for every other method) and ``value``."""
     sel = results.scores[results.scores["metric"] == metric]
     recorded = sel["cell_id"].map(results.cells.set_index("cell_id")["model"])
+    params = sel["cell_id"].map(results.cells.set_index("cell_id")["method_params"])
+    share = params.map(lambda p: json.loads(p).get(RUNG_PARAM, np.nan) if isinstance(p, str) and p else np.nan)
     kind = recorded.map(lambda m: next(iter(json.loads(m)), "") if isinstance(m, str) else "")
     return sel.assign(
         n_decoys=sel["n_decoys"].fillna(-1).astype(int),
@@ -445,6 +448,7 @@ def judged_values(results: Results, metric: str, model_free: Collection[str] = (
         reads_model=recorded.notna(),
         model=sel["model_preset"].fillna(sel["judged_model"]).fillna(kind).fillna(""),
         incompetent=sel["incompetent"].fillna(False).astype(bool),
+        rung=share.astype(float).where(sel["base_method"] != "random", 1.0),
     )[
         [
             "setting",
@@ -458,6 +462,7 @@ def judged_values(results: Results, metric: str, model_free: Collection[str] = (
             "reads_model",
             "model",
             "incompetent",
+            "rung",
             "value",
         ]
     ]

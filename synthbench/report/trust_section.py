@@ -63,6 +63,7 @@ def validity_markdown(summary: pd.DataFrame) -> str:
             "half-width": summary["half_width"].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}"),
             "mean Kendall τ": summary["kendall"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
             "mean ρ corrected ᶜ": summary["spearman_corrected"].map(lambda v: "–" if pd.isna(v) else f"{v:+.2f}"),
+            "ladder ρ [95 % CI]": [ci_text(r.ladder, r.ladder_lo, r.ladder_hi, "+") for r in summary.itertuples()],
             "reliability α [95 % CI]": [ci_text(r.alpha, r.alpha_lo, r.alpha_hi, "+") for r in summary.itertuples()],
             "internal consistency ρ [95 % CI]": [
                 ci_text(r.consistency, r.consistency_lo, r.consistency_hi, "+") for r in summary.itertuples()
@@ -146,7 +147,11 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
         "their value. ᶜ marks the agreement corrected for attenuation (Spearman 1904: ρ / √(r_truth · r_verdict), "
         "each r the split-half reliability of that ordering): what the agreement would be between orderings "
         "measured without fold noise, an estimate that may exceed 1. Across settings: the mean ρ with a 95 % "
-        "hierarchical bootstrap interval (settings resampled, then the folds within each). A verdict whose interval "
+        "hierarchical bootstrap interval (settings resampled, then the folds within each). The ladder ρ is a second "
+        "validity that needs no truth: where the store holds the ladder's rungs (one method's maps with 0, 25, 50 "
+        "and 75 % of one seeded random map, and the random control, all noise), the rank correlation between the "
+        "verdict's ordering of the rungs and their known order (less noise first), averaged over settings the "
+        "same way. A verdict whose interval "
         "holds 0 says nothing, on this data, about which method recovers what drives the label. Reliability, "
         "without the truth (Tomsett et al. 2020): Krippendorff's α (ordinal) of the methods' rankings across the "
         "explained examples, each example ranking the methods by the verdict's value on it, per fold, averaged "
