@@ -136,6 +136,7 @@ MLP = register_model(
         epoch_inputs=True,
         training=True,
         layers=mlp_layers,
+        ceiling=True,
         record=screening_record,
         train_many=train_folds_mlp,
     )

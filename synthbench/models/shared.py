@@ -99,8 +99,10 @@ class ModelKind:
     model-randomisation checks; None for a kind without layers (the forest), which those checks
     refuse before anything runs.
     ``ceiling``: the kind takes part in each fold's learnability ceiling (it is trained on the
-    relevant inputs only; :mod:`synthbench.models.competence`). Only kinds that are cheap to train
-    on a few columns and take no preset should declare it.
+    relevant inputs only; :mod:`synthbench.models.competence`): every built-in kind that trains on
+    tables declares it (the forest, the booster and the network, the last with the fold's preset), so
+    that no model the benchmark explains stands above the ceiling beyond fold noise. A kind that only
+    loads a model, or a plugin's expensive one, leaves it out.
     ``record``: ``record(model) -> dict`` of JSON values stored with the model's quality in
     :attr:`SharedModels.info` (what training chose: the screened inputs of the MLP and the booster); None records
     nothing.
@@ -206,14 +208,17 @@ class SharedModels:
     def ceiling(self) -> Ceiling:
         """The fold's learnability ceiling (:func:`~synthbench.models.competence.learnability_ceiling`), computed on
         first request: every registered kind declaring ``ceiling`` that trains on the fold's inputs, fitted on the
-        relevant inputs only with the seed it has on the whole fold. With a disk cache in the settings, once per
-        fold whatever the tasks that ask (:func:`~synthbench.models.cache.cached_ceiling`)."""
+        relevant inputs only with the seed it has on the whole fold, a kind configured by a preset with this fold's
+        (named ``kind:preset``, ``kind:default`` without one). With a disk cache in the settings, once per fold and
+        preset whatever the tasks that ask (:func:`~synthbench.models.cache.cached_ceiling`)."""
         if self._ceiling is None:
-            trainers = {
-                name: (lambda d, k=kind: k.train(d, self._settings, replicate=0))
-                for name, kind in MODEL_KINDS.items()
-                if kind.ceiling and self._data.kind in kind.inputs
-            }
+            trainers = {}
+            for name, kind in MODEL_KINDS.items():
+                if not (kind.ceiling and self._data.kind in kind.inputs):
+                    continue
+                preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
+                label = f"{name}:{self.preset or 'default'}" if kind.uses_preset else name
+                trainers[label] = lambda d, k=kind, p=preset: k.train(d, self._settings, *p, replicate=0)
             compute = partial(learnability_ceiling, self._data, trainers)
             cache = self._settings.cache_dir
             self._ceiling = compute() if cache is None else cached_ceiling(self._data, trainers, compute, cache)

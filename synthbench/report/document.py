@@ -136,6 +136,7 @@ def _models_markdown(models: pd.DataFrame) -> list[str]:
         row["training s / fit"] = _seconds(_per_fit(g, "train_seconds"))
         row["competence"] = "–" if g["competence"].isna().all() else f"{_per_fit(g, 'competence'):.2f}"
         row["ceiling"] = "–" if g["ceiling"].isna().all() else f"{_per_fit(g, 'ceiling'):.3f}"
+        row["Bayes accuracy"] = "–" if g["bayes"].isna().all() else f"{_per_fit(g, 'bayes'):.3f}"
         row["incompetent"] = f"{g['incompetent'].sum()} / {g['models'].sum()}"
         rows[f"{kind} · {setting}"] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
@@ -366,8 +367,9 @@ def _tabular_sections(part: Part, report: Report, metrics: tuple[str, ...], leve
         "Attribution methods explain a model trained once per fold and shared by every method that needs it. Mean "
         "held-out AUROC of that model (95 % CI over folds and seeds; 0.5 is a coin flip), its mean held-out "
         "accuracy, its mean competence against the fold's learnability ceiling (the best held-out accuracy the "
-        "forest and the booster reach on the relevant features alone, shown beside it; where there are no relevant "
-        "columns, the Bayes accuracy), the seconds one training took (once per fold and preset; a model loaded "
+        "forest, the booster and the network of the fold's preset reach on the relevant features alone, shown "
+        "beside it with the generator's Bayes accuracy where known; where there are no relevant columns, the Bayes "
+        "accuracy), the seconds one training took (once per fold and preset; a model loaded "
         "from the on-disk cache counts its loading), and how many of its fits fell below the competence "
         f"threshold of {results.competence_threshold:g}.",
         "",

@@ -210,7 +210,8 @@ def model_table(results: Results) -> pd.DataFrame:
     DataFrame with columns ``model, setting, n_decoys, dataset, n_samples, auroc, auroc_lo, auroc_hi`` (mean held-out
     AUROC and its 95 % Student-t interval over folds and seeds), ``accuracy`` (mean held-out
     accuracy), ``train_seconds`` (mean seconds of one training), ``models`` (folds × seeds),
-    ``competence`` and ``ceiling`` (means over the fits that record them), ``incompetent`` (of the fits, those
+    ``competence``, ``ceiling`` and ``bayes`` (the generator's Bayes accuracy of the held-out rows, shown beside
+    the ceiling; means over the fits that record them), ``incompetent`` (of the fits, those
     below the results' competence threshold; a fit recorded before ceilings, by the flag its run wrote:
     held-out AUROC below 0.6) and
     ``methods`` (the methods that explain it, by name); sorted by model, setting (store order) and
@@ -228,6 +229,7 @@ def model_table(results: Results) -> pd.DataFrame:
         "accuracy",
         "competence",
         "ceiling",
+        "bayes",
         "train_seconds",
         "models",
         "incompetent",
@@ -250,6 +252,7 @@ def model_table(results: Results) -> pd.DataFrame:
                 once["accuracy"].mean(),
                 once["competence"].mean(),
                 once["ceiling"].mean(),
+                once["bayes_accuracy"].mean(),
                 g["train_seconds"].mean(),
                 len(once),
                 int(below.sum()),

@@ -167,7 +167,8 @@ def format_competence(cells: pd.DataFrame, catalogue: Catalogue, threshold: floa
     body = table.to_string(float_format=lambda v: f"{v:.2f}", na_rep="-")
     head = (
         f"\ncompetence of the explained models, mean over folds ((accuracy − chance) / (ceiling − chance); the "
-        f"ceiling: the best of the forest and the booster on the relevant features alone; threshold {threshold:g})"
+        f"ceiling: the best of the forest, the booster and the network on the relevant features alone; threshold "
+        f"{threshold:g})"
     )
     lines = [head, body]
     unlearnt = learnability(fits, threshold)
