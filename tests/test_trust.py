@@ -467,3 +467,25 @@ def test_the_ladder_s_rungs_are_ranked_against_their_known_order_and_kept_out_of
     roar = next(v for v in ladder.index if v.startswith("roar"))
     assert ladder[road] == pytest.approx(1.0) and ladder[roar] == pytest.approx(-1.0)
     assert set(validity.ladder["methods"]) == {5}  # four rungs and the random control
+
+
+def test_the_page_opens_on_the_answer_which_verdicts_follow_the_truth_which_reverse_it_and_how_sure():
+    from synthbench.report.trust_section import answer_lines
+
+    summary = pd.DataFrame(
+        {
+            "verdict": ["road", "roar", "kar", "mprt"],
+            "kind": "tabular",
+            "model": "gbm",
+            "spearman": [0.6, -0.5, 0.1, np.nan],
+            "spearman_lo": [0.3, -0.8, -0.4, np.nan],
+            "spearman_hi": [0.8, -0.2, 0.5, np.nan],
+            "ladder": [1.0, np.nan, 0.2, np.nan],
+        }
+    )
+    (text,) = answer_lines(summary)[:1]
+    assert text.startswith("**The answer.**") and "of 4 verdicts" in text
+    assert "1 follow the truth (their 95 % interval above 0): road +0.60 [+0.30, +0.80], ladder +1.00" in text
+    assert "1 reverse it (interval below 0): roar -0.50 [-0.80, -0.20]." in text
+    assert "1 cannot be told from no agreement (interval across 0): kar +0.10 [-0.40, +0.50], ladder +0.20" in text
+    assert "1 have no value here (the table says why): mprt." in text

@@ -19,6 +19,7 @@ from synthbench.report.reliability import RELIABILITY_MEASURES
 from synthbench.report.trust import MIN_TRUTH_RELIABILITY
 
 __all__ = [
+    "answer_lines",
     "ci_text",
     "trust_lines",
     "validity_markdown",
@@ -48,6 +49,40 @@ def _settings_text(row: object) -> str:
     text = f"{int(row.settings)} of {int(row.of)}"  # type: ignore[attr-defined]
     unreliable = row.unreliable  # type: ignore[attr-defined]
     return text + (f" ({int(unreliable)} truth unreliable)" if pd.notna(unreliable) and unreliable else "")
+
+
+def answer_lines(summary: pd.DataFrame) -> list[str]:
+    """The answer first: on models that learned, which verdicts follow the truth (their interval above 0), which
+    reverse it (below 0), which cannot be told from no agreement, and which have no value, each with its mean rho and
+    interval (and its ladder rho where measured)."""
+    groups: dict[str, list[str]] = {"follow": [], "reverse": [], "unknown": [], "none": []}
+    several = summary[["kind", "model"]].drop_duplicates().shape[0] > 1
+    for r in summary.itertuples():
+        data = "" if " on " in r.verdict else f"{tables.data_word(r.kind)}, "  # the name says it where it ran on both
+        where = f" ({data}{r.model or 'no model'})" if several else ""
+        if pd.isna(r.spearman):
+            groups["none"].append(f"{r.verdict}{where}")
+            continue
+        ladder = "" if pd.isna(r.ladder) else f", ladder {r.ladder:+.2f}"
+        text = f"{r.verdict}{where} {ci_text(r.spearman, r.spearman_lo, r.spearman_hi, '+')}{ladder}"
+        word = "follow" if r.spearman_lo > 0 else "reverse" if r.spearman_hi < 0 else "unknown"
+        groups[word].append(text)
+    said = {
+        "follow": "follow the truth (their 95 % interval above 0)",
+        "reverse": "reverse it (interval below 0)",
+        "unknown": "cannot be told from no agreement (interval across 0)",
+        "none": "have no value here (the table says why)",
+    }
+    parts = [f"{len(names)} {said[k]}: {'; '.join(names)}" for k, names in groups.items() if names]
+    if not parts:
+        return []
+    return [
+        "**The answer.** On the models that learned, over the settings whose truth orders the methods reliably, of "
+        f"{len(summary)} verdicts (mean Spearman ρ with the truth across settings [95 % CI]): "
+        + ". ".join(parts)
+        + ".",
+        "",
+    ]
 
 
 def validity_markdown(summary: pd.DataFrame) -> str:
@@ -130,7 +165,11 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
     )
     learned, apart = summary[~summary["apart"].astype(bool)], summary[summary["apart"].astype(bool)]
     md = [
-        "Every verdict in this store set beside the ground truth on the same cells: in each setting (a dataset at a "
+        *answer_lines(learned),
+        validity_markdown(learned),
+        "",
+        "**How it is measured.** Every verdict in this store set beside the ground truth on the same cells: in each "
+        "setting (a dataset at a "
         "decoy count, one explained model) the rank correlation between the verdict's ordering of the methods (its "
         "headline metric, fold means) and the ground truth's (+1: the same order; 0: unrelated; below 0: "
         "reversed), controls left out, only the methods the verdict can judge (a check of how maps depend on the "
@@ -159,8 +198,6 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
         "(Hedström et al. 2023, MetaQuantus), where the store holds a `meta_consistency` scorer judging the verdict: "
         "the mean of its four criteria (resilience to minor model or input noise, IAC and IEC, and reactivity to "
         "disruptive noise, IAC and IEC), each 0 to 1, 1 ideal.",
-        "",
-        validity_markdown(learned),
         "",
         *precision_lines(learned),
         *predicts_lines(validity.predicts),
