@@ -45,7 +45,8 @@ def test_the_study_page_is_written_from_the_suites_store_alone_and_the_same_each
     assert "road `road_gap`" in text and "mean Spearman ρ [95 % CI]" in text and "reliability α [95 % CI]" in text
     assert "- road on tables: Controls random do as well as" in text
     found = text.index("## What it found")
-    assert text.index("**The answer.**", found) < text.index("| verdict ", found) < text.index("**How it is measured.**")
+    answer, table = text.index("**The answer.**", found), text.index("| verdict ", found)
+    assert answer < table < text.index("**How it is measured.**")
     assert "**The truth's own reliability** per setting" in text and "| split-half reliability " in text
     assert "| mean ρ corrected ᶜ " in text and "| verdict split-half " in text
     header = next(line for line in text.splitlines() if line.startswith("| verdict ")).split("|")

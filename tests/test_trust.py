@@ -489,3 +489,37 @@ def test_the_page_opens_on_the_answer_which_verdicts_follow_the_truth_which_reve
     assert "1 reverse it (interval below 0): roar -0.50 [-0.80, -0.20]." in text
     assert "1 cannot be told from no agreement (interval across 0): kar +0.10 [-0.40, +0.50], ladder +0.20" in text
     assert "1 have no value here (the table says why): mprt." in text
+
+
+def test_where_the_data_carry_a_per_example_truth_the_methods_are_ordered_by_it(tmp_path):
+    """switch has a per-example truth: its setting is ordered by local_tpr_at_k (which separates the maps), not by
+    the global average precision (which ties them); xor has none and keeps average precision."""
+    from synthbench.report import load_results
+    from synthbench.report.parts import store_parts, verdict_agreement
+    from synthbench.runner.grid import Cell
+    from synthbench.runner.store import CellResult, ResultStore
+
+    gbm = {"gbm": {"test_accuracy": 0.9, "competence": 0.9, "train_seconds": 1.0}}
+    local = {"gbm_treeshap": 0.9, "gbm_feature_ablation": 0.6, "gbm_feature_permutation": 0.3}
+    with ResultStore(tmp_path / "s.sqlite") as db:
+        for dataset, n_decoys in (("switch", 4), ("xor", 4)):
+            for fold in range(3):
+                for method, value in local.items():
+                    truth = {"average_precision": 1.0, "best_k": 1.0}
+                    if dataset == "switch":
+                        truth["local_tpr_at_k"] = value + 0.01 * fold
+                    else:
+                        truth["average_precision"] = value + 0.01 * fold
+                    for scorer, scores in (("ground_truth", truth), ("road", {"road_gap": value})):
+                        db.write(
+                            CellResult(
+                                Cell(dataset, 150, n_decoys, 0, 3, fold, method, scorer=scorer),
+                                "ok",
+                                scores=scores,
+                                chance={},
+                                model=gbm,
+                            )
+                        )
+    agree = verdict_agreement(store_parts(load_results(tmp_path / "s.sqlite"))).set_index("setting")
+    assert agree.loc["switch", "truth_metric"] == "local_tpr_at_k" and agree.loc["switch", "spearman"] == 1.0
+    assert agree.loc["xor", "truth_metric"] == "average_precision"

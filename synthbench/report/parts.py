@@ -64,10 +64,13 @@ __all__ = [
 IMAGE_METRICS = ("rank_accuracy", "mass_accuracy", "pointing_game", "map_auroc", "top_k_intersection")
 
 #: The truth metrics a verdict's ordering is compared with, per input kind, in order of preference: a setting
-#: takes the first that separates its methods (:data:`MIN_TRUTH_SPREAD`). Average precision reads the whole
-#: ranking, so it separates methods that best-k scores alike (every gradient method at 1.00 on xor).
+#: takes the first that separates its methods (:data:`MIN_TRUTH_SPREAD`). Where the data carry a per-example truth
+#: (switch and the other L2X sets) the per-example one comes first: a global mean over the fold hides what a local
+#: map gets right or wrong, and local maps are what most verdicts judge (the methods without maps then leave that
+#: setting's ordering). Average precision reads the whole ranking, so it separates methods that best-k scores alike
+#: (every gradient method at 1.00 on xor).
 TRUTH_METRICS = {
-    "tabular": ("average_precision", "auroc", "best_k"),
+    "tabular": ("local_tpr_at_k", "average_precision", "auroc", "best_k"),
     "image": ("rank_accuracy", "map_auroc", "mass_accuracy", "pointing_game"),
 }
 
