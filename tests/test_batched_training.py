@@ -313,9 +313,10 @@ def _removal_grid(scorers: tuple[str, ...], fractions: tuple[float, ...] = ()):
 
 def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
     """ROAR trains a cell's retrainings and clean replicates as one batch, and with a disk cache the folds of a
-    setting train their shared network as one, and data randomisation's networks on permuted labels as one: the
-    values stored are those of the serial run, of two worker processes, of a run interrupted then resumed, of every
-    fold run on its own, and of the folds trained together, to the bit."""
+    setting train their shared network as one, data randomisation's networks on permuted labels as one, and the
+    ceiling's networks on the relevant columns as one: the values stored are those of the serial run, of two worker
+    processes, of a run interrupted then resumed, of every fold run on its own, and of the folds trained together, to
+    the bit."""
     from synthbench.models import TrainSettings
     from synthbench.runner.execute import execute
     from synthbench.runner.executors import ProcessExecutor
@@ -348,8 +349,9 @@ def test_a_grid_stores_the_same_values_whatever_shares_a_batch(tmp_path):
         # with a disk cache, the first fold task trains the shared network of all three folds as one batch
         "folds together": values(tmp_path / "cached.sqlite", by_fold[2], cells, settings=cached),
     }
-    # one setting, one preset: its shared network, and its networks trained on permuted labels
-    assert len(list((tmp_path / "cache" / "settings").glob("*.lock"))) == 2
+    # one setting, one preset: its shared network, its networks trained on permuted labels, and the ceiling's networks
+    # on the relevant columns
+    assert len(list((tmp_path / "cache" / "settings").glob("*.lock"))) == 3
     for name, got in runs.items():
         pd.testing.assert_frame_equal(got, serial, check_exact=True, obj=name)
 

@@ -266,3 +266,27 @@ def test_no_model_stands_above_the_ceiling_beyond_fold_noise_the_network_taking_
         allowed = 1 + noise / (ceiling.value - ceiling.chance)
         assert info["test_accuracy"] <= ceiling.value + noise and info["competence"] <= allowed, kind
     assert ceiling.model == "mlp:screened_mlp" and ceiling.value > ceiling.bayes_accuracy - 0.05
+
+
+def test_with_its_setting_s_folds_the_ceiling_trains_their_relevant_only_networks_as_one_batch(tmp_path, monkeypatch):
+    """The first fold that asks trains every fold's network on its relevant columns as one batch; the others read
+    theirs from the cache, and each fold's ceiling is the one it computes alone."""
+    from synthbench.models import SharedModels, Siblings, TrainSettings, neural
+    from synthbench.protocol import setting_folds
+
+    folds = setting_folds("ring", n_samples=300, seed=0, n_folds=3, n_decoys=4)
+    batches: list[list[int]] = []
+    train = neural.train_mlps
+
+    def spied(members, **kwargs):
+        batches.append([np.shape(m.X)[1] for m in members])
+        return train(members, **kwargs)
+
+    monkeypatch.setattr(neural, "train_mlps", spied)
+    siblings = Siblings("ring, 300 rows", lambda: folds)
+    settings = TrainSettings(cache_dir=str(tmp_path))
+    ceilings = [SharedModels(f, settings, preset="screened_mlp", siblings=siblings).ceiling for f in folds]
+    assert batches == [[2, 2, 2]]  # the three folds' networks on the two relevant columns, once
+    for fold, ceiling in zip(folds, ceilings, strict=True):
+        alone = SharedModels(fold, TrainSettings(), preset="screened_mlp").ceiling
+        assert dataclasses.replace(ceiling, seconds=0.0) == dataclasses.replace(alone, seconds=0.0)

@@ -18,7 +18,13 @@ from filelock import FileLock
 
 from synthbench import __version__
 from synthbench.models.cache import cached_ceiling, write_atomically
-from synthbench.models.competence import Ceiling, competence_fields, held_out_quality, learnability_ceiling
+from synthbench.models.competence import (
+    Ceiling,
+    competence_fields,
+    held_out_quality,
+    learnability_ceiling,
+    relevant_only,
+)
 from synthbench.models.loop import BATCH_MEMORY, EpochInputs, TrainingFailed, unwrap
 from synthbench.models.randomise import Layer
 from synthbench.protocol import FoldData
@@ -210,20 +216,38 @@ class SharedModels:
         first request: every registered kind declaring ``ceiling`` that trains on the fold's inputs, fitted on the
         relevant inputs only with the seed it has on the whole fold, a kind configured by a preset with this fold's
         (named ``kind:preset``, ``kind:default`` without one). With a disk cache in the settings, once per fold and
-        preset whatever the tasks that ask (:func:`~synthbench.models.cache.cached_ceiling`)."""
+        preset whatever the tasks that ask (:func:`~synthbench.models.cache.cached_ceiling`); a kind that trains in
+        batches trains the relevant-only models of the setting's folds as one (:meth:`across_setting`)."""
         if self._ceiling is None:
-            trainers = {}
+            trainers: dict[str, Callable[[FoldData], Any]] = {}
             for name, kind in MODEL_KINDS.items():
                 if not (kind.ceiling and self._data.kind in kind.inputs):
                     continue
-                preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
                 label = f"{name}:{self.preset or 'default'}" if kind.uses_preset else name
-                trainers[label] = lambda d, k=kind, p=preset: k.train(d, self._settings, *p, replicate=0)
+                trainers[label] = self._ceiling_trainer(kind)
             compute = partial(learnability_ceiling, self._data, trainers)
             cache = self._settings.cache_dir
             self._ceiling = compute() if cache is None else cached_ceiling(self._data, trainers, compute, cache)
             log.debug("learnability ceiling of fold %d: %s", self._data.fold, self._ceiling)
         return self._ceiling
+
+    def _ceiling_trainer(self, kind: ModelKind) -> Callable[[FoldData], Any]:
+        """``train(restricted)``: the kind's model of this fold on its relevant inputs only (``restricted``), with this
+        fold's seed and preset; for a kind trained with its setting's folds (:meth:`across_setting`), trained with
+        those of every fold of the setting as one batch (each the model it is alone)."""
+        if not self._with_setting(kind):
+            preset = (self.preset,) if kind.uses_preset and self.preset is not None else ()
+            return lambda restricted: kind.train(restricted, self._settings, *preset, replicate=0)
+
+        def with_setting(restricted: FoldData) -> Any:
+            model, _ = self.across_setting(
+                kind.name,
+                ("ceiling",),
+                lambda folds: self._train(kind, [TrainRequest(relevant_only(f), 0) for f in folds], None),
+            )
+            return unwrap(model)
+
+        return with_setting
 
     def get(self, name: str, replicate: int = 0) -> Any:
         """The trained model of kind ``name`` (its ``replicate``-th independent training), trained on first request.
