@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from synthbench.report.reliability import iec_resilience
+from synthbench.report.study.reliability import iec_resilience
 from synthbench.scoring.meta_consistency import _wilcoxon_p, perturbed_model
 
 
@@ -98,7 +98,8 @@ def test_meta_consistency_from_the_command_line_to_the_report(tmp_path):
     """ROAD judged by MetaQuantus on xor: each method's cell carries IAC and IEC under model noise; the report
     computes IEC_NR across the fold's methods and MC, and sets MC beside ROAD's validity and reliability."""
     from synthbench.report import build_report, load_results
-    from synthbench.report.parts import store_parts, verdict_validity
+    from synthbench.report.parts import store_parts
+    from synthbench.report.study.verdicts import verdict_validity
     from synthbench.run import main
 
     store = tmp_path / "r.sqlite"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from synthbench.report.reliability import (
+from synthbench.report.study.reliability import (
     inter_rater_alpha,
     reliability_against_validity,
     reliability_table,

@@ -11,8 +11,8 @@ from scipy import stats
 
 from synthbench.report import build_report, figures, load_results, mean_ci, model_table, summary_table, tables
 from synthbench.report.page import SCRIPT, html_page
+from synthbench.report.study.validity import holm
 from synthbench.report.summary import leaders, store_summary
-from synthbench.report.trust import holm
 from synthbench.runner import ResultStore
 from synthbench.runner.grid import Cell
 from synthbench.runner.leaderboard import leaderboard

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from synthbench.report.study import main as study
+from synthbench.report.study.page import main as study
 from synthbench.run import main as run
 from synthbench.suites import load_suite
 

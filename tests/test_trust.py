@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from synthbench.report.trust import rank_agreement
+from synthbench.report.study.validity import rank_agreement
 
 
 def _paired(noise: float, seed: int = 0, folds: int = 5) -> pd.DataFrame:
@@ -51,7 +51,8 @@ def test_a_parameter_check_ranks_only_methods_that_read_a_model_and_no_agreement
     similarity by construction. Their agreement is the filters' alone: the check ranks the three methods that read the
     MLP, the truth does not separate them, and there is no agreement to report."""
     from synthbench.report import load_results
-    from synthbench.report.parts import store_parts, verdict_agreement
+    from synthbench.report.parts import store_parts
+    from synthbench.report.study.verdicts import verdict_agreement
     from synthbench.runner.grid import Cell
     from synthbench.runner.store import CellResult, ResultStore
 
@@ -88,7 +89,7 @@ def test_a_parameter_check_ranks_only_methods_that_read_a_model_and_no_agreement
 
 
 def test_spearman_rows_is_scipys_row_by_row_with_ties_and_nan_where_a_row_is_constant():
-    from synthbench.report.trust import spearman_rows
+    from synthbench.report.study.validity import spearman_rows
 
     rng = np.random.default_rng(3)
     a = rng.integers(0, 4, size=(50, 6)).astype(float)  # many ties
@@ -119,7 +120,7 @@ def _agree(rhos: list[float], folds: int = 1, spread: float = 0.0, seed: int = 0
 
 
 def test_with_one_fold_per_setting_the_hierarchical_interval_is_a_bootstrap_of_the_settings_mean():
-    from synthbench.report.trust import validity_table
+    from synthbench.report.study.validity import validity_table
 
     agree = _agree([0.9, 0.8, 0.2, 0.6, 1.0, -0.1, 0.7, 0.5, 0.4, 0.9])
     gated = validity_table(agree, ["verdict", "kind", "model"]).iloc[0]
@@ -139,7 +140,7 @@ def test_with_one_fold_per_setting_the_hierarchical_interval_is_a_bootstrap_of_t
 
 
 def test_the_hierarchical_interval_widens_with_the_folds_disagreement_and_narrows_with_more_settings():
-    from synthbench.report.trust import validity_table
+    from synthbench.report.study.validity import validity_table
 
     by = ["verdict", "kind", "model"]
     steady = validity_table(_agree([0.6] * 6, folds=4, spread=0.0, alike=True), by).iloc[0]
@@ -151,7 +152,7 @@ def test_the_hierarchical_interval_widens_with_the_folds_disagreement_and_narrow
 
 
 def test_a_group_without_agreement_says_why():
-    from synthbench.report.trust import validity_table
+    from synthbench.report.study.validity import validity_table
 
     rows = [("s", 1, f, m, 1.0, v) for f in range(3) for m, v in (("a", 0.1), ("b", 0.5), ("c", 0.9))]
     paired = pd.DataFrame(rows, columns=["setting", "n_decoys", "fold", "method", "truth", "verdict"])
@@ -168,7 +169,7 @@ def test_a_group_without_agreement_says_why():
 
 
 def test_verdicts_are_compared_by_a_paired_wilcoxon_test_over_shared_settings_holm_corrected():
-    from synthbench.report.trust import holm, verdict_tests
+    from synthbench.report.study.validity import holm, verdict_tests
 
     good = _agree([0.9, 0.8, 0.95, 0.85, 0.9, 0.7, 0.8, 0.9], seed=1).assign(verdict="good")
     bad = _agree([0.1, -0.2, 0.3, 0.0, 0.2, -0.1, 0.1, 0.0], seed=2).assign(verdict="bad")
@@ -193,7 +194,8 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
     precision ties; mrmr reads no model and is ordered with the MLP it was judged on; the fold whose MLP did not learn
     is kept apart; RandomLogit skipped every cell and is named with the reason."""
     from synthbench.report import load_results
-    from synthbench.report.parts import store_parts, verdict_validity
+    from synthbench.report.parts import store_parts
+    from synthbench.report.study.verdicts import verdict_validity
     from synthbench.runner.grid import Cell
     from synthbench.runner.store import CellResult, ResultStore
 
@@ -256,7 +258,7 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
     summary = validity.summary.set_index(["verdict", "model", "apart"])
     assert summary.loc[("road `road_gap`", "gbm", False), "spearman"] == pytest.approx(-1.0)
     # reliability: the methods' rankings across the examples of each fold where the MLP learned, controls left out
-    from synthbench.report.reliability import inter_rater_alpha
+    from synthbench.report.study.reliability import inter_rater_alpha
 
     reliability = validity.reliability.set_index(["model", "apart"]).loc[("sparse_mlp", False)]
     assert reliability["methods"] == 4 and reliability["folds"] == 3 and reliability["examples"] == 30
@@ -276,7 +278,8 @@ def test_each_model_is_ordered_alone_against_the_truth_metric_that_separates_and
 
 def test_a_verdict_without_a_ground_truth_beside_it_is_named_with_the_reason_and_nothing_fails(tmp_path):
     from synthbench.report import build_report, load_results
-    from synthbench.report.parts import store_parts, verdict_validity
+    from synthbench.report.parts import store_parts
+    from synthbench.report.study.verdicts import verdict_validity
     from synthbench.runner.grid import Cell
     from synthbench.runner.store import CellResult, ResultStore
 
@@ -293,7 +296,7 @@ def test_a_verdict_without_a_ground_truth_beside_it_is_named_with_the_reason_and
 
 
 def test_the_precision_sentence_counts_the_intervals_within_the_target_and_names_the_wider():
-    from synthbench.report.trust_section import precision_lines
+    from synthbench.report.study.section import precision_lines
 
     summary = pd.DataFrame(
         {"verdict": ["road", "roar", "mprt"], "model": ["mlp", "mlp", ""], "half_width": [0.1, 0.4, np.nan]}
@@ -358,7 +361,7 @@ def _split_half_by_hand(values: np.ndarray) -> float:
 
 
 def test_split_half_reliability_is_the_spearman_brown_step_up_of_the_halves_mean_agreement():
-    from synthbench.report.trust import split_half_reliability
+    from synthbench.report.study.validity import split_half_reliability
 
     rng = np.random.default_rng(5)
     for folds in (2, 3, 6, 7):
@@ -378,7 +381,7 @@ def test_split_half_reliability_is_the_spearman_brown_step_up_of_the_halves_mean
 
 
 def test_split_half_reliability_is_near_one_for_a_stable_ordering_and_near_zero_for_noise():
-    from synthbench.report.trust import split_half_reliability
+    from synthbench.report.study.validity import split_half_reliability
 
     rng = np.random.default_rng(7)
     stable = [split_half_reliability(np.arange(8.0) + rng.normal(0, 0.3, size=(6, 8)), rng) for _ in range(50)]
@@ -390,7 +393,7 @@ def test_split_half_reliability_is_near_one_for_a_stable_ordering_and_near_zero_
 
 
 def test_the_agreement_is_corrected_for_both_orderings_unreliability():
-    from synthbench.report.trust import attenuation_corrected, split_half_reliability
+    from synthbench.report.study.validity import attenuation_corrected, split_half_reliability
 
     assert attenuation_corrected(0.5, 0.8, 0.5) == pytest.approx(0.5 / np.sqrt(0.4))
     assert np.isnan(attenuation_corrected(0.5, 0.0, 0.9)) and np.isnan(attenuation_corrected(0.5, 0.9, np.nan))
@@ -406,7 +409,7 @@ def test_the_agreement_is_corrected_for_both_orderings_unreliability():
 
 
 def test_a_setting_whose_truth_orders_the_methods_unreliably_is_counted_but_left_out_of_the_mean():
-    from synthbench.report.trust import reliable_truth, validity_table
+    from synthbench.report.study.validity import reliable_truth, validity_table
 
     rng = np.random.default_rng(2)
     rows = []
@@ -431,7 +434,8 @@ def test_the_ladder_s_rungs_are_ranked_against_their_known_order_and_kept_out_of
     reverses them (-1); the rungs never enter the ordering of the methods set beside the truth."""
     from synthbench.methods.ladder import LADDER_SHARES, rung_name
     from synthbench.report import load_results
-    from synthbench.report.parts import store_parts, verdict_agreement, verdict_validity
+    from synthbench.report.parts import store_parts
+    from synthbench.report.study.verdicts import verdict_agreement, verdict_validity
     from synthbench.runner.grid import Cell
     from synthbench.runner.store import CellResult, ResultStore
 
@@ -470,7 +474,7 @@ def test_the_ladder_s_rungs_are_ranked_against_their_known_order_and_kept_out_of
 
 
 def test_the_page_opens_on_the_answer_which_verdicts_follow_the_truth_which_reverse_it_and_how_sure():
-    from synthbench.report.trust_section import answer_lines
+    from synthbench.report.study.section import answer_lines
 
     summary = pd.DataFrame(
         {
@@ -495,7 +499,8 @@ def test_where_the_data_carry_a_per_example_truth_the_methods_are_ordered_by_it(
     """switch has a per-example truth: its setting is ordered by local_tpr_at_k (which separates the maps), not by
     the global average precision (which ties them); xor has none and keeps average precision."""
     from synthbench.report import load_results
-    from synthbench.report.parts import store_parts, verdict_agreement
+    from synthbench.report.parts import store_parts
+    from synthbench.report.study.verdicts import verdict_agreement
     from synthbench.runner.grid import Cell
     from synthbench.runner.store import CellResult, ResultStore
 

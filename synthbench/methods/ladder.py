@@ -6,8 +6,8 @@ map mixed in: per explained row, both maps scaled to unit L2 norm, then ``(1 - s
 normal, ``(n_explain, p)``, drawn from the fold's ``("method", "ladder", base)`` stream: the same for every rung of a
 base on a fold, so the rungs differ only by the share. Less noise is more faithful to the model and closer to the
 truth, so the rungs' order is known: how often a verdict orders them so is its ladder score
-(:func:`synthbench.report.parts.verdict_ladder`), a validity that does not depend on how far apart the real methods
-happen to be.
+(:func:`synthbench.report.study.verdicts.verdict_ladder`), a validity that does not depend on how far apart the real
+methods happen to be.
 
 Bases: ``integrated_gradients`` on the network, ``gbm_treeshap`` on the booster. The global score of a rung is the mean
 absolute value of its map over the explained rows. Reports tell a rung by the ``random_share`` parameter its cells

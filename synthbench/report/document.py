@@ -25,19 +25,18 @@ from synthbench.report.page import html_page
 from synthbench.report.parts import (
     IMAGE_METRICS,
     Part,
-    VerdictValidity,
     headline,
     method_anchor,
     method_link,
     scored_metrics,
     store_parts,
     truth_of,
-    verdict_validity,
 )
 from synthbench.report.results import Results
 from synthbench.report.statistics import rank_test
+from synthbench.report.study.section import ci_text, trust_lines
+from synthbench.report.study.verdicts import VerdictValidity, verdict_validity
 from synthbench.report.summary import duration, summary_lines, used_runs, wall_seconds
-from synthbench.report.trust_section import ci_text, trust_lines
 from synthbench.runner.judged import control_verdict
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, so reading a store does not load it

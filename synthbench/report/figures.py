@@ -20,8 +20,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from synthbench.catalogue import MetricInfo
-from synthbench.report.reliability import RELIABILITY_MEASURES
 from synthbench.report.statistics import RankTest
+from synthbench.report.study.reliability import RELIABILITY_MEASURES
 from synthbench.report.tables import BREAKPOINT_LEVEL, data_word, pareto_front, setting_label
 
 __all__ = [
@@ -663,7 +663,7 @@ def validity_heatmap(settings: pd.DataFrame) -> Figure:
     """Each verdict's agreement with the truth (Spearman's rho) per setting: one row per verdict and explained model,
     one column per setting (``†``: folds whose model did not learn), blue agreeing, red reversed, grey none.
 
-    ``settings`` is :func:`synthbench.report.parts.verdict_agreement`'s table.
+    ``settings`` is :func:`synthbench.report.study.verdicts.verdict_agreement`'s table.
     """
     table = settings.assign(
         row=[f"{v} ({m or 'no model'})" for v, m in zip(settings["verdict"], settings["model"])],
@@ -698,7 +698,7 @@ def reliability_validity(summary: pd.DataFrame) -> Figure:
     measured) against its validity (mean Spearman's rho with the truth), with both 95 % intervals: one point per
     verdict, data kind and model (one colour and marker each, the same in every panel), one panel per measure.
 
-    ``summary`` is :attr:`synthbench.report.parts.VerdictValidity.summary` (the rows of models that learned).
+    ``summary`` is :attr:`synthbench.report.study.verdicts.VerdictValidity.summary` (the rows of models that learned).
     """
     measures = [(v, label) for v, label in RELIABILITY_MEASURES.items() if v in summary and summary[v].notna().any()]
     names = [f"{r.verdict} ({data_word(r.kind)}, {r.model or 'no model'})" for r in summary.itertuples()]

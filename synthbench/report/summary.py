@@ -22,9 +22,10 @@ import pandas as pd
 
 from synthbench.kinds import INPUT_KINDS, get_kind
 from synthbench.report import tables
-from synthbench.report.parts import Part, VerdictValidity, headline, method_link, store_parts, verdict_validity
+from synthbench.report.parts import Part, headline, method_link, store_parts
 from synthbench.report.results import Results
-from synthbench.report.trust import holm
+from synthbench.report.study.validity import holm
+from synthbench.report.study.verdicts import VerdictValidity, verdict_validity
 from synthbench.runner.competence import learnability
 
 __all__ = ["store_summary", "summary_lines", "Leaders", "leaders", "duration", "used_runs", "wall_seconds"]
@@ -294,7 +295,7 @@ def summary_lines(
     validity: VerdictValidity | None = None,
 ) -> list[str]:
     """The summary as Markdown lines (the report's opening section, without its heading); ``validity`` is
-    :func:`~synthbench.report.parts.verdict_validity` of ``parts``, computed here when not given."""
+    :func:`~synthbench.report.study.verdicts.verdict_validity` of ``parts``, computed here when not given."""
     md = []
     for part in parts:
         metric = headline(part, metrics)

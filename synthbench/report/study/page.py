@@ -2,7 +2,7 @@
 
 ``python -m synthbench.report.study --store STORE --suite verdicts_quick --out docs/verdicts/study.md`` writes the
 page (Markdown) and its two figures beside it: the suite's identity (name, version, hash), the synthbench version,
-the machine and the wall time its runs took, then :func:`~synthbench.report.trust_section.trust_lines` (validity,
+the machine and the wall time its runs took, then :func:`~synthbench.report.study.section.trust_lines` (validity,
 reliability, meta-consistency, paired tests, agreement per setting) and how each verdict's controls fare. The page
 holds nothing but what the store says: the same store writes the same page.
 """
@@ -13,11 +13,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from synthbench.report.parts import headline, store_parts, verdict_validity
+from synthbench.report.parts import headline, store_parts
 from synthbench.report.results import Results
+from synthbench.report.study.section import trust_lines
+from synthbench.report.study.verdicts import verdict_validity
 from synthbench.report.summary import duration, used_runs, wall_seconds
 from synthbench.report.tables import data_word
-from synthbench.report.trust_section import trust_lines
 from synthbench.runner.judged import control_verdict
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Which verdict to trust, written out: the Markdown the report's section and the verdicts study page share.
 
-:func:`trust_lines` writes :class:`~synthbench.report.parts.VerdictValidity` as tables and sentences: each
+:func:`trust_lines` writes :class:`~synthbench.report.study.verdicts.VerdictValidity` as tables and sentences: each
 verdict's validity (agreement with the ground truth) across settings with its interval, its reliability without the
 truth beside it, whether reliability predicts validity, which verdicts the paired tests tell apart, and the
 agreement per setting.
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from synthbench.report import tables
-from synthbench.report.parts import MIN_TRUTH_SPREAD, TRUTH_METRICS, VerdictValidity
-from synthbench.report.reliability import RELIABILITY_MEASURES
-from synthbench.report.trust import MIN_TRUTH_RELIABILITY
+from synthbench.report.study.reliability import RELIABILITY_MEASURES
+from synthbench.report.study.validity import MIN_TRUTH_RELIABILITY
+from synthbench.report.study.verdicts import MIN_TRUTH_SPREAD, TRUTH_METRICS, VerdictValidity
 
 __all__ = [
     "answer_lines",

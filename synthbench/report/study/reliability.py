@@ -7,7 +7,7 @@ method without a value there is missing); Krippendorff's alpha, ordinal, of thos
 ``krippendorff`` package, reliability data ``examples × methods``), per fold. 1: every example orders
 the methods alike; 0: no more agreement than chance (as with examples split into camps of opposite orders). A setting's
 alpha is the mean over its folds, with a percentile bootstrap over the folds; across settings the same
-hierarchical bootstrap as validity (:func:`~synthbench.report.trust.validity_table`).
+hierarchical bootstrap as validity (:func:`~synthbench.report.study.validity.validity_table`).
 
 Whether reliability predicts validity is :func:`reliability_against_validity`: Spearman's rho across
 verdicts between their mean alpha and their mean agreement with the truth.
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from synthbench.report.trust import group_rng, hierarchical_interval, spearman_rows
+from synthbench.report.study.validity import group_rng, hierarchical_interval, spearman_rows
 
 __all__ = [
     "inter_rater_alpha",
@@ -146,8 +146,8 @@ def reliability_table(
 ) -> pd.DataFrame:
     """A verdict's mean ``value`` (its reliability alpha, or its meta-consistency ``mc``) across settings:
     per-setting rows (:func:`fold_means`' columns) summarised per ``by`` group (``verdict, kind, model, apart``)
-    with the hierarchical bootstrap of :func:`~synthbench.report.trust.hierarchical_interval`. Columns: the ``by``
-    columns, ``{value}_settings`` (the settings with a value), ``value``, ``{value}_lo``, ``{value}_hi``."""
+    with the hierarchical bootstrap of :func:`~synthbench.report.study.validity.hierarchical_interval`. Columns: the
+    ``by`` columns, ``{value}_settings`` (the settings with a value), ``value``, ``{value}_lo``, ``{value}_hi``."""
     out = []
     for key, g in per_setting.groupby(list(by), sort=False):
         keys = key if isinstance(key, tuple) else (key,)
