@@ -53,10 +53,24 @@ def _fewer_epochs(monkeypatch) -> None:
     monkeypatch.setattr(s23, "CAE_RUNS", ((1, 30), (2, 3)))
 
 
-#: Methods checked in the default run with fewer epochs (every check of the battery still runs); at their
-#: own settings, 10-20 s each on two cores, by test_quick_checked_methods_pass_check_method_as_registered
+def _fewer_samples(monkeypatch) -> None:
+    """KernelSHAP draws 100 coalitions a row (the package's "auto": 2 p + 2048) and LIME 500 perturbations (5000):
+    the same code, fewer model evaluations."""
+    from synthbench.methods import agnostic
+
+    kernel, lime = agnostic.kernel_shap_values, agnostic.lime_values
+    monkeypatch.setattr(agnostic, "kernel_shap_values", lambda *a, **k: kernel(*a, **{**k, "nsamples": 100}))
+    monkeypatch.setattr(agnostic, "lime_values", lambda *a, **k: lime(*a, **{**k, "num_samples": 500}))
+
+
+#: Methods checked in the default run with fewer epochs or samples (every check of the battery still runs); at
+#: their own settings, 5-20 s each on two cores, by test_quick_checked_methods_pass_check_method_as_registered
 #: (slow).
-QUICK_METHODS = {"fsnet_2023": _fewer_epochs, "concrete_autoencoder_2023": _fewer_epochs}
+QUICK_METHODS = {
+    "fsnet_2023": _fewer_epochs,
+    "concrete_autoencoder_2023": _fewer_epochs,
+    **dict.fromkeys(("kernel_shap", "gbm_kernel_shap", "lime", "gbm_lime"), _fewer_samples),
+}
 
 
 @pytest.mark.parametrize(

@@ -95,7 +95,7 @@ def kernel_shap_values(
     l1_reg: str | float = "num_features(10)",
 ) -> np.ndarray:
     """``shap.KernelExplainer(f, background).shap_values(X)`` with NumPy's global generator seeded with ``seed``:
-    the Shapley values of the single-output ``f`` (``(n,) `` outputs) for each row of ``X``, float64 ``(n, p)``."""
+    the Shapley values of the single-output ``f`` (``(n,)`` outputs) for each row of ``X``, float64 ``(n, p)``."""
     import shap  # imported here: shap's import is slow
 
     with _numpy_global_seed(seed):
