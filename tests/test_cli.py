@@ -54,12 +54,13 @@ def test_list_shows_the_model_presets_and_marks_the_default_ones(capsys):
     assert cli.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     start = lines.index("model presets (--model; neural methods explain each, * = run by default):")
-    rows = {line[2:26].strip(): line[26] == "*" for line in lines[start + 1 : start + 6]}
+    rows = {line[2:26].strip(): line[26] == "*" for line in lines[start + 1 : start + 7]}
     assert rows == {
         "passemiers2023": False,
         "passemiers2023_corrected": False,
         "sparse_mlp": False,
         "screened_mlp": True,
+        "screened_mlp_softmax": False,
         "dense_mlp": False,
     }
 

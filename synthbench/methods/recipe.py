@@ -17,7 +17,8 @@ multi-class MLPs):
 ``"prediction"``
     the class the explained model predicts for the example.
 
-A binary MLP has one logit (evidence for ``y = 1``), and every rule explains that logit.
+A binary MLP has one logit (evidence for ``y = 1``), and every rule explains that logit, unless its preset asks
+one logit per class (``binary_logits = 2``: ``screened_mlp_softmax``), which the rules then choose from.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import torch
 from synthbench.attribution import ATTRIBUTION_METHODS, attribute
 from synthbench.protocol import FoldData
 
-__all__ = ["AttributionRecipe", "TARGET_RULES", "patch_mask", "explained_targets"]
+__all__ = ["AttributionRecipe", "TARGET_RULES", "patch_mask", "explained_targets", "single_logit"]
 
 #: The rules an :class:`AttributionRecipe` may choose its explained output by.
 TARGET_RULES = ("label", "prediction")
@@ -48,6 +49,12 @@ def patch_mask(input_shape: tuple[int, ...], patch: int) -> np.ndarray:
     return np.broadcast_to(ids, (c, h, w)).copy()
 
 
+def single_logit(model: Any, data: FoldData) -> bool:
+    """Whether ``model`` answers a binary table with one output (a binary MLP's logit, the booster's raw score), so no
+    class can be chosen to explain; a model with one logit per class (``n_outputs`` 2) has a class to choose."""
+    return len(model.classes_) == 2 and data.kind == "tabular" and getattr(model, "n_outputs", 1) == 1
+
+
 def explained_targets(rule: str, model: Any, data: FoldData, inputs: np.ndarray) -> np.ndarray | None:
     """The output column explained for each row of ``inputs`` under ``rule``, or None for the single logit.
 
@@ -57,7 +64,7 @@ def explained_targets(rule: str, model: Any, data: FoldData, inputs: np.ndarray)
     """
     if rule not in TARGET_RULES:
         raise ValueError(f"unknown target rule {rule!r}; valid: {', '.join(TARGET_RULES)}")
-    if len(model.classes_) == 2 and data.kind == "tabular":
+    if single_logit(model, data):
         return None
     if rule == "label":
         if len(inputs) != len(data.y_explain):

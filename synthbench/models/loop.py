@@ -306,7 +306,8 @@ def classification_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def _auroc(logits: torch.Tensor, y: torch.Tensor) -> float:
-    """Held-out AUROC of single-logit ``logits`` for binary ``y`` (0.5 when one class is absent).
+    """Held-out AUROC of a binary model's ``logits`` (one logit, or one per class: their difference) for binary ``y``
+    (0.5 when one class is absent).
 
     The Mann-Whitney form, ``(R1 - n1 (n1 + 1) / 2) / (n1 n0)`` with ``R1`` the positives' summed
     ranks (ties averaged), equal to :func:`sklearn.metrics.roc_auc_score`; computed every epoch, so
@@ -314,8 +315,10 @@ def _auroc(logits: torch.Tensor, y: torch.Tensor) -> float:
     """
     from scipy.stats import rankdata
 
-    if logits.dim() == 2 and logits.shape[1] != 1:
-        raise ValueError("monitor='auroc' needs a binary model with a single logit; use monitor='loss'")
+    if logits.dim() == 2 and logits.shape[1] == 2:  # one logit per class: their difference orders P(y = 1)
+        logits = logits[:, 1] - logits[:, 0]
+    elif logits.dim() == 2 and logits.shape[1] != 1:
+        raise ValueError("monitor='auroc' needs a binary model (one logit, or one per class); use monitor='loss'")
     positive = y.cpu().numpy() == 1
     n1 = int(positive.sum())
     n0 = positive.size - n1

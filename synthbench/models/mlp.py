@@ -96,8 +96,10 @@ class MLPConfig(NetworkConfig):
     keeps. ``screen_budget`` (0: none) caps a screening round on ``n`` inputs at ``ceil(screen_budget / n)``
     epochs (never more than ``max_epochs``): the rounds on many inputs, bound by their compute and rarely the
     chosen round, train briefly and only rank the inputs, the rounds on few train as long as ever (successive
-    halving's budget grows as its candidates shrink: Jamieson & Talwalkar, AISTATS 2016). The four enter a cell
-    id only when set.
+    halving's budget grows as its candidates shrink: Jamieson & Talwalkar, AISTATS 2016). ``binary_logits`` is the
+    head of a binary classifier: 1, one logit (evidence for ``y = 1``, binary cross-entropy), or 2, one logit per
+    class (softmax cross-entropy), so that a map can be asked of either class (the random-logit check). The five
+    enter a cell id only when set.
     """
 
     width: int = 16
@@ -109,6 +111,7 @@ class MLPConfig(NetworkConfig):
     group_penalty: float = 0.0
     screen_keep: float = 0.0
     screen_budget: int = 0
+    binary_logits: int = 1
     train: TrainConfig = TrainConfig()
 
     record_omits: ClassVar[tuple[str, ...]] = NetworkConfig.record_omits + (
@@ -116,6 +119,7 @@ class MLPConfig(NetworkConfig):
         "group_penalty",
         "screen_keep",
         "screen_budget",
+        "binary_logits",
     )
 
     @property
@@ -153,6 +157,8 @@ def check_config(config: MLPConfig) -> None:
         raise ValueError("a hinge basis (basis_knots > 0) takes no input noise; set noise_sigma=0")
     if config.basis_knots and config.train.l1_first_layer:
         raise ValueError("grouped inputs are penalised by group_penalty, not l1_first_layer")
+    if config.binary_logits not in (1, 2):
+        raise ValueError(f"binary_logits must be 1 (one logit) or 2 (one per class), got {config.binary_logits}")
 
 
 #: Child of a basis MLP's ``nn.Sequential`` that holds the fixed hinge basis (after the noise layer).
@@ -223,9 +229,9 @@ def mlp_layers(model: TrainedMLP) -> tuple[Layer, ...]:
     return sequential_layers(model.module, initialise_linear)
 
 
-def _n_outputs(n_classes: int) -> int:
-    """Logits of a classifier of ``n_classes``: one for binary labels, one per class otherwise."""
-    return 1 if n_classes <= 2 else int(n_classes)
+def _n_outputs(n_classes: int, config: MLPConfig) -> int:
+    """Logits of a classifier of ``n_classes``: ``config.binary_logits`` for binary labels, one per class otherwise."""
+    return config.binary_logits if n_classes <= 2 else int(n_classes)
 
 
 def build_seeded_mlp(
@@ -293,6 +299,12 @@ class TrainedMLP(TrainedNetwork):
     screening: tuple[tuple[int, float], ...] = ()
     train_seconds: float = field(default=0.0, repr=False)
 
+    @property
+    def n_outputs(self) -> int:
+        """Its logits: one for binary labels unless its config asks one per class (``binary_logits``), one per class
+        otherwise."""
+        return _n_outputs(len(self.classes_), self.config)
+
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """Class probabilities.
 
@@ -316,7 +328,7 @@ class TrainedMLP(TrainedNetwork):
             self.n_features_in_,
             self.config,
             torch.Generator().manual_seed(0),
-            n_outputs=_n_outputs(len(self.classes_)),
+            n_outputs=_n_outputs(len(self.classes_), self.config),
             features=self.features,
         )
 
@@ -413,7 +425,7 @@ def train_mlps(
         p = int(np.shape(part[0].X)[1]) if np.ndim(part[0].X) == 2 else 0
 
         def build(generator: torch.Generator, k: int) -> nn.Sequential:
-            return build_seeded_mlp(p, config, generator, n_outputs=_n_outputs(k))
+            return build_seeded_mlp(p, config, generator, n_outputs=_n_outputs(k, config))
 
         results, dev, k = fit_classifiers(
             build, part, config=config.train, device=device, n_classes=n_classes, num_threads=num_threads
@@ -502,7 +514,7 @@ def _train_grouped(
         cols = [group_columns(f, units) for f in features]
 
         def build(gen: torch.Generator, k: int) -> nn.Sequential:
-            net = build_seeded_mlp(len(cols[0]), after, gen, n_outputs=_n_outputs(k))
+            net = build_seeded_mlp(len(cols[0]), after, gen, n_outputs=_n_outputs(k, after))
             with torch.no_grad():
                 first_linear(net).weight.mul_(FIRST_LAYER_SCALE)
             return net
@@ -556,7 +568,7 @@ def _train_grouped(
             p,
             config,
             torch.Generator().manual_seed(0),
-            n_outputs=_n_outputs(k),
+            n_outputs=_n_outputs(k, config),
             knots=knots[i][features],
             features=features,
         )

@@ -53,7 +53,7 @@ averaged together. Methods that need no such model run once, whatever the preset
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from synthbench.defaults import RUN_PRESETS
 from synthbench.models.cnn import CNNConfig
@@ -94,6 +94,19 @@ def register_preset(preset: ModelPreset) -> ModelPreset:
     return PRESETS.add(preset.name, preset)
 
 
+#: The screened network's configuration (``screened_mlp``; ``screened_mlp_softmax`` with one logit per class).
+_SCREENED = MLPConfig(
+    width=64,
+    depth=2,
+    activation="relu",
+    noise_sigma=0.0,
+    basis_knots=6,
+    group_penalty=1e-3,
+    screen_keep=0.5,
+    screen_budget=30_000,
+    train=TrainConfig(lr=2e-3, weight_decay=0.0, monitor="auroc", stopping="best", patience=100, max_epochs=300),
+)
+
 for _preset in (
     ModelPreset(
         "passemiers2023",
@@ -130,19 +143,13 @@ for _preset in (
         "learns what the booster learns: a fixed hinge basis of 6 knots per input, 2×64 ReLU, a group penalty 1e-3 "
         "per input, inputs halved on their group norms down to one (a round on n inputs at most 30000/n epochs), the "
         "round chosen on validation AUROC; Adam 2e-3",
-        MLPConfig(
-            width=64,
-            depth=2,
-            activation="relu",
-            noise_sigma=0.0,
-            basis_knots=6,
-            group_penalty=1e-3,
-            screen_keep=0.5,
-            screen_budget=30_000,
-            train=TrainConfig(
-                lr=2e-3, weight_decay=0.0, monitor="auroc", stopping="best", patience=100, max_epochs=300
-            ),
-        ),
+        _SCREENED,
+    ),
+    ModelPreset(
+        "screened_mlp_softmax",
+        "screened_mlp with a two-logit softmax head for binary labels (one logit per class), so a map can be asked of "
+        "either class: the network the random-logit check judges",
+        replace(_SCREENED, binary_logits=2),
     ),
     ModelPreset(
         "dense_mlp",

@@ -10,7 +10,8 @@ recipe cannot be told which class to explain: its cell is skipped with that reas
 
 A binary MLP has one logit (evidence for ``y = 1``); the "other class's" map is the label's map
 negated (two-class view ``(-z/2, z/2)``) or nothing (``(0, z)``), so the check is degenerate there:
-its cells are skipped with that reason. Quantus 0.6's ``RandomLogit`` reseeds numpy's global
+its cells are skipped with that reason. The ``screened_mlp_softmax`` preset has one logit per class, so the
+check judges the tables' network there. Quantus 0.6's ``RandomLogit`` reseeds numpy's global
 generator and, with two classes, always picks the same other class; here the draw comes from
 the cell's own stream.
 """
@@ -23,6 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from synthbench.methods.recipe import single_logit
 from synthbench.methods.registry import MethodSpec
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
@@ -84,10 +86,10 @@ class RandomLogitScorer(ComparisonOptions, Scorer):
         explains = spec.explains(data.kind) is not None
         if explains:
             _, model = explained_model(spec, data, models)
-            if len(model.classes_) == 2 and data.kind == "tabular":
+            if single_logit(model, data):
                 raise SkipCell(
-                    "the binary MLP has one logit, so the map of the other class is the label's "
-                    "negated: the random-logit check is degenerate"
+                    "the binary model has one output, so the map of the other class is the label's negated: the "
+                    "random-logit check is degenerate (screened_mlp_softmax has one logit per class)"
                 )
             others = other_classes(data.y_explain, len(model.classes_), data.rng(self.name, "classes"))
             label = explain_again(spec, data, models, targets=np.asarray(data.y_explain))
