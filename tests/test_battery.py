@@ -37,8 +37,10 @@ def test_every_generated_dataset_passes_check_dataset(name):
 
 
 #: Methods whose check takes a minute on two cores, kept out of the default run (``pytest -m slow`` runs
-#: them): tests/test_selectors_2023.py runs each on a fold and checks what it selects.
-SLOW_CHECKS = {"lassonet_2023"}
+#: them): tests/test_selectors_2023.py runs each on a fold and checks what it selects. And the booster-on-every-input
+#: registrations of the booster's methods but its TreeSHAP: each is its ``gbm_`` twin's function on another kind (the
+#: default run checks the twins, the kind itself and ``gbm_full_treeshap``).
+SLOW_CHECKS = {"lassonet_2023"} | {n for n in method_names() if n.startswith("gbm_full_") and n != "gbm_full_treeshap"}
 
 
 def _fewer_epochs(monkeypatch) -> None:

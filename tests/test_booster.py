@@ -169,3 +169,21 @@ def test_a_screening_round_on_n_inputs_boosts_at_most_its_budget_over_n_rounds(m
     asked.clear()
     train_gbm(data.X_train, data.y_train, config=GBMConfig(screen_budget=0), seed=0)
     assert set(asked) == {1000}  # no budget: every round may boost n_estimators
+
+
+def test_the_booster_on_every_input_reads_every_column_where_the_screened_one_drops_most():
+    """gbm_full trains once on every input (no screening rounds): its gain and TreeSHAP can weigh any column, so its
+    methods' orderings have something to rank, where the screened booster gives the columns it dropped exactly 0."""
+    from synthbench.methods import get_method, run_method
+    from synthbench.models import SharedModels
+    from synthbench.protocol import setting_folds
+
+    fold = setting_folds("xor", n_samples=600, seed=0, n_folds=2, n_decoys=10)[0]
+    models = SharedModels(fold)
+    screened, full = models.get("gbm"), models.get("gbm_full")
+    p = fold.X_train.shape[1]
+    assert list(full.features) == list(range(p)) and full.screening == () and len(screened.features) < p
+    gains = {k: run_method(get_method(f"{k}_gain"), fold, models).scores for k in ("gbm", "gbm_full")}
+    assert (gains["gbm_full"] > 0).sum() > (gains["gbm"] > 0).sum()
+    assert set(np.argsort(-gains["gbm_full"])[:2]) == set(np.flatnonzero(fold.relevant))  # it learned xor
+    assert models.info["gbm_full"]["competence"] > 0.8

@@ -34,7 +34,7 @@ def test_every_neural_method_declares_its_recipe_and_others_none():
     )
     for name in with_recipe:
         spec = get_method(name)
-        assert all(spec.explains(kind) in ("mlp", "cnn", "gbm") for kind in spec.inputs), name
+        assert all(spec.explains(kind) in ("mlp", "cnn", "gbm", "gbm_full") for kind in spec.inputs), name
     assert get_method("rf").recipe is None and get_method("mrmr").recipe is None
     # what makes each 2023 variant itself is readable: function, parameters, target rule
     gbp = get_method("guided_backprop_captum")

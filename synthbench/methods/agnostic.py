@@ -1,7 +1,7 @@
 """Model-agnostic methods a practitioner runs on a booster and a network alike, through their reference packages.
 
-Each is registered twice: on the shared network of tables (``<name>``, the MLP of the cell's preset) and on the
-shared booster (``gbm_<name>``), so every explained model's ordering holds them.
+Each is registered on the shared network of tables (``<name>``, the MLP of the cell's preset) and on each shared
+booster (``gbm_<name>``, ``gbm_full_<name>``), so every explained model's ordering holds them.
 
 ``kernel_shap``
     KernelSHAP (Lundberg & Lee 2017), ``shap.KernelExplainer``: the explained output's Shapley values against a
@@ -18,7 +18,7 @@ shared booster (``gbm_<name>``), so every explained model's ordering holds them.
     fold's held-out rows (``neg_log_loss``: a proper score, graded where accuracy on a few hundred rows moves in steps
     and ties the features a model barely reads) over ``n_repeats`` shuffles of each column. Global only; signed (a
     negative value: shuffling helped), the scorer uses ``|score|``.
-``gbm_split_count``
+``gbm_split_count``, ``gbm_full_split_count``
     The booster's own split-count importance: how many splits use each feature (LightGBM ``split``).
 
 The explained output is the one the other methods of the model explain: the single logit of a binary network and
@@ -36,8 +36,9 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from synthbench.methods.boosted import BOOSTER_WORDS, BOOSTERS
 from synthbench.methods.recipe import explained_targets
-from synthbench.methods.registry import register_method
+from synthbench.methods.registry import bind_kind, register_method
 from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput
 
@@ -46,13 +47,14 @@ __all__ = [
     "kernel_shap_values",
     "lime_values",
     "held_out_permutation",
-    "gbm_split_count",
+    "split_count",
     "AGNOSTIC_METHODS",
 ]
 
-#: The models each model-agnostic method explains: kind -> name prefix of its registration.
-_MODELS = {"mlp": "", "gbm": "gbm_"}
-_MODEL_WORDS = {"mlp": "MLP", "gbm": "gradient-boosted trees"}
+#: The models each model-agnostic method explains: kind -> name prefix of its registration (the network, then the
+#: boosters of :data:`~synthbench.methods.boosted.BOOSTERS`).
+_MODELS = {"mlp": "", **BOOSTERS}
+_MODEL_WORDS = {"mlp": "MLP", **BOOSTER_WORDS}
 
 
 def explained_output(model: Any) -> Callable[[np.ndarray], np.ndarray]:
@@ -216,9 +218,9 @@ def held_out_permutation(
     return np.asarray(result.importances_mean, dtype=np.float64)
 
 
-def gbm_split_count(data: FoldData, models: SharedModels, rng: np.random.Generator) -> np.ndarray:
+def split_count(data: FoldData, models: SharedModels, rng: np.random.Generator, *, kind: str) -> np.ndarray:
     """How many of the booster's splits use each feature, ``(p,)``, non-negative."""
-    return np.asarray(models.get("gbm").booster.feature_importance(importance_type="split"), dtype=np.float64)
+    return np.asarray(models.get(kind).booster.feature_importance(importance_type="split"), dtype=np.float64)
 
 
 #: name -> (description, reference, function, parameters, returns maps) of the methods registered on each model.
@@ -249,15 +251,6 @@ AGNOSTIC_METHODS: dict[str, tuple[str, str, Callable[..., Any], dict[str, Any], 
 }
 
 
-def _bind(fn: Callable[..., Any], name: str, kind: str) -> Callable[..., Any]:
-    def method(data: FoldData, models: SharedModels, rng: np.random.Generator, **params: Any) -> Any:
-        return fn(data, models, rng, kind=kind, **params)
-
-    method.__name__ = name
-    method.__doc__ = fn.__doc__
-    return method
-
-
 for _name, (_description, _reference, _fn, _params, _maps) in AGNOSTIC_METHODS.items():
     for _kind, _prefix in _MODELS.items():
         register_method(
@@ -268,12 +261,13 @@ for _name, (_description, _reference, _fn, _params, _maps) in AGNOSTIC_METHODS.i
             default=False,
             params=_params,
             maps=_maps,
-        )(_bind(_fn, f"{_prefix}{_name}", _kind))
+        )(bind_kind(_fn, f"{_prefix}{_name}", _kind))
 
-register_method(
-    "gbm_split_count",
-    description="gradient-boosted trees: number of splits on each feature (LightGBM split importance)",
-    reference="Ke et al. 2017 (NeurIPS); LightGBM split importance",
-    needs=("gbm",),
-    default=False,
-)(gbm_split_count)
+for _kind, _prefix in BOOSTERS.items():
+    register_method(
+        f"{_prefix}split_count",
+        description=f"{BOOSTER_WORDS[_kind]}: number of splits on each feature (LightGBM split importance)",
+        reference="Ke et al. 2017 (NeurIPS); LightGBM split importance",
+        needs=(_kind,),
+        default=False,
+    )(bind_kind(split_count, f"{_prefix}split_count", _kind))

@@ -9,9 +9,9 @@ truth, so the rungs' order is known: how often a verdict orders them so is its l
 (:func:`synthbench.report.study.verdicts.verdict_ladder`), a validity that does not depend on how far apart the real
 methods happen to be.
 
-Bases: ``integrated_gradients`` on the network, ``gbm_treeshap`` on the booster. The global score of a rung is the mean
-absolute value of its map over the explained rows. Reports tell a rung by the ``random_share`` parameter its cells
-record.
+Bases: ``integrated_gradients`` on the network, ``gbm_treeshap`` and ``gbm_full_treeshap`` on the boosters. The global
+score of a rung is the mean absolute value of its map over the explained rows. Reports tell a rung by the
+``random_share`` parameter its cells record.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from synthbench.protocol import FoldData, MethodOutput
 __all__ = ["LADDER_BASES", "LADDER_SHARES", "RUNG_PARAM", "ladder_rung", "rung_name"]
 
 #: The base method of each model's ladder: model kind -> method.
-LADDER_BASES = {"mlp": "integrated_gradients", "gbm": "gbm_treeshap"}
+LADDER_BASES = {"mlp": "integrated_gradients", "gbm": "gbm_treeshap", "gbm_full": "gbm_full_treeshap"}
 
 #: The random shares of the registered rungs (the ``random`` control is the rung at 1).
 LADDER_SHARES = (0.0, 0.25, 0.5, 0.75)

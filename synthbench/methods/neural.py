@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from synthbench.methods.boosted import BOOSTER_WORDS, BOOSTERS
 from synthbench.methods.recipe import AttributionRecipe, patch_mask
 from synthbench.methods.registry import AS_RUN_2023, register_method
 from synthbench.models import SharedModels
@@ -227,13 +228,14 @@ for _name, (_attribution, _description, _params) in VARIANTS.items():
     _register(_name, _attribution, f"MLP: {_description}", {"tabular": ("mlp",)}, default=False, params=_params)
 for _name, (_attribution, _description, _params) in IMAGE_ONLY.items():
     _register(_name, _attribution, f"CNN: {_description}", {"image": ("cnn",)}, default=False, params=_params)
-for _name, (_default, _params) in BOOSTER_METHODS.items():
-    _register(
-        f"gbm_{_name}",
-        _name,
-        f"gradient-boosted trees: {NEURAL_METHODS[_name][0]} (of the raw score)",
-        {"tabular": ("gbm",)},
-        reference=REFERENCES[_name],
-        default=_default,
-        params=_params,
-    )
+for _kind, _prefix in BOOSTERS.items():
+    for _name, (_default, _params) in BOOSTER_METHODS.items():
+        _register(
+            f"{_prefix}{_name}",
+            _name,
+            f"{BOOSTER_WORDS[_kind]}: {NEURAL_METHODS[_name][0]} (of the raw score)",
+            {"tabular": (_kind,)},
+            reference=REFERENCES[_name],
+            default=_default and _kind == "gbm",
+            params=_params,
+        )

@@ -42,6 +42,7 @@ __all__ = [
     "default_methods",
     "run_method",
     "method_rng",
+    "bind_kind",
 ]
 
 MethodFn = Callable[..., "MethodOutput | np.ndarray"]
@@ -156,6 +157,19 @@ class MethodSpec:
     def uses_preset(self) -> bool:
         """It explains a model kind configured by a preset (the shared MLP): one cell per preset of a grid."""
         return any(model_kind(k).uses_preset for ks in self.needs.values() for k in ks)
+
+
+def bind_kind(fn: Callable[..., Any], name: str, kind: str) -> MethodFn:
+    """``fn(data, models, rng, kind=kind, **params)`` as a method named ``name``: one function registered for
+    several model kinds (the two boosters, the network), the kind fixed by the registration, not a parameter (it
+    enters no cell id)."""
+
+    def method(data: FoldData, models: SharedModels, rng: np.random.Generator, **params: Any) -> Any:
+        return fn(data, models, rng, kind=kind, **params)
+
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    return method
 
 
 #: Every registered method, by name, in registration order.

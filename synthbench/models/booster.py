@@ -39,7 +39,7 @@ from synthbench.models.screening import screening_record, successive_halving
 from synthbench.models.shared import ModelKind, TrainSettings, register_model
 from synthbench.protocol import FoldData
 
-__all__ = ["GBMConfig", "TrainedGBM", "train_gbm", "train_fold_gbm", "GBM"]
+__all__ = ["GBMConfig", "TrainedGBM", "train_gbm", "train_fold_gbm", "train_fold_gbm_full", "GBM", "GBM_FULL"]
 
 
 @dataclass(frozen=True)
@@ -252,5 +252,31 @@ GBM = register_model(
         record=screening_record,
         # LightGBM's 255 bins and no budget before: those cells' ids lack them
         identity={"max_bin": GBMConfig().max_bin, "screen_budget": GBMConfig().screen_budget},
+    )
+)
+
+
+def train_fold_gbm_full(data: FoldData, settings: TrainSettings, *, replicate: int = 0) -> TrainedGBM:
+    """The booster on every input (:class:`GBMConfig` with ``screen_keep = 0``: no screening), seeded from the fold
+    (and the replicate) on a stream of its own."""
+    seed = data.random_state("model", "gbm_full", *((replicate,) if replicate else ()))
+    return train_gbm(
+        data.X_train,
+        data.y_train,
+        config=GBMConfig(screen_keep=0.0),
+        seed=seed,
+        n_classes=data.n_classes,
+        n_jobs=settings.n_jobs,
+    )
+
+
+GBM_FULL = register_model(
+    ModelKind(
+        "gbm_full",
+        train_fold_gbm_full,
+        "gradient-boosted trees on every input: the booster without screening (screen_keep = 0), early-stopped "
+        "like gbm; a model whose methods can give any column weight, so their orderings are worth ranking",
+        record=screening_record,
+        identity={"max_bin": GBMConfig().max_bin},
     )
 )
