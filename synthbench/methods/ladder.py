@@ -16,8 +16,6 @@ score of a rung is the mean absolute value of its map over the explained rows. R
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from synthbench.catalogue import RUNG_PARAM
@@ -62,15 +60,6 @@ def ladder_rung(
     return MethodOutput(np.abs(blended).mean(axis=0), blended)
 
 
-def _bind(base: str) -> Any:
-    def method(data: FoldData, models: SharedModels, rng: np.random.Generator, **params: Any) -> MethodOutput:
-        return ladder_rung(data, models, rng, **params)
-
-    method.__name__ = f"{base}_ladder"
-    method.__doc__ = ladder_rung.__doc__
-    return method
-
-
 for _kind, _base in LADDER_BASES.items():
     _spec = get_method(_base)
     for _share in LADDER_SHARES:
@@ -83,4 +72,4 @@ for _kind, _base in LADDER_BASES.items():
             default=False,
             params={"base": _base, RUNG_PARAM: _share},
             maps=True,
-        )(_bind(_base))
+        )(ladder_rung)
