@@ -63,38 +63,6 @@ GRID_FLAGS: dict[str, tuple[str | int, dict[str, Any]]] = {
     ),
     "--scorer": ("ground_truth", dict(help="comma-separated scorers, each a separate result (see --list)")),
 }
-EXPORT_COLUMNS = [
-    "dataset",
-    "dataset_params",
-    "n_samples",
-    "n_decoys",
-    "n_features",
-    "k",
-    "method",
-    "model_preset",
-    "judged",
-    "judged_model",
-    "control",
-    "explain",
-    "scorer",
-    "scorer_params",
-    "fold",
-    "seed",
-    "metric",
-    "value",
-    "chance",
-    "seconds",
-    "train_seconds",
-    "competence",
-    "scorer_seconds",
-    "peak_memory_bytes",
-    "status",
-    "message",
-    "flags",
-    "suite",
-    "suite_hash",
-    "cell_id",
-]
 
 
 def _integers(text: str, flag: str, positive: bool = False) -> tuple[int, ...]:
@@ -124,7 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, (default, options) in GRID_FLAGS.items():
         p.add_argument(flag, **{**options, "help": f"{options['help']} (default: {default})"})
     p.add_argument("--store", type=Path, default=DEFAULT_STORE, help="SQLite results database (default: %(default)s)")
-    p.add_argument("--export", type=Path, help="also write this grid's tidy rows to a CSV file")
+    p.add_argument(
+        "--export",
+        type=Path,
+        help="also write this grid's tidy rows to a CSV file (gzip when it ends in .gz), an interrupted run's too",
+    )
+    p.add_argument(
+        "--resume-from",
+        type=Path,
+        metavar="EXPORT",
+        help="run in parts: first carry the finished cells of an earlier part's export of this grid into the store, "
+        "then compute only the rest",
+    )
     p.add_argument(
         "--jobs",
         type=int,
@@ -212,6 +191,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
     for flag, name in grid_options.items():
         if getattr(args, name) is None and flag != "--decoys":
             setattr(args, name, GRID_FLAGS[flag][0])
+    if args.resume_from is not None and not args.resume_from.is_file():
+        raise UsageError(f"--resume-from {args.resume_from}: no such file (an earlier part's --export)")
     if args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.folds < 2:
@@ -455,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     from synthbench.protocol import MethodOutputError
     from synthbench.runner.execute import execute
     from synthbench.runner.executors import ExecutorError
+    from synthbench.runner.export import ExportError, carry_export, read_export, write_export
     from synthbench.runner.judged import entry_labels
     from synthbench.runner.leaderboard import format_competence, format_leaderboard, leaderboard
     from synthbench.runner.store import ResultStore, StoreError
@@ -462,7 +444,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         executor = make_executor(args)
         store = ResultStore(args.store)
-    except (ExecutorError, StoreError) as exc:
+        if args.resume_from is not None:
+            carried = carry_export(store, read_export(args.resume_from), cells, args.resume_from.name)
+            print(f"carried {carried} finished cells of {args.resume_from} into {args.store}")
+    except (ExecutorError, StoreError, ExportError) as exc:
         return print_error("synthbench.run", exc)
 
     from tqdm import tqdm
@@ -503,8 +488,12 @@ def main(argv: list[str] | None = None) -> int:
             catalogue = store.catalogue()
     except KeyboardInterrupt:
         newline = "\n" if bar is not None and not bar.disable else ""  # below the progress bar
+        if args.export is not None:
+            with ResultStore(args.store, readonly=True) as stored:
+                write_export(stored.scores(c.cell_id for c in cells), args.export)
+        exported = f", its cells so far exported to {args.export}" if args.export is not None else ""
         print(
-            f"{newline}synthbench.run: interrupted; finished cells are stored, rerun the command to resume",
+            f"{newline}synthbench.run: interrupted; finished cells are stored{exported}, rerun the command to resume",
             file=sys.stderr,
         )
         return 130
@@ -531,8 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"report: python -m synthbench.report --store {args.store} --out {args.store.parent / 'report'}")
     if args.export is not None:
-        args.export.parent.mkdir(parents=True, exist_ok=True)
-        rows.reindex(columns=EXPORT_COLUMNS).to_csv(args.export, index=False)
+        write_export(rows, args.export)
         print(f"wrote {len(rows)} rows to {args.export}")
     failed = rows[rows["status"] == "failed"].drop_duplicates("cell_id")
     if not failed.empty:
