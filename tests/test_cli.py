@@ -15,6 +15,7 @@ import pytest
 
 from synthbench import run as cli
 from synthbench.methods import registry
+from synthbench.runner.export import read_export
 from synthbench.runner.store import ResultStore
 
 SMALL = [
@@ -161,6 +162,62 @@ def test_parallel_jobs_give_the_serial_results(tmp_path):
     key = ["dataset", "n_decoys", "fold", "method", "metric"]
     ra, rb = (pd.read_csv(p).sort_values(key).reset_index(drop=True) for p in (a, b))
     pd.testing.assert_frame_equal(ra[[*key, "value"]], rb[[*key, "value"]])
+
+
+TIMINGS = ["seconds", "train_seconds", "scorer_seconds", "peak_memory_bytes"]
+
+
+def test_a_run_in_parts_exports_what_the_whole_run_exports(tmp_path, capsys):
+    small = registry.MethodSpec("small", lambda d, m, r: r.random(d.n_features), "handles 3 features", max_features=3)
+    grid = [*SMALL[:-2], "random,anova,small", "--quiet"]
+    whole, part, joined = tmp_path / "whole.csv", tmp_path / "part.csv.gz", tmp_path / "joined.csv.gz"
+    with registry.METHODS.temporarily("small", small):
+        assert cli.main([*grid, "--store", str(tmp_path / "a.sqlite"), "--export", str(whole)]) == 0
+        rows = read_export(whole)
+        assert set(rows.status) == {"ok", "skipped"}  # a skipped cell (over its limit) is carried too
+        first = rows[rows.fold == 0]
+        first.to_csv(part, index=False)  # the first part: fold 0 of every setting
+        capsys.readouterr()
+        resumed = [*grid, "--store", str(tmp_path / "b.sqlite"), "--resume-from", str(part), "--export", str(joined)]
+        assert cli.main(resumed) == 0
+    out = capsys.readouterr().out
+    assert "carried 12 finished cells" in out and "10 cells run, 12 already" in out and "2 skipped with" in out
+    key = ["cell_id", "metric"]
+    a, b = (read_export(p).sort_values(key).reset_index(drop=True) for p in (whole, joined))
+    pd.testing.assert_frame_equal(a.drop(columns=TIMINGS), b.drop(columns=TIMINGS))
+    carried = b.fold == 0
+    pd.testing.assert_frame_equal(a[carried], b[carried])  # a carried cell keeps every column to the last bit
+    stored = ResultStore(tmp_path / "b.sqlite").cells()
+    assert (stored.versions[stored.fold == 0] == '{"carried_from": "part.csv.gz"}').all()
+
+
+def test_an_export_of_another_grid_is_refused(tmp_path, capsys):
+    other = tmp_path / "other.csv"
+    assert cli.main([*SMALL, "--seed", "1", "--store", str(tmp_path / "a.sqlite"), "--export", str(other)]) == 0
+    capsys.readouterr()
+    assert cli.main([*SMALL, "--store", str(tmp_path / "b.sqlite"), "--resume-from", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "24 finished cells of other.csv are not cells of this grid" in err
+    assert ResultStore(tmp_path / "b.sqlite").cells().empty  # nothing carried, nothing run
+    assert cli.main([*SMALL, "--resume-from", str(tmp_path / "none.csv")]) == 2
+    assert f"--resume-from {tmp_path / 'none.csv'}: no such file" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_exports_the_cells_it_finished(tmp_path, capsys):
+    def interrupt(data, models, rng):
+        if data.n_features > 2:  # the settings with decoys: their folds come after those without
+            raise KeyboardInterrupt
+        return rng.random(data.n_features)
+
+    export = tmp_path / "rows.csv"
+    with registry.METHODS.temporarily("stop", registry.MethodSpec("stop", interrupt, "interrupts")):
+        args = [*SMALL[:-2], "stop", "--quiet", "--store", str(tmp_path / "r.sqlite"), "--export", str(export)]
+        assert cli.main(args) == 130
+    assert f"its cells so far exported to {export}" in capsys.readouterr().err
+    rows = read_export(export)
+    stored = ResultStore(tmp_path / "r.sqlite").cells()
+    assert len(stored) >= 1 and set(rows.cell_id) == set(stored.cell_id)
+    assert (rows.n_decoys == 0).all() and (rows.status == "ok").all()
 
 
 def test_failing_methods_are_recorded_and_the_grid_goes_on(tmp_path, capsys):

@@ -84,7 +84,7 @@ def write_export(rows: pd.DataFrame, path: Path) -> None:
 def read_export(path: Path) -> pd.DataFrame:
     """The rows of the export at ``path``, every float as it was written (round-trip parsing)."""
     try:
-        rows = pd.read_csv(path, float_precision="round_trip", dtype={"message": "object", "flags": "object"})
+        rows = pd.read_csv(path, dtype={"message": "object", "flags": "object"})
     except (OSError, ValueError) as exc:
         raise ExportError(f"cannot read export {path}: {exc}") from exc
     missing = _NEEDED - set(rows.columns)
