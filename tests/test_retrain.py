@@ -11,6 +11,7 @@ from synthbench.models import SharedModels
 from synthbench.protocol import FoldData, MethodOutput, dataset_folds
 from synthbench.scoring import get_scorer
 from synthbench.scoring.ranking import rank
+from synthbench.scoring.removal.imputation import imputer
 from synthbench.scoring.removal.retrain import RetrainScorer, replace_by_mean
 
 
@@ -27,17 +28,40 @@ def test_roar_replaces_the_top_and_kar_the_bottom_units_by_the_training_mean():
     data = FoldData(X, np.zeros(5, int), X, np.zeros(5, int), X, np.zeros(5, int), None, None, 0, 0)
     order = rank(rng.random((5, 48)), rng)
     mean = X.mean(axis=(0, 2, 3))[:, None, None]
-    roar = RetrainScorer(repeats=1)._changed(X, order, 0.3, mean, data)
-    kar = RetrainScorer(name="kar", keep=True, repeats=1)._changed(X, order, 0.3, mean, data)
+    fill = RetrainScorer()._filler(data)
+    roar = RetrainScorer(repeats=1)._changed(X, order, 0.3, fill, data, rng)
+    kar = RetrainScorer(name="kar", keep=True, repeats=1)._changed(X, order, 0.3, fill, data, rng)
     replaced_roar, replaced_kar = roar != X, kar != X
     for replaced, units in ((replaced_roar, order[:, :14]), (replaced_kar, order[:, -14:])):
         flat = replaced.reshape(5, -1)  # floor(0.3 * 48) = 14 ranked first (ROAR) or last (KAR)
         assert (flat.sum(axis=1) == 14).all() and flat[np.arange(5)[:, None], units].all()
     channel = np.broadcast_to(np.arange(3)[None, :, None, None], X.shape)
     np.testing.assert_allclose(roar[replaced_roar], mean[channel[replaced_roar], 0, 0], rtol=1e-6)
-    pixels = RetrainScorer(repeats=1, unit="pixel")._changed(X, rank(rng.random((5, 16)), rng), 0.5, mean, data)
+    pixels = RetrainScorer(repeats=1, unit="pixel")._changed(X, rank(rng.random((5, 16)), rng), 0.5, fill, data, rng)
     assert ((pixels != X).sum(axis=1) % 3 == 0).all()  # whole pixels: all three channels or none
     np.testing.assert_array_equal(replace_by_mean(X, np.zeros(X.shape, bool), mean), X)
+
+
+@pytest.mark.parametrize("kind", ["image", "tabular"])
+def test_the_imputed_fill_is_roads_imputation_of_the_same_units(kind):
+    rng = np.random.default_rng(1)
+    X = rng.random((6, 2, 5, 5) if kind == "image" else (6, 7)).astype(np.float32)
+    data = FoldData(X, np.zeros(6, int), X, np.zeros(6, int), X, np.zeros(6, int), None, None, 0, 0)
+    scorer = RetrainScorer(repeats=1, fill="imputed", fill_noise=0.05)
+    order = rank(rng.random((6, X[0].size)), rng)
+    changed = scorer._changed(X, order, 0.5, scorer._filler(data), data, np.random.default_rng(7))
+    removed = changed != X
+    assert changed.dtype == np.float32 and (removed.reshape(6, -1).sum(axis=1) == X[0].size // 2).all()
+    road = imputer(kind, X, noise=0.05)(X, removed, np.random.default_rng(7))
+    np.testing.assert_allclose(changed, road, rtol=1e-6)  # ROAD's imputation, noise and stream of the same units
+    mean = RetrainScorer()._changed(X, order, 0.5, RetrainScorer()._filler(data), data, np.random.default_rng(7))
+    assert np.abs(changed - mean)[removed].min() > 0  # no removed element left at the training mean
+
+
+def test_the_fill_is_in_the_cell_id_only_when_it_is_not_the_mean():
+    assert "fill_noise" not in RetrainScorer().params_for("tabular")
+    imputed = RetrainScorer(fill="imputed").params_for("image")
+    assert imputed["replacement"] == "imputed" and imputed["fill_noise"] == 0.01
 
 
 def test_a_known_ranking_drops_roar_to_chance_and_keeps_kar_high(xor_fold):
@@ -179,6 +203,8 @@ def test_roar_and_kar_are_registered_with_their_declared_metrics():
         ({"fractions": (0.5, 1.0)}, "strictly between 0 and 1"),
         ({"unit": "patch"}, "unit must be one of"),
         ({"random_masks": "batch"}, "random_masks must be one of"),
+        ({"fill": "zero"}, "fill must be one of train_mean, imputed"),
+        ({"fill_noise": -1.0}, "fill_noise must be non-negative"),
     ],
 )
 def test_bad_retrain_parameters_are_refused(kwargs, message):

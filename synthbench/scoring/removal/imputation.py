@@ -1,4 +1,4 @@
-"""Imputation of removed input elements, as remove-and-debias (ROAD) needs it.
+"""Imputation of removed input elements, as remove-and-debias (ROAD) needs it, and ROAR and KAR when asked.
 
 Images: noisy linear imputation (Rong et al. 2022). Each removed pixel of a channel plane takes
 the weighted mean of its neighbours in that plane (weight 1/6 for the four direct neighbours and
@@ -17,11 +17,16 @@ standard deviation. Rows that share their removed set are solved together.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy.linalg import solveh_banded
 from threadpoolctl import threadpool_limits
 
-__all__ = ["NEIGHBOUR_WEIGHTS", "impute_images", "GaussianImputer"]
+__all__ = ["NEIGHBOUR_WEIGHTS", "impute_images", "GaussianImputer", "Imputer", "imputer"]
+
+#: ``(X, removed, rng) -> X`` with its ``removed`` elements imputed (float64, ``X``'s shape).
+Imputer = Callable[[np.ndarray, np.ndarray, np.random.Generator], np.ndarray]
 
 #: ``((row offset, column offset), weight)`` of the eight neighbours of a pixel.
 NEIGHBOUR_WEIGHTS: tuple[tuple[tuple[int, int], float], ...] = (
@@ -157,3 +162,12 @@ class GaussianImputer:
                 fill = np.broadcast_to(self.mean[r], (rows.size, r.size))
             out[np.ix_(rows, r)] = fill + noise * self.std[r] * rng.standard_normal((rows.size, r.size))
         return out
+
+
+def imputer(kind: str, X_train: np.ndarray, *, noise: float) -> Imputer:
+    """The imputation of a fold's ``kind`` of input (``"image"``: :func:`impute_images`; ``"tabular"``: a
+    :class:`GaussianImputer` fitted to ``X_train``) with ``noise``, as ``fn(X, removed, rng)``."""
+    if kind == "image":
+        return lambda X, removed, rng: impute_images(X, removed, noise=noise, rng=rng)
+    gaussian = GaussianImputer(X_train)
+    return lambda X, removed, rng: gaussian.impute(X, removed, noise=noise, rng=rng)

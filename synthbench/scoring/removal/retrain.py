@@ -1,17 +1,19 @@
 """Remove and retrain (ROAR) and keep and retrain (KAR), Hooker et al. 2019, as scorers.
 
-Every training and test example of the fold is explained by the method (its per-instance maps;
-for tables with ``ranking="global"`` its global ranking), and its units are ranked
-(:mod:`~synthbench.scoring.removal.base`). For each fraction ``t`` of the ``m`` units, ROAR replaces
-the ``floor(t m)`` ranked first of every example, KAR the ``floor(t m)`` ranked last (it keeps
-the top ``1 - t``), with the training set's mean (per channel for images, per feature for
-tables). ``t`` is the share replaced for both, as in the 2019 paper's figures, so ``t = 0`` is
-the clean data for both and KAR at ``t = 0.9`` keeps only the top 10 %. A fresh model of the
-kind and configuration the method explains (:func:`~synthbench.scoring.base.explained_kind`; a
-method that explains none is judged on the grid's preset of the input kind's default model) is
-trained on the changed training rows ``repeats`` times, replicate ``r`` seeded like the fold's
-own replicate ``r``, and its accuracy on the changed test rows is measured. The clean models (the fold's replicates
-``0 .. repeats-1``, shared by every method) give ``t = 0``.
+Every training and test example of the fold is explained by the method (its per-instance maps; for tables with
+``ranking="global"`` its global ranking), and its units are ranked (:mod:`~synthbench.scoring.removal.base`).
+For each fraction ``t`` of the ``m`` units, ROAR replaces the ``floor(t m)`` ranked first of every example,
+KAR the ``floor(t m)`` ranked last (it keeps the top ``1 - t``), with the training set's mean (per channel for
+images, per feature for tables; ``fill="train_mean"``, as the 2019 paper) or, with ``fill="imputed"``, with
+ROAD's imputation (:func:`~synthbench.scoring.removal.imputation.imputer`: noisy linear imputation from the
+kept neighbours on images, the Gaussian conditional mean on tables, noise ``fill_noise``), so a removed glyph
+leaves no mean-coloured hole of its own shape for the retrained model to read. ``t`` is the share replaced for
+both, as in the 2019 paper's figures, so ``t = 0`` is the clean data for both and KAR at ``t = 0.9`` keeps
+only the top 10 %. A fresh model of the kind and configuration the method explains
+(:func:`~synthbench.scoring.base.explained_kind`; a method that explains none is judged on the grid's preset
+of the input kind's default model) is trained on the changed training rows ``repeats`` times, replicate ``r``
+seeded like the fold's own replicate ``r``, and its accuracy on the changed test rows is measured. The clean
+models (the fold's replicates ``0 .. repeats-1``, shared by every method) give ``t = 0``.
 
 The curve ``roar`` (or ``kar``), x = fraction and one column per replicate, is stored with the
 cell; the value is its mean over the fractions and replicates (``roar_accuracy``: lower is
@@ -58,12 +60,19 @@ from synthbench.scoring.removal.base import (
     ranking_keys,
     removal_masks,
 )
+from synthbench.scoring.removal.imputation import imputer
 from synthbench.scoring.truth.metrics import Metric
 
-__all__ = ["RetrainScorer", "ROAR", "KAR", "replace_by_mean", "RANDOM_MASKS"]
+__all__ = ["RetrainScorer", "ROAR", "KAR", "replace_by_mean", "RANDOM_MASKS", "FILLS"]
 
 #: How the random control's masks are drawn: once per example, or anew every training epoch.
 RANDOM_MASKS = ("fixed", "epoch")
+#: What replaces a removed input: the training set's mean (Hooker et al. 2019), or ROAD's imputation (Rong et al.
+#: 2022).
+FILLS = ("train_mean", "imputed")
+
+#: ``(X, removed, rng) -> X`` with its ``removed`` elements replaced (float32, ``X``'s shape).
+Filler = Callable[[np.ndarray, np.ndarray, np.random.Generator], np.ndarray]
 
 
 def replace_by_mean(X: np.ndarray, removed: np.ndarray, mean: np.ndarray) -> np.ndarray:
@@ -89,6 +98,10 @@ class RetrainScorer(Scorer):
         channel value by default, as the 2019 code does)
     random_masks : ``"fixed"`` (each example of the random control keeps its one random mask) or
         ``"epoch"`` (the control's training rows get a fresh random mask every epoch)
+    fill : :data:`FILLS`: the training set's mean, or ROAD's imputation (each fraction's training and test rows
+        from their own seeded stream)
+    fill_noise : the imputation's noise with ``fill="imputed"`` (as :class:`~synthbench.scoring.removal.road.
+        RoadScorer`'s ``noise``); recorded in the cell id only then
     """
 
     abilities: ClassVar[Abilities] = Abilities(judges_model=True, retrains=True)
@@ -101,6 +114,8 @@ class RetrainScorer(Scorer):
     signed: bool = False
     ranking: str = "global"
     random_masks: str = "fixed"
+    fill: str = "train_mean"
+    fill_noise: float = 0.01
     metrics: Mapping[str, Metric] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -113,6 +128,10 @@ class RetrainScorer(Scorer):
             raise ValueError(f"ranking must be one of {', '.join(RANKINGS)}, got {self.ranking!r}")
         if self.random_masks not in RANDOM_MASKS:
             raise ValueError(f"random_masks must be one of {', '.join(RANDOM_MASKS)}, got {self.random_masks!r}")
+        if self.fill not in FILLS:
+            raise ValueError(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
+        if not self.fill_noise >= 0:
+            raise ValueError(f"fill_noise must be non-negative, got {self.fill_noise}")
         if not self.metrics:
             what = (
                 "the bottom fraction of inputs replaced (KAR: the top kept)"
@@ -135,8 +154,9 @@ class RetrainScorer(Scorer):
             "fractions": list(self.fractions),
             "repeats": int(self.repeats),
             "signed": self.signed,
-            "replacement": "train_mean",
+            "replacement": self.fill,
             "random_masks": self.random_masks,
+            **({"fill_noise": self.fill_noise} if self.fill == "imputed" else {}),
         }
         return {**common, "unit": self.unit} if kind == "image" else {**common, "ranking": self.ranking}
 
@@ -175,11 +195,14 @@ class RetrainScorer(Scorer):
             return None
         rng = data.rng(self.name, spec.name)
         orders = rank(train_keys, rng, signed=self.signed), rank(test_keys, rng, signed=self.signed)
-        mean = self._mean(data)
+        fill = self._filler(data)
         redraw = self.random_masks == "epoch" and spec.name == self._control and model_kind(kind).epoch_inputs
         requests, tests = [], []
         for i, t in enumerate(self.fractions):
-            changed = [self._changed(X, order, t, mean, data) for X, order in zip((data.X_train, data.X_test), orders)]
+            changed = [
+                self._changed(X, order, t, fill, data, data.rng(self.name, spec.name, "fill", i, part))
+                for part, X, order in zip(("train", "test"), (data.X_train, data.X_test), orders)
+            ]
             retrain = dataclasses.replace(
                 data,
                 X_train=changed[0],
@@ -190,7 +213,7 @@ class RetrainScorer(Scorer):
             )
             tests.append(changed[1])
             for r in range(self.repeats):
-                epochs = self._redrawn(data, train_keys.shape, t, mean, spec.name, i, r) if redraw else None
+                epochs = self._redrawn(data, train_keys.shape, t, fill, spec.name, i, r) if redraw else None
                 requests.append(TrainRequest(retrain, r, epochs))
         return kind, requests, tests
 
@@ -204,7 +227,7 @@ class RetrainScorer(Scorer):
         data: FoldData,
         key_shape: tuple[int, ...],
         fraction: float,
-        mean: np.ndarray,
+        fill: Filler,
         method: str,
         i: int,
         replicate: int,
@@ -214,7 +237,7 @@ class RetrainScorer(Scorer):
 
         def inputs(epoch: int) -> np.ndarray:
             rng = data.rng(self.name, method, "epoch", i, replicate, epoch)
-            return self._changed(data.X_train, rank(rng.random(key_shape), rng), fraction, mean, data)
+            return self._changed(data.X_train, rank(rng.random(key_shape), rng), fraction, fill, data, rng)
 
         return inputs
 
@@ -231,19 +254,31 @@ class RetrainScorer(Scorer):
             return None, None
         return keys[: len(data.X_train)], keys[len(data.X_train) :]
 
-    def _mean(self, data: FoldData) -> np.ndarray:
-        """The replacement value: the training set's mean per channel ``(C, 1, 1)`` or per feature ``(p,)``."""
-        if data.kind == "image":
-            return data.X_train.mean(axis=(0, 2, 3), dtype=np.float64)[:, None, None]
-        return data.X_train.mean(axis=0, dtype=np.float64)
+    def _filler(self, data: FoldData) -> Filler:
+        """What replaces the removed elements (:attr:`fill`): the training set's mean per channel ``(C, 1, 1)`` or
+        per feature ``(p,)``, or ROAD's imputation fitted to the training rows."""
+        if self.fill == "imputed":
+            impute = imputer(data.kind, data.X_train, noise=self.fill_noise)
+            return lambda X, removed, rng: impute(X, removed, rng).astype(np.float32)
+        axes = (0, 2, 3) if data.kind == "image" else 0
+        mean = data.X_train.mean(axis=axes, dtype=np.float64)
+        mean = mean[:, None, None] if data.kind == "image" else mean
+        return lambda X, removed, rng: replace_by_mean(X, removed, mean)
 
     def _changed(
-        self, X: np.ndarray, order: np.ndarray, fraction: float, mean: np.ndarray, data: FoldData
+        self,
+        X: np.ndarray,
+        order: np.ndarray,
+        fraction: float,
+        fill: Filler,
+        data: FoldData,
+        rng: np.random.Generator,
     ) -> np.ndarray:
-        """``X`` with its first (ROAR) or last (KAR) ``floor(fraction m)`` ranked units replaced."""
+        """``X`` with its first (ROAR) or last (KAR) ``floor(fraction m)`` ranked units replaced by ``fill`` (with
+        ``rng``, which the mean does not draw from)."""
         top, bottom = removal_masks(order, fraction)
         removed = bottom if self.keep else top
-        return replace_by_mean(X, removed.reshape(-1, *mask_shape(data, self.unit)), mean)
+        return fill(X, removed.reshape(-1, *mask_shape(data, self.unit)), rng)
 
 
 def _train_test_maps(spec: MethodSpec, data: FoldData, models: SharedModels) -> np.ndarray | None:

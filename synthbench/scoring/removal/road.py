@@ -38,7 +38,7 @@ from synthbench.scoring.removal.base import (
     ranking_keys,
     removal_masks,
 )
-from synthbench.scoring.removal.imputation import GaussianImputer, impute_images
+from synthbench.scoring.removal.imputation import imputer
 from synthbench.scoring.truth.metrics import Metric
 
 __all__ = ["RoadScorer", "ROAD", "ROAD_METRICS"]
@@ -136,7 +136,7 @@ class RoadScorer(Scorer):
         order = rank(keys, rng, signed=self.signed)
         clean = correct(model, X, y)
         hits = {"morf": [clean], "lerf": [clean]}  # per fraction, whether each example is still labelled right
-        impute = self._imputer(data)
+        impute = imputer(data.kind, data.X_train, noise=self.noise)
         for t in self.fractions:
             for name, removed in zip(("morf", "lerf"), removal_masks(order, t)):
                 imputed = impute(X, removed.reshape(-1, *mask_shape(data, self.unit)), rng)
@@ -149,13 +149,6 @@ class RoadScorer(Scorer):
             {k: Curve(x, np.mean(v, axis=1)) for k, v in hits.items()},
             per_example=per_example,
         )
-
-    def _imputer(self, data: FoldData):
-        """``(X, removed, rng) -> imputed X`` for the fold's input kind."""
-        if data.kind == "image":
-            return lambda X, removed, rng: impute_images(X, removed, noise=self.noise, rng=rng)
-        gaussian = GaussianImputer(data.X_train)
-        return lambda X, removed, rng: gaussian.impute(X, removed, noise=self.noise, rng=rng)
 
 
 #: The registered instance: ``--scorer road``.
