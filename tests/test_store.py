@@ -139,6 +139,24 @@ def test_grid_groups_cells_by_fold_and_by_the_models_they_need():
     assert all(len({c.task_key for c in t.cells}) == 1 for t in tasks)
 
 
+def test_tasks_run_fold_by_fold_within_blocks_of_settings():
+    grid = GridSpec(("xor", "ring"), ("random",), (0, 5, 9), n_samples=50, n_folds=3)
+    cells = grid.cells()
+    settings = list(dict.fromkeys(c.setting_key for c in cells))  # the grid's order: xor/0, xor/5, ..., ring/9
+    assert len(settings) == 6
+
+    def order(tasks):
+        return [(settings.index(t.head.setting_key), t.head.fold) for t in tasks]
+
+    everything = [(s, f) for f in range(3) for s in range(6)]  # fold 0 of every setting first
+    assert order(GridSpec.tasks(cells)) == everything
+    blocks = [(s, f) for b in (0, 4) for f in range(3) for s in range(b, min(b + 4, 6))]
+    assert order(GridSpec.tasks(cells, block=4)) == blocks  # settings 0-3 whole, then 4-5
+    assert order(GridSpec.tasks(cells[::-1], block=4))[:4] == [(5, 0), (4, 0), (3, 0), (2, 0)]  # the cells' order
+    with pytest.raises(ValueError, match="block must be at least 1"):
+        GridSpec.tasks(cells, block=0)
+
+
 V1_SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT INTO meta VALUES ('application', 'synthbench'), ('schema_version', '1');

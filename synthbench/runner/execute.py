@@ -128,7 +128,8 @@ def execute(
     heart.start()
     status = "failed"
     try:
-        executor.run(GridSpec.tasks(pending), settings, record, claim)
+        slots = executor.slots
+        executor.run(GridSpec.tasks(pending, block=None if slots is None else 2 * slots), settings, record, claim)
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -67,6 +67,10 @@ class Executor(Protocol):
 
     name: str
 
+    @property
+    def slots(self) -> int | None:
+        """How many tasks run at once (None: not known before the run, a cluster's)."""
+
     def check(self) -> None:
         """Fail fast with :class:`ExecutorError` when the engine cannot run (before anything is written)."""
 
@@ -86,6 +90,10 @@ class SerialExecutor:
     """Every task in this process, one after the other; models may use every core the process may run on."""
 
     name: str = "serial"
+
+    @property
+    def slots(self) -> int:
+        return 1
 
     def check(self) -> None:
         return None
@@ -206,6 +214,10 @@ class ProcessExecutor:
     max_retries: int = 2
     plugins: tuple[str, ...] = ()
     name: str = "local"
+
+    @property
+    def slots(self) -> int:
+        return self.jobs
 
     def check(self) -> None:
         if self.jobs < 1:
@@ -344,6 +356,11 @@ class RayExecutor:
     plugins: tuple[str, ...] = ()
     connect_timeout: float = 5.0
     name: str = "ray"
+
+    @property
+    def slots(self) -> int | None:
+        """A local cluster's CPUs where bounded; a cluster's own are known only once joined."""
+        return self.num_cpus if self.address is None else None
 
     def check(self) -> None:
         try:

@@ -161,6 +161,12 @@ class Cell:
 
     @property
     def task_key(self) -> tuple:
+        """What the cells of one fold task share: their setting and fold."""
+        return (*self.setting_key, self.fold)
+
+    @property
+    def setting_key(self) -> tuple:
+        """What the cells of one setting share, every fold alike: data, sizes, seed, explain mode and preset."""
         return (
             self.dataset,
             self.dataset_params,
@@ -168,7 +174,6 @@ class Cell:
             self.n_decoys,
             self.seed,
             self.n_folds,
-            self.fold,
             self.explain,
             self.model,
         )
@@ -388,16 +393,29 @@ class GridSpec:
                     )
 
     @staticmethod
-    def tasks(cells: list[Cell]) -> list[FoldTask]:
-        """Group cells by fold and by the models (and device) they need, fold 0 of every setting first, then fold 1,
-        and so on, otherwise in the grid's order.
+    def tasks(cells: list[Cell], block: int | None = None) -> list[FoldTask]:
+        """Group cells by fold and by the models (and device) they need, in blocks of ``block`` settings (None: all
+        settings in one block), the blocks in the grid's order: within a block fold 0 of every setting first, then
+        fold 1, and so on, otherwise in the grid's order.
+
+        Fold by fold: the first task of a setting trains the shared networks (and computes the parts of the methods
+        that train their own) of all its folds as one batch (:func:`~synthbench.runner.cells.run_task`), and the
+        next worker starts another setting instead of waiting for it. In blocks: a run stopped between blocks
+        leaves no setting part-done whose batches, kept in the model cache only, a run resumed on another machine
+        would compute again (:mod:`synthbench.runner.export`); twice the workers keeps every worker busy.
 
         A control judged on a model kind (:attr:`Cell.judged`) joins the methods that need that kind,
         so it is judged on the very model they explain.
         """
+        if block is not None and block < 1:
+            raise ValueError(f"block must be at least 1, got {block}")
         groups: dict[tuple, list[Cell]] = {}
+        settings: dict[tuple, int] = {}
         for c in cells:
+            settings.setdefault(c.setting_key, len(settings))
             groups.setdefault((c.task_key, c.needs, get_method(c.method).accelerated), []).append(c)
-        # Fold by fold across the settings: the first task of a setting trains the shared networks of all its folds
-        # as one batch (run_task), and the next worker starts another setting instead of waiting for it.
-        return [FoldTask(tuple(g)) for g in sorted(groups.values(), key=lambda g: g[0].fold)]
+
+        def order(group: list[Cell]) -> tuple[int, int]:
+            return (settings[group[0].setting_key] // block if block else 0), group[0].fold
+
+        return [FoldTask(tuple(g)) for g in sorted(groups.values(), key=order)]
