@@ -528,3 +528,35 @@ def test_where_the_data_carry_a_per_example_truth_the_methods_are_ordered_by_it(
     agree = verdict_agreement(store_parts(load_results(tmp_path / "s.sqlite"))).set_index("setting")
     assert agree.loc["switch", "truth_metric"] == "local_tpr_at_k" and agree.loc["switch", "spearman"] == 1.0
     assert agree.loc["xor", "truth_metric"] == "average_precision"
+
+
+def test_a_verdict_at_two_settings_shows_both_validities_their_paired_difference_and_whether_it_moves():
+    from synthbench.report.study.section import options_lines
+    from synthbench.report.study.validity import validity_table
+    from synthbench.report.study.verdicts import option_effects
+
+    def verdict(rhos, seed, name, option, scorer="roar"):
+        agree = _agree(rhos, folds=4, spread=0.2, seed=seed)
+        return agree.assign(verdict=name, option=option, scorer=scorer, metric=f"{scorer}_x", apart=False)
+
+    mean = verdict([0.9] * 8, 1, 'roar (replacement="train_mean")', 'replacement="train_mean"')
+    imputed = verdict([-0.6] * 8, 2, 'roar (replacement="imputed")', 'replacement="imputed"')
+    alike = verdict([0.9] * 8, 1, 'roar (repeats=2)', "repeats=2")  # the same draws as the mean fill's
+    alone = verdict([0.3] * 8, 3, "road", "", scorer="road")  # one setting only: no row
+    settings = pd.concat([mean, imputed, alike, alone], ignore_index=True)
+    summary = validity_table(settings, ["verdict", "kind", "model", "apart"])
+    got = option_effects(summary, settings).set_index("option")
+    assert list(got.index) == ['replacement="imputed"', "repeats=2"]
+    assert (got["base"] == 'replacement="train_mean"').all() and (got["verdict"] == "roar `roar_x`").all()
+    row, first = got.loc['replacement="imputed"'], summary.set_index("verdict").loc[mean["verdict"].iloc[0]]
+    assert (row["base_rho"], row["base_lo"], row["base_hi"]) == (
+        first["spearman"],
+        first["spearman_lo"],
+        first["spearman_hi"],
+    )
+    diff = imputed["spearman"].to_numpy() - mean["spearman"].to_numpy()
+    assert row["settings"] == 8 and row["difference"] == pytest.approx(diff.mean())
+    assert row["p"] == pytest.approx(stats.wilcoxon(diff).pvalue)
+    assert row["moves"] and not got.loc["repeats=2", "moves"]  # far apart; the same agreement
+    lines = options_lines(got.reset_index())
+    assert "1 of 2 move" in lines[0] and lines[2].count("| yes ") == 1 and lines[2].count("| no ") == 1

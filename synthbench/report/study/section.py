@@ -27,6 +27,7 @@ __all__ = [
     "tests_lines",
     "per_setting_lines",
     "truth_reliability_lines",
+    "options_lines",
     "precision_lines",
     "TARGET_HALF_WIDTH",
     "FigureHook",
@@ -226,6 +227,7 @@ def trust_lines(validity: VerdictValidity, figure: FigureHook, *, prefix: str) -
     return (
         md
         + tests_lines(validity.tests)
+        + options_lines(validity.options)
         + truth_reliability_lines(validity.settings)
         + per_setting_lines(validity.settings)
     )
@@ -334,5 +336,40 @@ def tests_lines(tests: pd.DataFrame, alpha: float = 0.05) -> list[str]:
         f"settings both measured, Holm-corrected within each data kind and model, α = {alpha}):",
         "",
         *lines,
+        "",
+    ]
+
+
+def options_lines(options: pd.DataFrame) -> list[str]:
+    """Whether each verdict's validity moves with its own settings, as a table (none where no verdict ran at
+    several)."""
+    if options.empty:
+        return []
+    table = pd.DataFrame(
+        {
+            "verdict": options["verdict"],
+            "data": options["kind"].map(tables.data_word),
+            "model": options["model"].replace("", "–"),
+            "setting A": options["base"].map(lambda v: f"`{v}`" if v else "defaults"),
+            "ρ A [95 % CI]": [ci_text(r.base_rho, r.base_lo, r.base_hi, "+") for r in options.itertuples()],
+            "setting B": options["option"].map(lambda v: f"`{v}`" if v else "defaults"),
+            "ρ B [95 % CI]": [ci_text(r.rho, r.lo, r.hi, "+") for r in options.itertuples()],
+            "Δρ (B − A), settings, p": [
+                "–"
+                if pd.isna(r.difference)
+                else f"{r.difference:+.2f}, {r.settings}, " + ("–" if pd.isna(r.p) else f"p = {r.p:.2g}")
+                for r in options.itertuples()
+            ],
+            "moves beyond its interval": options["moves"].map({True: "yes", False: "no"}),
+        }
+    )
+    moved = int(options["moves"].sum())
+    return [
+        "**Does the answer depend on the verdict's own settings?** Each verdict that ran at two settings of its "
+        "options, its mean agreement with the truth at each (models that learned, settings whose truth is "
+        "reliable), the paired difference over the settings both measured (Wilcoxon signed-rank p), and whether "
+        f"either mean lies outside the other's interval: {moved} of {len(options)} move.",
+        "",
+        table.to_markdown(index=False, disable_numparse=True),
         "",
     ]

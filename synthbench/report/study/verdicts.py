@@ -48,6 +48,8 @@ __all__ = [
     "TRUTH_METRICS",
     "MIN_TRUTH_SPREAD",
     "SETTING_KEYS",
+    "option_effects",
+    "OPTION_COLUMNS",
 ]
 
 #: The truth metrics a verdict's ordering is compared with, per input kind, in order of preference: a setting
@@ -109,8 +111,9 @@ def verdict_agreement(parts: list[Part]) -> pd.DataFrame:
 
     Returns the columns :data:`SETTING_KEYS` and those of :func:`~synthbench.report.study.validity.rank_agreement`, plus
     ``part`` (its index in ``parts``), ``kind``, ``scorer``, ``metric`` (the verdict's headline),
-    ``truth_metric`` and ``verdict`` (the name the report shows: scorer and metric, with the scorer's setting
-    when it ran at several); empty when the store holds no verdict beside a ground-truth part.
+    ``truth_metric``, ``verdict`` (the name the report shows: scorer and metric, with the scorer's setting
+    when it ran at several) and ``option`` (that setting, empty for the defaults); empty when the store holds no
+    verdict beside a ground-truth part.
     """
     frames = []
     for i, part in enumerate(parts):
@@ -141,7 +144,13 @@ def verdict_agreement(parts: list[Part]) -> pd.DataFrame:
             )
             frames.append(
                 agree.assign(
-                    part=i, kind=part.kind, scorer=part.scorer, metric=metric, truth_metric=truth_metric, verdict=name
+                    part=i,
+                    kind=part.kind,
+                    scorer=part.scorer,
+                    metric=metric,
+                    truth_metric=truth_metric,
+                    verdict=name,
+                    option=_option(parts, part),
                 )
             )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -179,16 +188,23 @@ def verdict_ladder(parts: list[Part]) -> pd.DataFrame:
 
 def _verdict_name(parts: list[Part], part: Part, metric: str) -> str:
     """The name a verdict goes by in the report: its scorer and metric, the input kind where the scorer ran on
-    several, and its setting where it ran at several."""
-    params = part.results.cells["scorer_params"].fillna("").iloc[0]
-    same = [other for other in parts if other.scorer == part.scorer]
-    kinds = len({other.kind for other in same}) > 1  # the scorer on tables and on images
-    own = {other.results.cells["scorer_params"].fillna("").iloc[0] for other in same if other.kind == part.kind}
+    several, and its setting (:func:`_option`) where it ran at several."""
+    kinds = len({other.kind for other in parts if other.scorer == part.scorer}) > 1  # the scorer on tables and images
+    option = _option(parts, part)
     return (
         f"{part.scorer} `{metric}`"
         + (f" on {tables.data_word(part.kind)}" if kinds else "")
-        + (f" ({setting_difference(params, own)})" if len(own) > 1 and params else "")
+        + (f" ({option})" if option else "")
     )
+
+
+def _option(parts: list[Part], part: Part) -> str:
+    """What sets the part's scorer setting apart from the scorer's others on its input kind (``fill="imputed"``);
+    empty for the registered defaults and for a scorer that ran at one setting."""
+    params = part.results.cells["scorer_params"].fillna("").iloc[0]
+    same = [o for o in parts if o.scorer == part.scorer and o.kind == part.kind]
+    own = {o.results.cells["scorer_params"].fillna("").iloc[0] for o in same}
+    return setting_difference(params, own) if len(own) > 1 and params else ""
 
 
 def verdict_reliability(parts: list[Part]) -> pd.DataFrame:
@@ -330,6 +346,8 @@ class VerdictValidity:
     meta : :func:`verdict_meta_consistency`'s table, one row per judged verdict, setting and explained model
     ladder : :func:`verdict_ladder`'s table, one row per verdict, setting and explained model; its mean across
         settings is the summary's ``ladder, ladder_lo, ladder_hi`` over ``ladder_settings`` settings
+    options : :func:`option_effects`: each verdict that ran at several settings of its own options, each other setting
+        beside its defaults
     predicts : ``{"alpha": ..., "consistency": ..., "mc": ...}``,
         :func:`~synthbench.report.study.reliability.reliability_against_validity` over the verdicts on models that
         learned: whether a verdict's reliability (Krippendorff's alpha, internal consistency, MetaQuantus'
@@ -344,6 +362,7 @@ class VerdictValidity:
     meta: pd.DataFrame
     predicts: dict[str, dict[str, float]]
     ladder: pd.DataFrame
+    options: pd.DataFrame
 
     @property
     def empty(self) -> bool:
@@ -407,7 +426,89 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
         value: reliability_against_validity(learned_summary, value, seed=seed) if not learned_summary.empty else none
         for value in RELIABILITY_MEASURES
     }
-    return VerdictValidity(settings, summary, tests, reliability, consistency, meta, predicts, ladder)
+    options = option_effects(summary, settings) if not settings.empty else pd.DataFrame(columns=OPTION_COLUMNS)
+    return VerdictValidity(settings, summary, tests, reliability, consistency, meta, predicts, ladder, options)
+
+
+#: The columns of :func:`option_effects`.
+OPTION_COLUMNS = [
+    "verdict",
+    "kind",
+    "model",
+    "base",
+    "base_rho",
+    "base_lo",
+    "base_hi",
+    "option",
+    "rho",
+    "lo",
+    "hi",
+    "settings",
+    "difference",
+    "p",
+    "moves",
+]
+
+
+def option_effects(summary: pd.DataFrame, settings: pd.DataFrame) -> pd.DataFrame:
+    """Does a verdict's validity depend on its own settings? For each verdict (scorer and headline metric) that ran
+    at several settings of its options on one input kind, on the models that learned: each other setting beside the
+    first in the store (the defaults where those ran with no options), with both mean agreements with the truth and
+    their intervals (``summary``: :func:`~synthbench.report.study.validity.validity_table`'s), the paired difference
+    (other minus base) over the settings with a reliable truth both measured and its Wilcoxon signed-rank p
+    (:func:`~synthbench.report.study.validity.verdict_tests`), and ``moves``: either mean lies outside the other's
+    interval.
+
+    Returns :data:`OPTION_COLUMNS`, ``base`` and ``option`` the settings' differences (``fill="imputed"``), one
+    row per verdict, other setting and model; empty where no verdict ran at several settings.
+    """
+    rows = []
+    learned = summary[~summary["apart"].astype(bool)].set_index(["verdict", "kind", "model"])
+    tested = settings[~settings["apart"].astype(bool) & reliable_truth(settings)]
+    names = settings.drop_duplicates("verdict")
+    for (kind, scorer, metric), group in names.groupby(["kind", "scorer", "metric"], sort=False):
+        if len(group) < 2:
+            continue
+        base = group[group["option"] == ""].iloc[0] if (group["option"] == "").any() else group.iloc[0]
+        for other in group[group["verdict"] != base["verdict"]].itertuples():
+            for model in dict.fromkeys(settings.loc[settings["verdict"] == base["verdict"], "model"]):
+                keys = [(base["verdict"], kind, model), (other.verdict, kind, model)]
+                if not all(k in learned.index for k in keys):
+                    continue
+                a, b = (learned.loc[k] for k in keys)
+                pair = tested[tested["verdict"].isin([k[0] for k in keys]) & (tested["model"] == model)]
+                test = verdict_tests(pair, ["kind", "model"], ["setting", "n_decoys"]) if len(pair) else pd.DataFrame()
+                shared, difference, p = 0, np.nan, np.nan
+                if not test.empty:
+                    t = test.iloc[0]
+                    shared, p = int(t["settings"]), t["p"]
+                    difference = t["difference"] * (1 if t["verdict"] == other.verdict else -1)
+                moves = bool(
+                    (b["spearman"] < a["spearman_lo"])
+                    | (b["spearman"] > a["spearman_hi"])
+                    | (a["spearman"] < b["spearman_lo"])
+                    | (a["spearman"] > b["spearman_hi"])
+                )
+                rows.append(
+                    (
+                        f"{scorer} `{metric}`",
+                        kind,
+                        model,
+                        base["option"],
+                        a["spearman"],
+                        a["spearman_lo"],
+                        a["spearman_hi"],
+                        other.option,
+                        b["spearman"],
+                        b["spearman_lo"],
+                        b["spearman_hi"],
+                        shared,
+                        difference,
+                        p,
+                        moves,
+                    )
+                )
+    return pd.DataFrame(rows, columns=OPTION_COLUMNS)
 
 
 def _with_ladder(summary: pd.DataFrame, ladder: pd.DataFrame, groups: list[str], seed: int) -> pd.DataFrame:
