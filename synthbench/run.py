@@ -445,8 +445,9 @@ def main(argv: list[str] | None = None) -> int:
         executor = make_executor(args)
         store = ResultStore(args.store)
         if args.resume_from is not None:
-            carried = carry_export(store, read_export(args.resume_from), cells, args.resume_from.name)
-            print(f"carried {carried} finished cells of {args.resume_from} into {args.store}")
+            carried, foreign = carry_export(store, read_export(args.resume_from), cells, args.resume_from.name)
+            beyond = f" ({foreign} of its cells are not of this grid: left out)" if foreign else ""
+            print(f"carried {carried} finished cells of {args.resume_from} into {args.store}{beyond}")
     except (ExecutorError, StoreError, ExportError) as exc:
         return print_error("synthbench.run", exc)
 

@@ -189,6 +189,12 @@ def test_a_run_in_parts_exports_what_the_whole_run_exports(tmp_path, capsys):
     pd.testing.assert_frame_equal(a[carried], b[carried])  # a carried cell keeps every column to the last bit
     stored = ResultStore(tmp_path / "b.sqlite").cells()
     assert (stored.versions[stored.fold == 0] == '{"carried_from": "part.csv.gz"}').all()
+    # a grid that is part of the exported one carries its own cells only, and says how many it left out
+    sub = [*SMALL[:1], "xor", *SMALL[2:-2], "random,anova", "--quiet", "--store", str(tmp_path / "c.sqlite")]
+    assert cli.main([*sub, "--resume-from", str(whole)]) == 0
+    out = capsys.readouterr().out
+    assert "carried 8 finished cells" in out and "(16 of its cells are not of this grid: left out)" in out
+    assert "0 cells run, 8 already" in out
 
 
 def test_an_export_of_another_grid_is_refused(tmp_path, capsys):
@@ -197,7 +203,7 @@ def test_an_export_of_another_grid_is_refused(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main([*SMALL, "--store", str(tmp_path / "b.sqlite"), "--resume-from", str(other)]) == 2
     err = capsys.readouterr().err
-    assert "24 finished cells of other.csv are not cells of this grid" in err
+    assert "none of the 24 finished cells of other.csv is a cell of this grid" in err
     assert ResultStore(tmp_path / "b.sqlite").cells().empty  # nothing carried, nothing run
     assert cli.main([*SMALL, "--resume-from", str(tmp_path / "none.csv")]) == 2
     assert f"--resume-from {tmp_path / 'none.csv'}: no such file" in capsys.readouterr().err

@@ -93,29 +93,40 @@ def read_export(path: Path) -> pd.DataFrame:
     return rows
 
 
-def carry_export(store: ResultStore, rows: pd.DataFrame, cells: Iterable[Cell], source: str) -> int:
+def carry_export(store: ResultStore, rows: pd.DataFrame, cells: Iterable[Cell], source: str) -> tuple[int, int]:
     """Write into ``store`` the finished cells of an export's ``rows`` that belong to ``cells`` and that the store
-    has not finished; return how many it wrote.
+    has not finished; return how many it wrote and how many finished cells of the export ``cells`` lack (a grid
+    that is part of the exported one carries its own cells only).
 
-    A cell of the export that is not among ``cells`` is refused (:class:`ExportError`): its id changed, so the
-    export comes from another grid or another version of it, and carrying the rest would mix the two.
-    ``source`` (the export's file name) is recorded as the cells' ``versions["carried_from"]``.
+    An export none of whose finished cells is among ``cells`` is refused (:class:`ExportError`): it comes from
+    another grid, or from one whose cell ids have changed since (another package version), and a run that carried
+    nothing from it would recompute everything without a word. ``source`` (the export's file name) is recorded as
+    the cells' ``versions["carried_from"]``.
     """
     grid = {c.cell_id: c for c in cells}
     finished = rows[rows["status"].isin(_FINISHED)]
-    stray = sorted(set(finished["cell_id"]) - set(grid))
-    if stray:
+    ours = finished["cell_id"].isin(grid.keys())
+    foreign = finished.loc[~ours, "cell_id"].nunique()
+    if len(finished) and not ours.any():
         raise ExportError(
-            f"{len(stray)} finished cells of {source} are not cells of this grid (first: {stray[0]}): it was "
-            "exported from another grid, or one whose cell ids have changed since (another package version)"
+            f"none of the {foreign} finished cells of {source} is a cell of this grid: it was exported from "
+            "another grid, or from one whose cell ids have changed since (another package version)"
         )
+    finished = finished[ours]
     done = store.finished(finished["cell_id"].unique())
     written = 0
     for cell_id, own in finished[~finished["cell_id"].isin(done)].groupby("cell_id", sort=False):
         store.write(_result(grid[cell_id], own, source))
         written += 1
-    log.info("carried %d cells of %s into %s (%d already there)", written, source, store.path, len(done))
-    return written
+    log.info(
+        "carried %d cells of %s into %s (%d there already, %d not of this grid)",
+        written,
+        source,
+        store.path,
+        len(done),
+        foreign,
+    )
+    return written, int(foreign)
 
 
 def _result(cell: Cell, rows: pd.DataFrame, source: str) -> CellResult:
