@@ -34,6 +34,7 @@ __all__ = [
     "cell_fold",
     "setting_folds",
     "seed_stream",
+    "explained_part",
 ]
 
 """Input kinds whose columns each fold permutes (tables); other kinds are passed through."""
@@ -83,6 +84,16 @@ def make_folds(n_samples: int, n_features: int, *, n_folds: int, seed: int, perm
     return folds
 
 
+def explained_part(explain: str) -> tuple[Literal["test", "train"], int | None]:
+    """The part of a fold whose rows the methods explain, and how many of its first rows: ``"test"`` (every held-out
+    row), ``"train"``, or either with ``:N`` (``"test:100"``: the first 100 held-out rows, a random sample of them: a
+    fold's rows are in the generator's order); ValueError for anything else."""
+    part, colon, first = explain.partition(":")
+    if part not in ("test", "train") or (colon and not (first.isdigit() and int(first) > 0)):
+        raise ValueError(f"explain must be 'test' or 'train', or either with ':N' (N >= 1 rows), got {explain!r}")
+    return ("test" if part == "test" else "train"), int(first) if first else None
+
+
 def dataset_folds(ds: Dataset, *, n_folds: int, seed: int) -> list[Fold]:
     """:func:`make_folds` for ``ds``, permuting columns when its kind says so (:attr:`InputKind.permuted`)."""
     return make_folds(ds.n_samples, ds.n_features, n_folds=n_folds, seed=seed, permute=get_kind(ds.kind).permuted)
@@ -121,9 +132,9 @@ class FoldData:
     bayes_accuracy: float | None = None
 
     @classmethod
-    def from_dataset(cls, ds: Dataset, fold: Fold, *, explain: Literal["test", "train"] = "test") -> FoldData:
-        if explain not in ("test", "train"):
-            raise ValueError(f"explain must be 'test' or 'train', got {explain!r}")
+    def from_dataset(cls, ds: Dataset, fold: Fold, *, explain: str = "test") -> FoldData:
+        """The fold's data; the methods explain the rows ``explain`` names (:func:`explained_part`)."""
+        part, first = explained_part(explain)
         perm = fold.permutation
         if (perm is None) == get_kind(ds.kind).permuted:
             raise ValueError(
@@ -131,7 +142,7 @@ class FoldData:
                 "permutation (see dataset_folds)"
             )
         X = ds.X if perm is None else ds.X[:, perm]
-        rows = fold.test if explain == "test" else fold.train
+        rows = (fold.test if part == "test" else fold.train)[:first]
         local = ds.relevant_local
         if local is not None:
             local = local[rows] if perm is None else local[rows][:, perm]
@@ -198,7 +209,7 @@ def cell_fold(
     fold: int,
     n_decoys: int | None = None,
     dataset_params: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
-    explain: Literal["test", "train"] = "test",
+    explain: str = "test",
     data_dir: str | None = None,
 ) -> tuple[FoldData, Fold]:
     """The fold one cell runs on, built from the cell's configuration: its :class:`FoldData` and its :class:`Fold`.
@@ -224,7 +235,7 @@ def setting_folds(
     n_folds: int,
     n_decoys: int | None = None,
     dataset_params: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
-    explain: Literal["test", "train"] = "test",
+    explain: str = "test",
     data_dir: str | None = None,
 ) -> list[FoldData]:
     """Every fold of one setting, in fold order: :func:`cell_fold` of each fold, the data made once."""

@@ -53,7 +53,10 @@ GRID_FLAGS: dict[str, tuple[str | int, dict[str, Any]]] = {
     "--n-samples": ("1000", dict(help="comma-separated sample sizes")),
     "--folds": (6, dict(type=int, help="cross-validation folds, unshuffled")),
     "--seed": (0, dict(type=int, help="seed of every random stream, a non-negative integer")),
-    "--explain": ("test", dict(choices=("test", "train"), help="rows attribution methods explain")),
+    "--explain": (
+        "test",
+        dict(help="rows attribution methods explain: test or train, or either with :N for its first N rows (test:100)"),
+    ),
     "--model": (
         ",".join(RUN_PRESETS),
         dict(
@@ -214,6 +217,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
     from synthbench import datasets
     from synthbench.methods import default_methods, get_method, method_names
     from synthbench.models.presets import preset_names
+    from synthbench.protocol import explained_part
     from synthbench.runner.grid import GridSpec
     from synthbench.scoring import scorer_names
     from synthbench.suites import SuiteError, load_suite
@@ -225,6 +229,10 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cell]]:
             raise UsageError(str(exc)) from None
         _check_metric(args, cells)
         return args, _fitting(cells)
+    try:
+        explained_part(args.explain)
+    except ValueError as exc:
+        raise UsageError(f"--explain: {exc}") from None
     ds = parse_names(args.datasets, datasets.names(), "datasets")
     scorers = parse_names(args.scorer, scorer_names(), "scorers")
     given = [t.strip() for t in args.methods.split(",")]

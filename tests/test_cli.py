@@ -279,6 +279,7 @@ def test_cells_over_a_methods_declared_feature_limit_are_skipped_with_the_reason
 
 
 BAD_INPUT = [
+    (["--explain", "test:0"], "--explain: explain must be 'test' or 'train', or either with ':N'"),
     (["--datasets", "xor,nope"], "unknown dataset 'nope'; valid: "),
     (["--methods", "rf,nope"], "unknown method 'nope'; valid: "),
     (["--decoys", "10,-5"], "non-negative"),

@@ -7,7 +7,7 @@ from sklearn.model_selection import KFold
 from synthbench import datasets
 from synthbench.methods import get_method, run_method
 from synthbench.models import SharedModels
-from synthbench.protocol import FoldData, cell_fold, dataset_folds, make_folds, seed_stream
+from synthbench.protocol import FoldData, cell_fold, dataset_folds, explained_part, make_folds, seed_stream
 from synthbench.runner.cells import run_task
 from synthbench.runner.grid import FoldTask, GridSpec
 from synthbench.scoring import GROUND_TRUTH
@@ -85,6 +85,24 @@ def test_a_cells_fold_is_built_from_its_configuration_in_one_place():
     plain, _ = cell_fold("switch", n_samples=60, seed=2, n_folds=3, fold=0, dataset_params={"decoy_correlation": 0.5})
     default = datasets.make("switch", n_samples=60, seed=2, decoy_correlation=0.5)
     _same_fold_data(plain, FoldData.from_dataset(default, dataset_folds(default, n_folds=3, seed=2)[0]))
+
+
+def test_the_methods_may_explain_the_first_rows_of_a_part_only():
+    assert explained_part("test") == ("test", None) and explained_part("train:7") == ("train", 7)
+    for bad in ("test:0", "test:-3", "test:x", "all", "train:"):
+        with pytest.raises(ValueError, match="explain must be 'test' or 'train'"):
+            explained_part(bad)
+    ds = datasets.make("switch", n_samples=60, n_decoys=5, seed=2)
+    fold = dataset_folds(ds, n_folds=3, seed=2)[1]
+    whole, first = (FoldData.from_dataset(ds, fold, explain=e) for e in ("test", "test:7"))
+    for name in ("X_explain", "y_explain", "relevant_local"):
+        np.testing.assert_array_equal(getattr(first, name), getattr(whole, name)[:7])  # the truth of the same rows
+    for name in ("X_train", "y_train", "X_test", "y_test", "relevant"):  # the models learn and are tested as before
+        np.testing.assert_array_equal(getattr(first, name), getattr(whole, name))
+    assert len(FoldData.from_dataset(ds, fold, explain="train:500").X_explain) == len(fold.train)  # at most all
+    grid = GridSpec(("switch",), ("random",), (5,), n_samples=60, n_folds=3)
+    ids = {e: GridSpec(**{**grid.__dict__, "explain": e}).cells()[0].cell_id for e in ("test", "test:7")}
+    assert ids["test"] == grid.cells()[0].cell_id != ids["test:7"]  # a limit is another cell; none, the same
 
 
 @pytest.mark.parametrize(

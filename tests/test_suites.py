@@ -214,6 +214,8 @@ def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_pa
         (lambda t: t + 'scorers = ["nope"]\n', "grid block 2: 'scorers' must be a non-empty list of scorers"),
         (lambda t: t + "scorer_options = 3\n", "grid block 2: 'scorer_options' must be a table"),
         (lambda t: t + "[grid.scorer_options]\nrepeats = 2\n", "no scorer of ground_truth takes the option"),
+        (lambda t: t.replace("seed = 4", 'seed = 4\nexplain = "test:0"'), "or either with ':N'"),
+        (lambda t: t.replace("seed = 4", 'seed = 4\nexplain = "all"'), "explain must be 'test' or 'train'"),
     ],
 )
 def test_malformed_suites_are_refused_with_the_reason(tmp_path, edit, message):

@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from synthbench import __version__, datasets
 from synthbench.methods import MethodSpec, get_method
@@ -52,7 +52,7 @@ class Cell:
     n_folds: int
     fold: int
     method: str
-    explain: Literal["test", "train"] = "test"
+    explain: str = "test"  # the rows the methods explain (synthbench.protocol.explained_part): test, train, test:100
     scorer: str = "ground_truth"
     dataset_params: tuple[tuple[str, Any], ...] = ()
     suite: tuple[str, str] | None = None  # (name, hash) of the suite the cell belongs to
@@ -212,7 +212,7 @@ class GridSpec:
     n_samples: int | tuple[int, ...] = 1000
     n_folds: int = 6
     seed: int = 0
-    explain: Literal["test", "train"] = "test"
+    explain: str = "test"
     dataset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     suite: tuple[str, str] | None = None
     models: tuple[str, ...] = (DEFAULT_PRESET,)

@@ -1,7 +1,8 @@
 """Frozen suites: versioned TOML files that say exactly what to run.
 
 A suite file has top-level ``name``, ``version``, ``description``, ``n_samples``, ``folds``,
-``seed`` (or ``seeds``, a list: every block runs at each), ``explain`` (``test`` or ``train``),
+``seed`` (or ``seeds``, a list: every block runs at each), ``explain`` (``test`` or ``train``, or either with
+``:N`` for its first N rows: :func:`~synthbench.protocol.explained_part`),
 ``methods`` (registered names) and optional ``models`` (the presets the neural methods explain;
 default ``passemiers2023_corrected`` for tables, ``cnn`` for images), ``scorers`` (default
 ``["ground_truth"]``) and ``scorer_options`` (a table: each option goes to every scorer taking it),
@@ -23,11 +24,12 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from synthbench import datasets
 from synthbench.methods import method_names
 from synthbench.models.presets import DEFAULT_PRESET, preset_names
+from synthbench.protocol import explained_part
 from synthbench.runner.grid import Cell, GridSpec
 from synthbench.scoring import scorer_names, scorer_options
 
@@ -98,9 +100,11 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     for key, kind in _REQUIRED.items():
         if not isinstance(raw.get(key), kind) or isinstance(raw.get(key), bool):
             raise SuiteError(f"suite {source}: {key!r} must be a {kind.__name__}")
-    explain: Literal["test", "train"] = raw.get("explain", "test")
-    if explain not in ("test", "train"):
-        raise SuiteError(f"suite {source}: explain must be 'test' or 'train', got {explain!r}")
+    explain = raw.get("explain", "test")
+    try:
+        explained_part(explain)
+    except (ValueError, AttributeError) as exc:
+        raise SuiteError(f"suite {source}: {exc}") from None
     _seeds(raw, f"suite {source}")
     _run_settings(raw, raw, f"suite {source}")
     if raw["folds"] < 2 or raw["n_samples"] < raw["folds"]:
@@ -165,9 +169,7 @@ def _run_settings(
     return tuple(methods), tuple(models), tuple(scorers), options
 
 
-def _block_grids(
-    block: dict[str, Any], raw: dict[str, Any], explain: Literal["test", "train"], digest: str, where: str
-) -> list[GridSpec]:
+def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, digest: str, where: str) -> list[GridSpec]:
     names = block.get("datasets")
     if not isinstance(names, list) or not names:
         raise SuiteError(f"{where}: 'datasets' must be a non-empty list")
