@@ -5,7 +5,7 @@ Runs in this process, one cell after another (the measured seconds are core seco
 the store, so a method that computes a setting's folds at once (the shared network, ``lassonet_2023``) is measured
 as a run computes it. Resumable: cells already in the store are skipped. Usage::
 
-    python benchmarks/run_suite_settings.py ring:2 ring:64 ring:2048 --suite passemiers2023 --store S [--folds 0]
+    python benchmarks/run_suite_settings.py ring:2 ring:64 --suite passemiers2023 --store S [--folds 0] [--seeds 0]
 
 A setting is ``dataset:m`` (m, the total number of features; ``dag:2000`` for the causal set's blocks).
 """
@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--suite", default="passemiers2023")
     parser.add_argument("--store", required=True)
     parser.add_argument("--folds", type=int, nargs="+", help="only these folds (default: every fold)")
+    parser.add_argument("--seeds", type=int, nargs="+", help="only these seeds (default: every seed)")
     parser.add_argument("--methods", nargs="+", help="only these methods")
     args = parser.parse_args()
     wanted = {(name, int(m)) for name, m in (s.split(":") for s in args.settings)}
@@ -39,6 +40,7 @@ def main() -> None:
         for c in load_suite(args.suite).cells()
         if (c.dataset, features(c.dataset, c.n_decoys, c.dataset_params)) in wanted
         and (args.folds is None or c.fold in args.folds)
+        and (args.seeds is None or c.seed in args.seeds)
         and (args.methods is None or c.method in args.methods)
     ]
     if not cells:

@@ -98,6 +98,15 @@ n_decoys = [1]
 """
 
 
+def test_a_grid_block_may_explain_rows_of_its_own(tmp_path):
+    path = tmp_path / "explain.toml"
+    path.write_text(
+        TINY.format(description="x").replace("seed = 4", 'seed = 4\nexplain = "test:9"') + 'explain = "train"\n'
+    )
+    cells = load_suite(path).cells()
+    assert {(c.dataset, c.explain) for c in cells} == {("xor", "test:9"), ("ring", "train")}
+
+
 def test_a_grid_block_may_name_its_own_methods(tmp_path):
     path = tmp_path / "blocks.toml"
     path.write_text(TINY + 'methods = ["anova"]\n')  # the ring block's own list
@@ -216,6 +225,9 @@ def test_a_user_suite_runs_and_its_hash_is_stored_and_enters_the_cell_ids(tmp_pa
         (lambda t: t + "[grid.scorer_options]\nrepeats = 2\n", "no scorer of ground_truth takes the option"),
         (lambda t: t.replace("seed = 4", 'seed = 4\nexplain = "test:0"'), "or either with ':N'"),
         (lambda t: t.replace("seed = 4", 'seed = 4\nexplain = "all"'), "explain must be 'test' or 'train'"),
+        (lambda t: t.replace("seed = 4", "seed = 4\nscorer_option = {}"), "unknown key.s. 'scorer_option'; valid:"),
+        (lambda t: t + "n_decoy = [3]\n", "grid block 2: unknown key.s. 'n_decoy'"),
+        (lambda t: t + 'explain = "train:0"\n', "grid block 2: explain must be"),
     ],
 )
 def test_malformed_suites_are_refused_with_the_reason(tmp_path, edit, message):

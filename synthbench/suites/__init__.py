@@ -8,8 +8,9 @@ default ``passemiers2023_corrected`` for tables, ``cnn`` for images), ``scorers`
 ``["ground_truth"]``) and ``scorer_options`` (a table: each option goes to every scorer taking it),
 then one or more ``[[grid]]`` blocks, each with ``datasets`` and either ``n_features`` (total feature
 counts ``m``: the dataset's ``k`` relevant features plus ``m - k`` decoys) or ``n_decoys``, and
-optional ``params`` (dataset parameters) and its own ``n_samples``, ``seeds``, ``methods``, ``models``,
+optional ``params`` (dataset parameters) and its own ``n_samples``, ``seeds``, ``explain``, ``methods``, ``models``,
 ``scorers`` and ``scorer_options``, replacing the top-level ones (a block's ``seeds`` must be among the suite's).
+A key the format does not know is refused, at the top level and in a block.
 ``passemiers2023.toml`` ships with the package; users pass their own files by path.
 
 The suite's hash (SHA-256 of its parsed content, canonical JSON) enters every cell's id and is
@@ -43,6 +44,24 @@ _REQUIRED = {
     "folds": int,
     "methods": list,
     "grid": list,
+}
+
+
+#: What a suite file's top level may hold beyond :data:`_REQUIRED`, and what a ``[[grid]]`` block may hold: anything
+#: else is refused (a misspelt key would otherwise be silently ignored).
+_OPTIONAL = {"seed", "seeds", "explain", "models", "scorers", "scorer_options"}
+_BLOCK_KEYS = {
+    "datasets",
+    "n_features",
+    "n_decoys",
+    "params",
+    "n_samples",
+    "seeds",
+    "explain",
+    "methods",
+    "models",
+    "scorers",
+    "scorer_options",
 }
 
 
@@ -100,11 +119,8 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     for key, kind in _REQUIRED.items():
         if not isinstance(raw.get(key), kind) or isinstance(raw.get(key), bool):
             raise SuiteError(f"suite {source}: {key!r} must be a {kind.__name__}")
-    explain = raw.get("explain", "test")
-    try:
-        explained_part(explain)
-    except (ValueError, AttributeError) as exc:
-        raise SuiteError(f"suite {source}: {exc}") from None
+    _known(raw, set(_REQUIRED) | _OPTIONAL, f"suite {source}")
+    explain = _explain(raw, "test", f"suite {source}")
     _seeds(raw, f"suite {source}")
     _run_settings(raw, raw, f"suite {source}")
     if raw["folds"] < 2 or raw["n_samples"] < raw["folds"]:
@@ -118,6 +134,24 @@ def _parse(raw: dict[str, Any], source: str) -> Suite:
     if not grids:
         raise SuiteError(f"suite {source}: no [[grid]] blocks")
     return Suite(raw["name"], raw["version"], raw["description"], digest, grids, source)
+
+
+def _known(table: dict[str, Any], keys: set[str], where: str) -> None:
+    """SuiteError naming the keys of ``table`` that are not among ``keys``."""
+    stray = sorted(set(table) - keys)
+    if stray:
+        raise SuiteError(f"{where}: unknown key(s) {', '.join(map(repr, stray))}; valid: {', '.join(sorted(keys))}")
+
+
+def _explain(table: dict[str, Any], default: str, where: str) -> str:
+    """The rows the methods explain, ``table``'s own ``explain`` or ``default``
+    (:func:`~synthbench.protocol.explained_part`)."""
+    explain = table.get("explain", default)
+    try:
+        explained_part(explain)
+    except (ValueError, AttributeError) as exc:
+        raise SuiteError(f"{where}: {exc}") from None
+    return str(explain)
 
 
 def _seeds(raw: dict[str, Any], where: str) -> tuple[int, ...]:
@@ -170,6 +204,9 @@ def _run_settings(
 
 
 def _block_grids(block: dict[str, Any], raw: dict[str, Any], explain: str, digest: str, where: str) -> list[GridSpec]:
+    """The grids of one ``[[grid]]`` block, one per dataset and seed; its own ``explain`` or the suite's."""
+    _known(block, _BLOCK_KEYS, where)
+    explain = _explain(block, explain, where)
     names = block.get("datasets")
     if not isinstance(names, list) or not names:
         raise SuiteError(f"{where}: 'datasets' must be a non-empty list")
