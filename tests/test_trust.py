@@ -333,7 +333,9 @@ def test_the_reliability_figure_draws_a_mean_outside_its_bootstrap_interval():
 
 
 def test_a_verdict_run_at_several_settings_is_named_by_the_options_that_differ():
-    from synthbench.report.parts import setting_difference
+    from synthbench.report.parts import explained_rows, setting_difference
+
+    assert (explained_rows("test"), explained_rows("test:100")) == ("test rows", "first 100 test rows")
 
     capped = '{"epochs": 300, "fit": 0.95, "max_epochs": 600}'
     full = '{"epochs": 300, "fit": 0.95, "max_epochs": 2400}'

@@ -24,6 +24,7 @@ __all__ = [
     "method_anchor",
     "method_link",
     "setting_difference",
+    "explained_rows",
     "store_parts",
     "truth_of",
     "scored_metrics",
@@ -99,6 +100,13 @@ def setting_difference(setting: str, settings: Iterable[str]) -> str:
     return ", ".join(f"{k}={json.dumps(mine[k], sort_keys=True)}" for k in keys) or setting
 
 
+def explained_rows(explain: str) -> str:
+    """The rows a cell's ``explain`` names, in words: ``test rows``, ``first 100 test rows``
+    (:func:`~synthbench.protocol.explained_part`'s spelling, read without importing it)."""
+    part, _, first = explain.partition(":")
+    return f"first {first} {part} rows" if first else f"{part} rows"
+
+
 def store_parts(results: Results) -> list[Part]:
     """The store split into parts whose numbers may be compared, in store order."""
     params = results.cells["scorer_params"].fillna("")
@@ -117,7 +125,7 @@ def store_parts(results: Results) -> list[Part]:
 
         own = {p for (k, sc, p, _) in keys if k == kind and sc == scorer}  # the scorer's settings on this kind
         named = f"scorer {scorer}" + (f" ({setting_difference(setting, own)})" if len(own) > 1 else "")
-        label = f"{kind} data, {named}, explaining the {explain} rows" if len(keys) > 1 else ""
+        label = f"{kind} data, {named}, explaining the {explained_rows(explain)}" if len(keys) > 1 else ""
         curves = pick(results.curves) if not results.curves.empty else results.curves
         part = results.select(pick(results.scores), pick(results.cells), curves)
         out.append(Part(label, kind, part, *(("", "") if len(keys) == 1 else (f"part{i + 1}_", f" ({label})"))))
