@@ -4,8 +4,9 @@ is frozen (issue 47, section 2).
 Usage: ``python benchmarks/truth_spread.py --store S [--metrics local_tpr_at_k,average_precision,auroc,best_k]``
 
 Reads the ground-truth cells of ``--store`` (a probe of candidate settings: the explained models' methods and the
-``random`` control, a few folds) and prints, per setting (dataset, its parameters, samples, decoys) and explained
-model (the preset of a network, the kind of any other model; a method that reads none is its own row), the
+``random`` control, a few folds) and prints, per setting (the report's label: the dataset with the parameters and
+sample sizes that tell it apart; decoys) and explained model (the preset of a network, the kind of any other model,
+as the study orders them), the
 explained model's mean and least competence, then for each truth metric: the non-control methods it orders, the
 range of their mean values (the *spread*: the study counts a truth as separating the methods from
 ``MIN_TRUTH_SPREAD``), the least gap between two neighbouring means, and the split-half reliability of the truth's
@@ -17,38 +18,30 @@ cells (with their share of the models' training), the cost a suite pays for it.
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 import pandas as pd
 
-from synthbench.catalogue import RUNG_PARAM
+from synthbench.report import load_results
 from synthbench.report.study.validity import MIN_TRUTH_RELIABILITY, group_rng, split_half_reliability
 from synthbench.report.study.verdicts import MIN_TRUTH_SPREAD, TRUTH_METRICS
-from synthbench.runner.store import ResultStore
+from synthbench.report.tables import judged_values
 
-SETTING = ["dataset", "dataset_params", "n_samples", "n_decoys", "model"]
-
-
-def _model(row: pd.Series) -> str:
-    """The explained model of a cell: its network preset, else the kind it needs (``gbm_full``), else its method."""
-    if isinstance(row["model_preset"], str):
-        return row["model_preset"]
-    kinds = json.loads(row["model_json"]) if isinstance(row["model_json"], str) else {}
-    return next(iter(kinds), row["method"])
+SETTING = ["setting", "n_decoys", "model"]
 
 
-def truth_rows(store: str) -> pd.DataFrame:
-    """The finished ground-truth values of the store's methods (controls and ladder rungs left out), with ``model``
-    and ``competence``."""
-    with ResultStore(store, readonly=True) as db:
-        scores, cells = db.scores(), db.cells()
-    scores = scores[(scores["status"] == "ok") & (scores["scorer"] == "ground_truth") & ~scores["control"]]
-    rung = cells.set_index("cell_id")["method_params"].map(lambda p: RUNG_PARAM in json.loads(p or "{}"))
-    scores = scores[~scores["cell_id"].map(rung).astype(bool)]
-    model = cells.set_index("cell_id")["model"].rename("model_json")
-    scores = scores.join(model, on="cell_id")
-    return scores.assign(model=scores.apply(_model, axis=1)).drop(columns="model_json")
+def truth_rows(store: str, metrics: list[str]) -> pd.DataFrame:
+    """The ground-truth values of ``metrics`` in the store, every model's however it learned
+    (:func:`~synthbench.report.tables.judged_values`: setting, model, rung, ...), controls and ladder rungs left
+    out, with each cell's ``competence`` and ``seconds``."""
+    results = load_results(store, all_models=True)
+    cells = results.cells.set_index("cell_id")
+    rows = pd.concat([judged_values(results, m).assign(metric=m) for m in metrics], ignore_index=True)
+    truth = rows["cell_id"].map(cells["scorer"]) == "ground_truth"
+    rows = rows[truth & ~rows["control"] & rows["rung"].isna()]
+    return rows.assign(
+        competence=rows["cell_id"].map(cells["competence"]), seconds=rows["cell_id"].map(cells["seconds"])
+    )
 
 
 def spread_table(rows: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
@@ -85,14 +78,15 @@ def main() -> None:
     parser.add_argument("--store", required=True)
     parser.add_argument("--metrics", default=",".join(TRUTH_METRICS["tabular"]))
     args = parser.parse_args()
-    rows = truth_rows(args.store)
-    table = spread_table(rows, args.metrics.split(","))
+    metrics = args.metrics.split(",")
+    rows = truth_rows(args.store, metrics)
+    table = spread_table(rows, metrics)
     pd.set_option("display.width", 200)
     print(
         f"the truth per setting and model (the study: spread >= {MIN_TRUTH_SPREAD:g}, split-half >= "
         f"{MIN_TRUTH_RELIABILITY:g})"
     )
-    print(table.drop(columns="dataset_params").round(3).to_string(index=False))
+    print(table.round(3).to_string(index=False))
     seconds = rows.drop_duplicates("cell_id").groupby(["model", "method"])["seconds"].mean()
     print("\nmean seconds per cell, with the share of the models' training")
     print(seconds.round(1).to_string())

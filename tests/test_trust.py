@@ -534,7 +534,7 @@ def test_where_the_data_carry_a_per_example_truth_the_methods_are_ordered_by_it(
 
 def test_a_verdict_at_two_settings_shows_both_validities_their_paired_difference_and_whether_it_moves():
     from synthbench.report.study.section import options_lines
-    from synthbench.report.study.validity import validity_table
+    from synthbench.report.study.validity import validity_table, verdict_tests
     from synthbench.report.study.verdicts import option_effects
 
     def verdict(rhos, seed, name, option, scorer="roar"):
@@ -547,7 +547,8 @@ def test_a_verdict_at_two_settings_shows_both_validities_their_paired_difference
     alone = verdict([0.3] * 8, 3, "road", "", scorer="road")  # one setting only: no row
     settings = pd.concat([mean, imputed, alike, alone], ignore_index=True)
     summary = validity_table(settings, ["verdict", "kind", "model", "apart"])
-    got = option_effects(summary, settings).set_index("option")
+    tests = verdict_tests(settings, ["kind", "model"], ["setting", "n_decoys"])  # as verdict_validity makes them
+    got = option_effects(summary, settings, tests).set_index("option")
     assert list(got.index) == ['replacement="imputed"', "repeats=2"]
     assert (got["base"] == 'replacement="train_mean"').all() and (got["verdict"] == "roar `roar_x`").all()
     row, first = got.loc['replacement="imputed"'], summary.set_index("verdict").loc[mean["verdict"].iloc[0]]

@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from synthbench.runner.grid import Cell
@@ -82,7 +81,7 @@ def write_export(rows: pd.DataFrame, path: Path) -> None:
 
 
 def read_export(path: Path) -> pd.DataFrame:
-    """The rows of the export at ``path``, every float as it was written (round-trip parsing)."""
+    """The rows of the export at ``path``, every float as it was written (pandas reads them back to the last bit)."""
     try:
         rows = pd.read_csv(path, dtype={"message": "object", "flags": "object"})
     except (OSError, ValueError) as exc:
@@ -137,7 +136,7 @@ def _result(cell: Cell, rows: pd.DataFrame, source: str) -> CellResult:
     return CellResult(
         cell,
         str(first["status"]),
-        _text(first.get("message")),
+        _number(first.get("message"), str),
         scores=dict(zip(scored["metric"], scored["value"].astype(float))),
         chance=dict(zip(chance["metric"], chance["chance"].astype(float))),
         seconds=_number(first["seconds"], float),
@@ -146,7 +145,7 @@ def _result(cell: Cell, rows: pd.DataFrame, source: str) -> CellResult:
         k=_number(first.get("k"), int),
         model=_model(cell, first),
         versions={"carried_from": source},
-        flags=tuple(f for f in (_text(first.get("flags")) or "").split(",") if f),
+        flags=tuple(f for f in (_number(first.get("flags"), str) or "").split(",") if f),
         scorer_seconds=_number(first.get("scorer_seconds"), float),
     )
 
@@ -162,8 +161,5 @@ def _model(cell: Cell, row: pd.Series) -> dict[str, Any] | None:
 
 
 def _number(value: Any, kind: type) -> Any:
+    """``kind(value)``, None for an empty field (None or NaN, as a CSV reads it back)."""
     return None if value is None or pd.isna(value) else kind(value)
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)

@@ -426,7 +426,7 @@ def verdict_validity(parts: list[Part], *, seed: int = 0) -> VerdictValidity:
         value: reliability_against_validity(learned_summary, value, seed=seed) if not learned_summary.empty else none
         for value in RELIABILITY_MEASURES
     }
-    options = option_effects(summary, settings) if not settings.empty else pd.DataFrame(columns=OPTION_COLUMNS)
+    options = option_effects(summary, settings, tests) if not settings.empty else pd.DataFrame(columns=OPTION_COLUMNS)
     return VerdictValidity(settings, summary, tests, reliability, consistency, meta, predicts, ladder, options)
 
 
@@ -450,25 +450,22 @@ OPTION_COLUMNS = [
 ]
 
 
-def option_effects(summary: pd.DataFrame, settings: pd.DataFrame) -> pd.DataFrame:
+def option_effects(summary: pd.DataFrame, settings: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
     """Does a verdict's validity depend on its own settings? For each verdict (scorer and headline metric) that ran
     at several settings of its options on one input kind, on the models that learned: each other setting beside the
     first in the store (the defaults where those ran with no options), with both mean agreements with the truth and
     their intervals (``summary``: :func:`~synthbench.report.study.validity.validity_table`'s), the paired difference
-    (other minus base) over the settings with a reliable truth both measured and its Wilcoxon signed-rank p
-    (:func:`~synthbench.report.study.validity.verdict_tests`), and ``moves``: either mean lies outside the other's
-    interval.
+    (other minus base) over the settings with a reliable truth both measured and its Wilcoxon signed-rank p (their
+    row of ``tests``, :func:`~synthbench.report.study.validity.verdict_tests`' table of the verdicts on models that
+    learned), and ``moves``: either mean lies outside the other's interval.
 
     Returns :data:`OPTION_COLUMNS`, ``base`` and ``option`` the settings' differences (``fill="imputed"``), one
     row per verdict, other setting and model; empty where no verdict ran at several settings.
     """
     rows = []
     learned = summary[~summary["apart"].astype(bool)].set_index(["verdict", "kind", "model"])
-    tested = settings[~settings["apart"].astype(bool) & reliable_truth(settings)]
     names = settings.drop_duplicates("verdict")
     for (kind, scorer, metric), group in names.groupby(["kind", "scorer", "metric"], sort=False):
-        if len(group) < 2:
-            continue
         base = group[group["option"] == ""].iloc[0] if (group["option"] == "").any() else group.iloc[0]
         for other in group[group["verdict"] != base["verdict"]].itertuples():
             for model in dict.fromkeys(settings.loc[settings["verdict"] == base["verdict"], "model"]):
@@ -476,39 +473,36 @@ def option_effects(summary: pd.DataFrame, settings: pd.DataFrame) -> pd.DataFram
                 if not all(k in learned.index for k in keys):
                     continue
                 a, b = (learned.loc[k] for k in keys)
-                pair = tested[tested["verdict"].isin([k[0] for k in keys]) & (tested["model"] == model)]
-                test = verdict_tests(pair, ["kind", "model"], ["setting", "n_decoys"]) if len(pair) else pd.DataFrame()
-                shared, difference, p = 0, np.nan, np.nan
-                if not test.empty:
-                    t = test.iloc[0]
-                    shared, p = int(t["settings"]), t["p"]
-                    difference = t["difference"] * (1 if t["verdict"] == other.verdict else -1)
-                moves = bool(
-                    (b["spearman"] < a["spearman_lo"])
-                    | (b["spearman"] > a["spearman_hi"])
-                    | (a["spearman"] < b["spearman_lo"])
-                    | (a["spearman"] > b["spearman_hi"])
+                shared, difference, p = _paired(tests, kind, model, base["verdict"], other.verdict)
+                moves = _outside(b["spearman"], a["spearman_lo"], a["spearman_hi"]) or _outside(
+                    a["spearman"], b["spearman_lo"], b["spearman_hi"]
                 )
                 rows.append(
-                    (
-                        f"{scorer} `{metric}`",
-                        kind,
-                        model,
-                        base["option"],
-                        a["spearman"],
-                        a["spearman_lo"],
-                        a["spearman_hi"],
-                        other.option,
-                        b["spearman"],
-                        b["spearman_lo"],
-                        b["spearman_hi"],
-                        shared,
-                        difference,
-                        p,
-                        moves,
-                    )
+                    (f"{scorer} `{metric}`", kind, model, base["option"])
+                    + (a["spearman"], a["spearman_lo"], a["spearman_hi"], other.option)
+                    + (b["spearman"], b["spearman_lo"], b["spearman_hi"], shared, difference, p, moves)
                 )
     return pd.DataFrame(rows, columns=OPTION_COLUMNS)
+
+
+def _paired(tests: pd.DataFrame, kind: str, model: str, base: str, other: str) -> tuple[int, float, float]:
+    """The shared settings, the mean difference of rho (``other`` minus ``base``) and the p-value of the two
+    verdicts' row of ``tests``; ``(0, nan, nan)`` where they were not tested."""
+    if tests.empty:
+        return 0, np.nan, np.nan
+    pair = {base, other}
+    found = tests[
+        (tests["kind"] == kind) & (tests["model"] == model) & tests["verdict"].isin(pair) & tests["other"].isin(pair)
+    ]
+    if found.empty:
+        return 0, np.nan, np.nan
+    t = found.iloc[0]
+    return int(t["settings"]), t["difference"] * (1 if t["verdict"] == other else -1), t["p"]
+
+
+def _outside(value: float, lo: float, hi: float) -> bool:
+    """Whether ``value`` lies outside ``[lo, hi]`` (False where either is NaN)."""
+    return bool(value < lo or value > hi)
 
 
 def _with_ladder(summary: pd.DataFrame, ladder: pd.DataFrame, groups: list[str], seed: int) -> pd.DataFrame:

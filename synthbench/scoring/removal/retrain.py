@@ -260,9 +260,10 @@ class RetrainScorer(Scorer):
         if self.fill == "imputed":
             impute = imputer(data.kind, data.X_train, noise=self.fill_noise)
             return lambda X, removed, rng: impute(X, removed, rng).astype(np.float32)
-        axes = (0, 2, 3) if data.kind == "image" else 0
-        mean = data.X_train.mean(axis=axes, dtype=np.float64)
-        mean = mean[:, None, None] if data.kind == "image" else mean
+        if data.kind == "image":
+            mean = data.X_train.mean(axis=(0, 2, 3), dtype=np.float64)[:, None, None]
+        else:
+            mean = data.X_train.mean(axis=0, dtype=np.float64)
         return lambda X, removed, rng: replace_by_mean(X, removed, mean)
 
     def _changed(
