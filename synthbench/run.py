@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--export",
         type=Path,
-        help="also write this grid's tidy rows to a CSV file (gzip when it ends in .gz), an interrupted run's too",
+        help="also write this grid's tidy rows to a CSV file (gzip when it ends in .gz), an interrupted run's too, "
+        "and its cells' curves and per-example values beside it (NAME.arrays.npz)",
     )
     p.add_argument(
         "--resume-from",
@@ -444,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     from synthbench.protocol import MethodOutputError
     from synthbench.runner.execute import execute
     from synthbench.runner.executors import ExecutorError
-    from synthbench.runner.export import ExportError, carry_export, read_export, write_export
+    from synthbench.runner.export import ExportError, carry_export, export_of, read_export, write_export
     from synthbench.runner.judged import entry_labels
     from synthbench.runner.leaderboard import format_competence, format_leaderboard, leaderboard
     from synthbench.runner.store import ResultStore, StoreError
@@ -492,14 +493,16 @@ def main(argv: list[str] | None = None) -> int:
             )
             if bar is not None:
                 bar.close()
-            rows = store.scores(c.cell_id for c in cells)
-            fitted = store.cells(c.cell_id for c in cells)
+            ids = [c.cell_id for c in cells]
+            export = export_of(store, ids) if args.export is not None else None
+            rows = store.scores(ids) if export is None else export.rows
+            fitted = store.cells(ids)
             catalogue = store.catalogue()
     except KeyboardInterrupt:
         newline = "\n" if bar is not None and not bar.disable else ""  # below the progress bar
         if args.export is not None:
             with ResultStore(args.store, readonly=True) as stored:
-                write_export(stored.scores(c.cell_id for c in cells), args.export)
+                write_export(export_of(stored, [c.cell_id for c in cells]), args.export)
         exported = f", its cells so far exported to {args.export}" if args.export is not None else ""
         print(
             f"{newline}synthbench.run: interrupted; finished cells are stored{exported}, rerun the command to resume",
@@ -528,9 +531,10 @@ def main(argv: list[str] | None = None) -> int:
         f"in {summary.wall_seconds:.1f}s"
     )
     print(f"report: python -m synthbench.report --store {args.store} --out {args.store.parent / 'report'}")
-    if args.export is not None:
-        write_export(rows, args.export)
-        print(f"wrote {len(rows)} rows to {args.export}")
+    if export is not None:
+        arrays = write_export(export, args.export)
+        beside = f" and their curves and per-example values to {arrays}" if arrays else ""
+        print(f"wrote {len(rows)} rows to {args.export}{beside}")
     failed = rows[rows["status"] == "failed"].drop_duplicates("cell_id")
     if not failed.empty:
         print(f"\n{len(failed)} cells failed:", file=sys.stderr)

@@ -15,7 +15,7 @@ import pytest
 
 from synthbench import run as cli
 from synthbench.methods import registry
-from synthbench.runner.export import read_export
+from synthbench.runner.export import Export, arrays_path, carry_export, export_of, read_export, write_export
 from synthbench.runner.store import ResultStore
 
 SMALL = [
@@ -173,7 +173,7 @@ def test_a_run_in_parts_exports_what_the_whole_run_exports(tmp_path, capsys):
     whole, part, joined = tmp_path / "whole.csv", tmp_path / "part.csv.gz", tmp_path / "joined.csv.gz"
     with registry.METHODS.temporarily("small", small):
         assert cli.main([*grid, "--store", str(tmp_path / "a.sqlite"), "--export", str(whole)]) == 0
-        rows = read_export(whole)
+        rows = read_export(whole).rows
         assert set(rows.status) == {"ok", "skipped"}  # a skipped cell (over its limit) is carried too
         first = rows[rows.fold == 0]
         first.to_csv(part, index=False)  # the first part: fold 0 of every setting
@@ -183,7 +183,7 @@ def test_a_run_in_parts_exports_what_the_whole_run_exports(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "carried 12 finished cells" in out and "10 cells run, 12 already" in out and "2 skipped with" in out
     key = ["cell_id", "metric"]
-    a, b = (read_export(p).sort_values(key).reset_index(drop=True) for p in (whole, joined))
+    a, b = (read_export(p).rows.sort_values(key).reset_index(drop=True) for p in (whole, joined))
     pd.testing.assert_frame_equal(a.drop(columns=TIMINGS), b.drop(columns=TIMINGS))
     carried = b.fold == 0
     pd.testing.assert_frame_equal(a[carried], b[carried])  # a carried cell keeps every column to the last bit
@@ -195,6 +195,72 @@ def test_a_run_in_parts_exports_what_the_whole_run_exports(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "carried 8 finished cells" in out and "(16 of its cells are not of this grid: left out)" in out
     assert "0 cells run, 8 already" in out
+
+
+def _arrays(store):
+    """A store's per-example values and curves, sorted, the values as their float32 bytes."""
+    with ResultStore(store, readonly=True) as db:
+        pe = db.per_example().sort_values(["cell_id", "metric"]).reset_index(drop=True)
+        curves = db.curves().sort_values(["cell_id", "curve", "x", "replicate"]).reset_index(drop=True)
+    return pe.assign(values=[np.asarray(v, "<f4").tobytes() for v in pe["values"]]), curves
+
+
+def test_a_run_in_parts_carries_its_curves_and_per_example_values(tmp_path, capsys):
+    grid = [*SMALL[:1], "xor", *SMALL[2:-2], "random,anova", "--scorer", "road", "--quiet"]
+    whole, part, joined = tmp_path / "whole.csv.gz", tmp_path / "part.csv", tmp_path / "joined.csv.gz"
+    assert cli.main([*grid, "--store", str(tmp_path / "a.sqlite"), "--export", str(whole)]) == 0
+    assert f"and their curves and per-example values to {tmp_path / 'whole.arrays.npz'}" in capsys.readouterr().out
+    export = read_export(whole)
+    pe, curves = _arrays(tmp_path / "a.sqlite")
+    assert set(pe.metric) == {"road_morf", "road_lerf", "road_gap"} and not curves.empty
+    first = set(export.rows.loc[export.rows.fold == 0, "cell_id"])
+    write_export(
+        Export(
+            export.rows[export.rows.cell_id.isin(first)],
+            export.per_example[export.per_example.cell_id.isin(first)],
+            export.curves[export.curves.cell_id.isin(first)],
+        ),
+        part,
+    )
+    resumed = [*grid, "--store", str(tmp_path / "b.sqlite"), "--resume-from", str(part), "--export", str(joined)]
+    assert cli.main(resumed) == 0
+    assert "carried 4 finished cells" in capsys.readouterr().out
+    # the carried cells' arrays are the whole run's to the last bit, and so are the exports'
+    for a, b in zip(_arrays(tmp_path / "a.sqlite"), _arrays(tmp_path / "b.sqlite")):
+        pd.testing.assert_frame_equal(a, b)
+    joined_export = read_export(joined)
+    pd.testing.assert_frame_equal(
+        joined_export.curves.sort_values(["cell_id", "curve", "x", "replicate"]).reset_index(drop=True),
+        export.curves.sort_values(["cell_id", "curve", "x", "replicate"]).reset_index(drop=True),
+    )
+    # an export without arrays removes a stale arrays file beside it
+    write_export(Export(export.rows), whole)
+    assert not arrays_path(whole).exists() and read_export(whole).per_example.empty
+
+
+def test_a_carried_curve_keeps_its_points_and_its_missing_ones(tmp_path):
+    from synthbench.runner.store import CellResult
+    from synthbench.scoring import Curve
+
+    _, cells = cli.parse(SMALL)
+    x, values = [0.8, 0.2, 0.5], [[0.1, 0.2], [np.nan, 0.4], [0.5, 0.6]]
+    result = CellResult(
+        cells[0],
+        "ok",
+        scores={"best_k": 0.5},
+        curves={"c": Curve(x, values)},
+        per_example={"e": np.array([0.25, 1 / 3])},
+    )
+    with ResultStore(tmp_path / "a.sqlite") as db:
+        db.write(result)
+        write_export(export_of(db, [cells[0].cell_id]), tmp_path / "a.csv")
+    assert arrays_path(tmp_path / "a.csv") == tmp_path / "a.arrays.npz"
+    with ResultStore(tmp_path / "b.sqlite") as db:
+        assert carry_export(db, read_export(tmp_path / "a.csv"), cells, "a.csv") == (1, 0)
+        points, pe = db.curves().sort_values(["x", "replicate"]), db.per_example()
+    assert points["x"].tolist() == [0.2, 0.2, 0.5, 0.5, 0.8, 0.8]
+    np.testing.assert_array_equal(points["value"].to_numpy().reshape(3, 2), [values[1], values[2], values[0]])
+    assert pe["values"][0].tolist() == [0.25, float(np.float32(1 / 3))]
 
 
 def test_an_export_of_another_grid_is_refused(tmp_path, capsys):
@@ -220,7 +286,7 @@ def test_an_interrupted_run_exports_the_cells_it_finished(tmp_path, capsys):
         args = [*SMALL[:-2], "stop", "--quiet", "--store", str(tmp_path / "r.sqlite"), "--export", str(export)]
         assert cli.main(args) == 130
     assert f"its cells so far exported to {export}" in capsys.readouterr().err
-    rows = read_export(export)
+    rows = read_export(export).rows
     stored = ResultStore(tmp_path / "r.sqlite").cells()
     assert len(stored) >= 1 and set(rows.cell_id) == set(stored.cell_id)
     assert (rows.n_decoys == 0).all() and (rows.status == "ok").all()

@@ -1,31 +1,47 @@
-"""A grid's export, and runs in parts: the tidy rows as a CSV file, and an earlier part's export carried into a store.
+"""A grid's export, and runs in parts: the tidy rows as a CSV file with the cells' arrays beside it, and an
+earlier part's export carried into a store.
 
 ``python -m synthbench.run --export FILE`` writes :data:`EXPORT_COLUMNS` of every cell of its grid (one row per
-cell and metric, :meth:`~synthbench.runner.store.ResultStore.scores`); gzip when the name ends in ``.gz``. A run
-that is interrupted writes the cells it has, so a suite too long for one sitting runs in parts on machines that
-keep nothing between them: each part ends with its export (committed, say), and the next part starts from a fresh
-store seeded with it (``--resume-from FILE``, :func:`carry_export`), computing only the cells the export lacks.
+cell and metric, :meth:`~synthbench.runner.store.ResultStore.scores`); gzip when the name ends in ``.gz``. Where
+its cells recorded curves or per-example values (ROAD, the randomisation checks, fragility, meta-consistency:
+what a study's reliability and meta-consistency read), it writes them beside it, in the compressed NumPy file
+:func:`arrays_path` names (``part.csv.gz`` -> ``part.arrays.npz``). A run that is interrupted writes the cells it
+has, so a suite too long for one sitting runs in parts on machines that keep nothing between them: each part ends
+with its export (committed, say), and the next part starts from a fresh store seeded with it
+(``--resume-from FILE``, :func:`carry_export`), computing only the cells the export lacks.
 
-An export holds the tidy rows and nothing else: a carried cell keeps every exported column exactly (floats are
-written and read back to the last bit), so the next part's export is the union of both parts' rows, but it has no
-curves, per-example values or example maps, and its model record keeps only the training seconds and the competence
-the export shows (under the first model kind the cell needs). Its ``versions`` record says where it came from
-(``carried_from``: the export's file name).
+A carried cell keeps every exported column, curve point and per-example value exactly (floats are written and
+read back to the last bit), so the next part's export is the union of both parts', and a report or study of the
+last part's store is the one a single run's store gives. It has no example maps (the images a report draws), and
+its model record keeps only the training seconds and the competence the export shows (under the first model kind
+the cell needs). Its ``versions`` record says where it came from (``carried_from``: the export's file name).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from synthbench.runner.grid import Cell
 from synthbench.runner.store import CellResult, ResultStore
+from synthbench.scoring.base import Curve
 
-__all__ = ["EXPORT_COLUMNS", "write_export", "read_export", "carry_export", "ExportError"]
+__all__ = [
+    "EXPORT_COLUMNS",
+    "Export",
+    "export_of",
+    "arrays_path",
+    "write_export",
+    "read_export",
+    "carry_export",
+    "ExportError",
+]
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +90,71 @@ class ExportError(Exception):
     """An export cannot be read or carried: missing, not an export, or made by another version of the grid."""
 
 
-def write_export(rows: pd.DataFrame, path: Path) -> None:
-    """Write ``rows`` (:meth:`~synthbench.runner.store.ResultStore.scores`) to ``path`` as :data:`EXPORT_COLUMNS`."""
+#: The arrays of an export's NumPy file: per-example values (one entry per cell and metric, ``pe_n`` values each,
+#: concatenated in ``pe_values``) and curve points (one entry per cell, curve, x and replicate).
+_ARRAYS = ("pe_cell", "pe_metric", "pe_n", "pe_values", "cv_cell", "cv_curve", "cv_x", "cv_replicate", "cv_value")
+
+
+@dataclass(frozen=True)
+class Export:
+    """What an export holds: ``rows`` (:data:`EXPORT_COLUMNS`), ``per_example`` (``cell_id, metric, values``, as
+    :meth:`~synthbench.runner.store.ResultStore.per_example` gives them) and ``curves`` (``cell_id, curve, x,
+    replicate, value``, as :meth:`~synthbench.runner.store.ResultStore.curves` gives them)."""
+
+    rows: pd.DataFrame
+    per_example: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["cell_id", "metric", "values"]))
+    curves: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["cell_id", "curve", "x", "replicate", "value"])
+    )
+
+
+def export_of(store: ResultStore, cell_ids: Iterable[str]) -> Export:
+    """The export of the cells ``cell_ids`` of ``store``."""
+    ids = list(cell_ids)
+    return Export(store.scores(ids), store.per_example(ids), store.curves(ids))
+
+
+def arrays_path(path: Path) -> Path:
+    """Where the export at ``path`` keeps its cells' arrays: its name without ``.csv`` or ``.csv.gz``, then
+    ``.arrays.npz``."""
+    name = path.name
+    for suffix in (".csv.gz", ".csv"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return path.with_name(f"{name}.arrays.npz")
+
+
+def write_export(export: Export, path: Path) -> Path | None:
+    """Write ``export``'s rows to ``path`` as :data:`EXPORT_COLUMNS`, and its per-example values and curves, when it
+    has any, to :func:`arrays_path` (float32 values and float64 points, exactly as the store keeps them); return
+    that file, or None (an arrays file left there by an earlier export is then removed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows.reindex(columns=EXPORT_COLUMNS).to_csv(path, index=False)
+    export.rows.reindex(columns=EXPORT_COLUMNS).to_csv(path, index=False)
+    arrays = arrays_path(path)
+    if export.per_example.empty and export.curves.empty:
+        arrays.unlink(missing_ok=True)
+        return None
+    pe, cv = export.per_example, export.curves
+    values = [np.asarray(v, dtype="<f4") for v in pe["values"]]
+    np.savez_compressed(
+        arrays,
+        pe_cell=pe["cell_id"].to_numpy(dtype=str),
+        pe_metric=pe["metric"].to_numpy(dtype=str),
+        pe_n=np.array([len(v) for v in values], dtype=np.int64),
+        pe_values=np.concatenate(values) if values else np.zeros(0, dtype="<f4"),
+        cv_cell=cv["cell_id"].to_numpy(dtype=str),
+        cv_curve=cv["curve"].to_numpy(dtype=str),
+        cv_x=cv["x"].to_numpy(dtype=np.float64),
+        cv_replicate=cv["replicate"].to_numpy(dtype=np.int64),
+        cv_value=cv["value"].to_numpy(dtype=np.float64),
+    )
+    return arrays
 
 
-def read_export(path: Path) -> pd.DataFrame:
-    """The rows of the export at ``path``, every float as it was written (pandas reads them back to the last bit)."""
+def read_export(path: Path) -> Export:
+    """The export at ``path``: its rows, every float as it was written (pandas reads them back to the last bit),
+    and the per-example values and curves of :func:`arrays_path` where that file exists (empty otherwise)."""
     try:
         rows = pd.read_csv(path, dtype={"message": "object", "flags": "object"})
     except (OSError, ValueError) as exc:
@@ -89,13 +162,37 @@ def read_export(path: Path) -> pd.DataFrame:
     missing = _NEEDED - set(rows.columns)
     if missing:
         raise ExportError(f"{path} is not a synthbench export: no column {', '.join(sorted(missing))}")
-    return rows
+    arrays = arrays_path(path)
+    if not arrays.exists():
+        return Export(rows)
+    try:
+        with np.load(arrays, allow_pickle=False) as f:
+            a = {name: f[name] for name in _ARRAYS}
+    except (OSError, ValueError, KeyError) as exc:
+        raise ExportError(f"cannot read the arrays of export {path} ({arrays.name}): {exc}") from exc
+    per_example = pd.DataFrame(
+        {
+            "cell_id": a["pe_cell"],
+            "metric": a["pe_metric"],
+            "values": np.split(a["pe_values"].astype(np.float64), np.cumsum(a["pe_n"])[:-1]) if len(a["pe_n"]) else [],
+        }
+    )
+    curves = pd.DataFrame(
+        {
+            "cell_id": a["cv_cell"],
+            "curve": a["cv_curve"],
+            "x": a["cv_x"],
+            "replicate": a["cv_replicate"],
+            "value": a["cv_value"],
+        }
+    )
+    return Export(rows, per_example, curves)
 
 
-def carry_export(store: ResultStore, rows: pd.DataFrame, cells: Iterable[Cell], source: str) -> tuple[int, int]:
-    """Write into ``store`` the finished cells of an export's ``rows`` that belong to ``cells`` and that the store
-    has not finished; return how many it wrote and how many finished cells of the export ``cells`` lack (a grid
-    that is part of the exported one carries its own cells only).
+def carry_export(store: ResultStore, export: Export, cells: Iterable[Cell], source: str) -> tuple[int, int]:
+    """Write into ``store`` the finished cells of ``export`` (their rows, per-example values and curves) that belong
+    to ``cells`` and that the store has not finished; return how many it wrote and how many finished cells of the
+    export ``cells`` lack (a grid that is part of the exported one carries its own cells only).
 
     An export none of whose finished cells is among ``cells`` is refused (:class:`ExportError`): it comes from
     another grid, or from one whose cell ids have changed since (another package version), and a run that carried
@@ -103,6 +200,7 @@ def carry_export(store: ResultStore, rows: pd.DataFrame, cells: Iterable[Cell], 
     the cells' ``versions["carried_from"]``.
     """
     grid = {c.cell_id: c for c in cells}
+    rows = export.rows
     finished = rows[rows["status"].isin(_FINISHED)]
     ours = finished["cell_id"].isin(grid.keys())
     foreign = finished.loc[~ours, "cell_id"].nunique()
@@ -113,9 +211,17 @@ def carry_export(store: ResultStore, rows: pd.DataFrame, cells: Iterable[Cell], 
         )
     finished = finished[ours]
     done = store.finished(finished["cell_id"].unique())
+    per_example = dict(tuple(export.per_example.groupby("cell_id", sort=False)))
+    curves = dict(tuple(export.curves.groupby("cell_id", sort=False)))
     written = 0
     for cell_id, own in finished[~finished["cell_id"].isin(done)].groupby("cell_id", sort=False):
-        store.write(_result(grid[cell_id], own, source))
+        result = _result(grid[cell_id], own, source)
+        if cell_id in per_example:
+            own_values = per_example[cell_id]
+            result.per_example.update(zip(own_values["metric"], own_values["values"]))
+        if cell_id in curves:
+            result.curves.update(_curves(curves[cell_id]))
+        store.write(result)
         written += 1
     log.info(
         "carried %d cells of %s into %s (%d there already, %d not of this grid)",
@@ -148,6 +254,18 @@ def _result(cell: Cell, rows: pd.DataFrame, source: str) -> CellResult:
         flags=tuple(f for f in (_number(first.get("flags"), str) or "").split(",") if f),
         scorer_seconds=_number(first.get("scorer_seconds"), float),
     )
+
+
+def _curves(points: pd.DataFrame) -> dict[str, Curve]:
+    """The curves of one cell's points (``curve, x, replicate, value``; a store keeps them as a set, so each
+    curve's x comes out ascending)."""
+    out = {}
+    for name, own in points.groupby("curve", sort=False):
+        xs, x_at = np.unique(own["x"].to_numpy(), return_inverse=True)
+        values = np.full((len(xs), int(own["replicate"].max()) + 1), np.nan)
+        values[x_at, own["replicate"].to_numpy()] = own["value"].to_numpy()
+        out[str(name)] = Curve(xs, values)
+    return out
 
 
 def _model(cell: Cell, row: pd.Series) -> dict[str, Any] | None:
