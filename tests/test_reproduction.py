@@ -56,6 +56,19 @@ def test_the_published_table_is_the_mean_of_its_result_files_over_m():
     }  # fmt: skip
 
 
+def test_the_authors_earlier_run_covers_their_methods_but_three_on_the_synthetic_sets_to_m_512():
+    earlier = pd.read_csv(DOCS / "published_2023_earlier_per_m.csv")
+    published = pd.read_csv(DOCS / "published_2023_per_m.csv")
+    assert set(published["method"]) - set(earlier["method"]) == {"deeppink_2023", "mi", "treeshap_all_rows"}
+    assert set(earlier["dataset"]) == {"ring", "xor", "ring_xor", "ring_xor_sum"}
+    span = earlier.groupby("dataset")["n_features"].agg(["min", "max", "nunique"]).to_dict("index")
+    assert {d: tuple(v.values()) for d, v in span.items()} == {
+        "ring": (2, 512, 9), "xor": (2, 512, 9), "ring_xor": (4, 512, 8), "ring_xor_sum": (6, 512, 8)
+    }  # fmt: skip
+    # every m of the earlier run is one the published run has too
+    assert earlier.merge(published, on=["method", "dataset", "n_features"]).shape[0] == len(earlier)
+
+
 def test_an_entry_is_the_mean_over_m_of_the_fold_mean_with_the_folds_standard_error():
     rows = _rows("s", {("a", "ring", 2): [1.0, 1.0, 1.0], ("a", "ring", 8): [0.0, 0.5, 1.0]})
     rows = pd.concat([rows, _rows("s", {("a", "ring", 16): [0.0]}, status="skipped")])
@@ -92,7 +105,11 @@ def _inputs(faithful: pd.DataFrame, notes: dict) -> Inputs:
         ],
         columns=["method", "dataset", "n_features", "best_k", "best_2k"],
     )
-    return Inputs(faithful=faithful, corrected=faithful, published=published, per_m=per_m, notes=notes)
+    earlier = pd.DataFrame(
+        [("a", "ring", 8, 0.9, 0.6), ("a", "ring", 16, 0.7, 0.6), ("c", "ring", 8, 0.5, 0.95)],
+        columns=["method", "dataset", "n_features", "best_k", "best_2k"],
+    )
+    return Inputs(faithful=faithful, corrected=faithful, published=published, per_m=per_m, earlier=earlier, notes=notes)
 
 
 def _both_m(folds: dict[tuple[str, str], list[float]]) -> dict[tuple[str, str, int], list[float]]:
@@ -135,6 +152,12 @@ def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked
     again = beside_published(_inputs(faithful, noted)).set_index(["method", "dataset", "metric"])["cause"]
     assert again[("c", "ring", "best_k")] == "found" and again[("c", "ring", "best_2k")] == "**unexplained**"
     assert GAP_POINTS == 5.0
+    # the authors' earlier run beside their published one, and ours, over the feature counts all three have
+    a = both.loc[("a", "ring", "best_k")]
+    assert (a["earlier_gap"], a["ours_early_gap"], a["early_m"]) == pytest.approx((30.0, 2.0, 16))
+    c = both.loc[("c", "ring", "best_k")]  # the earlier run has m = 8 only: 0.5 - 0.9, and ours 0.5 - 0.9
+    assert (c["earlier_gap"], c["ours_early_gap"], c["early_m"]) == pytest.approx((-40.0, -40.0, 8))
+    assert math.isnan(both.loc[("b", "ring", "best_k"), "earlier_gap"])
 
 
 def test_rank_agreement_is_spearman_over_the_methods_with_both_values():
@@ -154,7 +177,7 @@ def test_rank_agreement_is_spearman_over_the_methods_with_both_values():
 def test_the_command_writes_the_page_from_its_folder_alone_and_the_same_each_time(tmp_path, capsys):
     folder = tmp_path / "repro"
     folder.mkdir()
-    for name in ("published_2023.csv", "published_2023_per_m.csv", "notes.toml"):
+    for name in ("published_2023.csv", "published_2023_per_m.csv", "published_2023_earlier_per_m.csv", "notes.toml"):
         shutil.copy(DOCS / name, folder / name)
     corrected = pd.read_csv(DOCS / "passemiers2023_corrected.csv.gz")
     corrected.to_csv(folder / "passemiers2023_corrected.csv.gz", index=False)
@@ -170,6 +193,7 @@ def test_the_command_writes_the_page_from_its_folder_alone_and_the_same_each_tim
     assert (tmp_path / "again.md").read_text(encoding="utf-8") == page
     for heading in ("### ring", "### dag", "## What the corrections change"):
         assert heading in page
+    assert "| their earlier run (ours) to m | cause |" in page
     assert "| LassoNet |" in page and "`passemiers2023_corrected` | `5195d46aec0b6cbf` | 5418 | 5418 | 0 |" in page
     (folder / "notes.toml").write_text("[corrections\n", encoding="utf-8")
     assert main(["--folder", str(folder)]) == 2
