@@ -24,16 +24,19 @@ from synthbench.report.reproduction import (
 DOCS = Path(__file__).resolve().parents[1] / FOLDER
 
 
-def _rows(suite: str, values: dict[tuple[str, str, int], list[float]], *, status: str = "ok") -> pd.DataFrame:
+def _rows(
+    suite: str, values: dict[tuple[str, str, int], list[float]], *, status: str = "ok", seed: int = 0
+) -> pd.DataFrame:
     """Tidy rows as the export writes them: one best_k and one best_2k row per fold of each (method, dataset, m)."""
     out = []
     for (method, dataset, m), folds in values.items():
         for fold, v in enumerate(folds):
-            cell = f"{suite}-{method}-{dataset}-{m}-{fold}"
+            cell = f"{suite}-{method}-{dataset}-{m}-{fold}-{seed}"
             for metric in ("best_k", "best_2k"):
                 out.append(
                     dict(suite=suite, suite_hash="h", cell_id=cell, method=method, dataset=dataset, n_features=m,
-                         fold=fold, metric=metric, value=v, status=status, seconds=1.0, competence=np.nan)
+                         fold=fold, seed=seed, metric=metric, value=v, status=status, seconds=1.0,
+                         competence=np.nan)
                 )  # fmt: skip
     return pd.DataFrame(out)
 
@@ -81,7 +84,7 @@ def test_an_entry_is_the_mean_over_m_of_the_fold_mean_with_the_folds_standard_er
     assert one_fold["noise"].isna().all()
 
 
-def _inputs(faithful: pd.DataFrame, notes: dict) -> Inputs:
+def _inputs(faithful: pd.DataFrame, notes: dict, draws: pd.DataFrame | None = None) -> Inputs:
     published = pd.DataFrame(
         [
             ("Alpha", "a", "a2", "ring", 50.0, 60.0),
@@ -109,7 +112,15 @@ def _inputs(faithful: pd.DataFrame, notes: dict) -> Inputs:
         [("a", "ring", 8, 0.9, 0.6), ("a", "ring", 16, 0.7, 0.6), ("c", "ring", 8, 0.5, 0.95)],
         columns=["method", "dataset", "n_features", "best_k", "best_2k"],
     )
-    return Inputs(faithful=faithful, corrected=faithful, published=published, per_m=per_m, earlier=earlier, notes=notes)
+    return Inputs(
+        faithful=faithful,
+        corrected=faithful,
+        draws=pd.DataFrame() if draws is None else draws,
+        published=published,
+        per_m=per_m,
+        earlier=earlier,
+        notes=notes,
+    )
 
 
 def _both_m(folds: dict[tuple[str, str], list[float]]) -> dict[tuple[str, str, int], list[float]]:
@@ -158,6 +169,21 @@ def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked
     c = both.loc[("c", "ring", "best_k")]  # the earlier run has m = 8 only: 0.5 - 0.9, and ours 0.5 - 0.9
     assert (c["earlier_gap"], c["ours_early_gap"], c["early_m"]) == pytest.approx((-40.0, -40.0, 8))
     assert math.isnan(both.loc[("b", "ring", "best_k"), "earlier_gap"])
+    # other draws of the data: c's published 90 lies within seeds 0 to 2 (50, 100, 60): noise across draws; a seed
+    # with five folds of a feature count does not count
+    draws = pd.concat(
+        [
+            _rows("passemiers2023_draws", _both_m({("c", "ring"): [1.0] * 6}), seed=1),
+            _rows("passemiers2023_draws", _both_m({("c", "ring"): [0.6] * 6}), seed=2),
+            _rows("passemiers2023_draws", _both_m({("a", "ring"): [1.0] * 5}), seed=1),
+        ]
+    )
+    drawn = beside_published(_inputs(faithful, notes, draws)).set_index(["method", "dataset", "metric"])
+    c = drawn.loc[("c", "ring", "best_k")]
+    assert (c["draws"], c["draw_lo"], c["draw_hi"]) == pytest.approx((3, 50.0, 100.0))
+    assert c["cause"] == "noise across data draws: the published value lies within our 3 draws (50.0 to 100.0)"
+    assert drawn.loc[("c", "ring", "best_2k"), "cause"].startswith("noise across data draws")  # 95 within 50 to 100
+    assert drawn.loc[("a", "ring", "best_k"), "draws"] == 1
 
 
 def test_rank_agreement_is_spearman_over_the_methods_with_both_values():

@@ -5,6 +5,8 @@ from nothing else, so the same files write the same page, byte for byte:
 
 - ``passemiers2023.csv.gz`` and ``passemiers2023_corrected.csv.gz``: the two suites' tidy rows as
   ``python -m synthbench.run --suite NAME --export FILE`` writes them;
+- ``passemiers2023_draws.csv.gz`` (where it exists): the faithful protocol at seeds 1 and 2 (the suite
+  ``passemiers2023_draws``), other draws of the data, the permutations and the models;
 - ``published_2023.csv``: the authors' published table (``tables/table-1000.tex`` at commit 06afd2e of
   AntoinePassemiers/Feature-Selection-Benchmark), one row per method and dataset, best p and best 2p in percent as
   printed, with the names of the method in both suites;
@@ -18,7 +20,10 @@ from nothing else, so the same files write the same page, byte for byte:
 A table entry is the paper's: the mean over the set's feature counts m of the mean over the 6 folds, in percent
 (``best_k`` is the paper's "best p"). Its noise is the standard error of that entry from the spread of the folds,
 ``sqrt(sum_m var_m / folds_m) / M``: the authors' numbers are one seed's 6 folds as ours are, so two honest runs
-differ by ``sqrt(2)`` times it; an entry's gap is called noise when it lies within twice that (the band shown).
+differ by ``sqrt(2)`` times it; an entry's gap is called noise when it lies within twice that (the band shown). The
+folds of one run share one draw of the data, so that band understates how far two runs lie apart; where the draws'
+export holds the entry at other seeds, a gap is also called noise when the published value lies within the range of
+the draws' entries (seed 0, the faithful run's, and the others).
 The rank agreement of a dataset is Spearman's rho between the two columns over the methods both have.
 """
 
@@ -45,7 +50,7 @@ __all__ = [
 ]
 
 FOLDER = Path("docs/reproduction")
-FAITHFUL, CORRECTED = "passemiers2023", "passemiers2023_corrected"
+FAITHFUL, CORRECTED, DRAWS = "passemiers2023", "passemiers2023_corrected", "passemiers2023_draws"
 #: The folds of every configuration of the two suites (and of the paper).
 FOLDS = 6
 DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum", "dag")
@@ -63,6 +68,7 @@ class Inputs:
 
     faithful: pd.DataFrame
     corrected: pd.DataFrame
+    draws: pd.DataFrame  # the draws suite's rows; empty where its export is absent
     published: pd.DataFrame
     per_m: pd.DataFrame
     earlier: pd.DataFrame
@@ -85,6 +91,7 @@ def read_inputs(folder: Path = FOLDER) -> Inputs:
     return Inputs(
         faithful=_read_rows(folder / f"{FAITHFUL}.csv.gz", FAITHFUL),
         corrected=_read_rows(folder / f"{CORRECTED}.csv.gz", CORRECTED),
+        draws=_read_rows(draws, DRAWS) if (draws := folder / f"{DRAWS}.csv.gz").exists() else pd.DataFrame(),
         published=pd.read_csv(folder / "published_2023.csv"),
         per_m=pd.read_csv(folder / "published_2023_per_m.csv"),
         earlier=pd.read_csv(folder / "published_2023_earlier_per_m.csv"),
@@ -134,6 +141,22 @@ def _per_m_gaps(rows: pd.DataFrame, per_m: pd.DataFrame) -> pd.DataFrame:
     return top.drop_duplicates(["method", "dataset", "metric"]).drop(columns="abs")
 
 
+def _draw_ranges(faithful: pd.DataFrame, draws: pd.DataFrame, configs: pd.Series) -> pd.DataFrame:
+    """Per (method, dataset, metric): ``draws`` (how many seeds hold the whole entry: every fold of each of the
+    ``configs[dataset]`` feature counts), ``draw_lo`` and ``draw_hi`` (the least and greatest of those seeds'
+    entries, percent); the faithful run's rows are seed 0's."""
+    frames = []
+    for seed, rows in pd.concat([faithful, draws], ignore_index=True).groupby("seed"):
+        entries = table_entries(rows)
+        whole = (entries["configs"] == entries["dataset"].map(configs)) & (entries["folds"] >= FOLDS)
+        frames.append(entries.loc[whole, ["method", "dataset", "metric", "value"]].assign(seed=seed))
+    return (
+        pd.concat(frames)
+        .groupby(["method", "dataset", "metric"])["value"]
+        .agg(draws="count", draw_lo="min", draw_hi="max")
+    )
+
+
 def _earlier_gaps(rows: pd.DataFrame, per_m: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
     """Per (method, dataset, metric): over the feature counts m the authors' earlier run, their published one and
     ours all have (every fold of ours), ``earlier_gap`` (earlier - published) and ``ours_early_gap`` (ours -
@@ -169,6 +192,11 @@ def _cause(row: pd.Series, notes: dict[str, Any]) -> str:
             and row["metric"] in note.get("metrics", [row["metric"]])
         ):
             return str(note["cause"])
+    if row["draws"] > 1 and row["draw_lo"] <= row["theirs"] <= row["draw_hi"]:
+        return (
+            f"noise across data draws: the published value lies within our {int(row['draws'])} draws "
+            f"({row['draw_lo']:.1f} to {row['draw_hi']:.1f})"
+        )
     if abs(row["gap"]) <= row["band"]:
         return f"noise: within ±{row['band']:.1f} points, twice the spread two runs of one seed's 6 folds would show"
     return _UNEXPLAINED
@@ -182,7 +210,8 @@ def beside_published(inputs: Inputs) -> pd.DataFrame:
     times the standard deviation of the difference of two runs, ``sqrt(2)`` times our entry's noise), ``ours_m``,
     ``theirs_m`` and ``m`` (the feature count where the two differ most), ``earlier_gap``, ``ours_early_gap`` and
     ``early_m`` (:func:`_earlier_gaps`: the authors' earlier run and ours beside the published values over the
-    feature counts all three have), ``competence``, ``complete`` (every fold
+    feature counts all three have), ``draws``, ``draw_lo`` and ``draw_hi`` (:func:`_draw_ranges`: the entry at
+    every seed that holds it whole), ``competence``, ``complete`` (every fold
     of every feature count the paper averaged is stored; ``ours`` is NaN otherwise: a partial run compares only
     what it finished) and ``cause`` (for gaps above ``GAP_POINTS``; empty otherwise).
     """
@@ -197,6 +226,10 @@ def beside_published(inputs: Inputs) -> pd.DataFrame:
     # an entry is compared only once every fold of every feature count the paper averaged is in
     expected = inputs.per_m.groupby("dataset")["n_features"].nunique()
     both["complete"] = (both["configs"] == both["dataset"].map(expected)) & (both["folds"] >= FOLDS)
+    both = both.merge(
+        _draw_ranges(inputs.faithful, inputs.draws, expected), on=["method", "dataset", "metric"], how="left"
+    )
+    both["draws"] = both["draws"].fillna(0)
     both.loc[~both["complete"], "ours"] = np.nan
     both["gap"] = both["ours"] - both["theirs"]
     both["band"] = NOISE_SDS * math.sqrt(2) * both["noise"]
@@ -252,8 +285,10 @@ def _opening(both: pd.DataFrame, ranks: pd.DataFrame, cells: int) -> list[str]:
         return [f"No entry of the published table is complete yet in the faithful run ({cells} cells).", ""]
     worst = synthetic.loc[gaps.idxmax()]
     within = int((gaps <= GAP_POINTS).sum())
-    noise = int(((gaps > GAP_POINTS) & (gaps <= synthetic["band"])).sum())
-    explained = int(((gaps > GAP_POINTS) & (synthetic["cause"] != _UNEXPLAINED)).sum())
+    large = synthetic[gaps > GAP_POINTS]["cause"]
+    noise = int(large.str.startswith("noise").sum())
+    found = int((~large.str.startswith("noise") & (large != _UNEXPLAINED)).sum())
+    unexplained = f", {len(large) - noise - found} unexplained" if len(large) > noise + found else ""
     syn_ranks = ranks[ranks["dataset"] != "dag"]["rho"]
     waiting = int((~both["complete"] & both["theirs"].notna()).sum())
     partial = [f"{waiting} entries are left out until the run has every fold of every feature count.", ""]
@@ -262,8 +297,9 @@ def _opening(both: pd.DataFrame, ranks: pd.DataFrame, cells: int) -> list[str]:
         f"and best 2p), synthbench's faithful run of the authors' protocol ({cells} cells) lies a mean "
         f"{gaps.mean():.1f} points from the published value (median {gaps.median():.1f}, largest "
         f"{gaps.max():.1f}: {worst['paper_name']} on {worst['dataset']}, {METRICS[worst['metric']]}). {within} entries "
-        f"are within {GAP_POINTS:.0f} points; of the {len(synthetic) - within} others, {noise} lie within the noise of "
-        f"one seed's 6 folds and {explained} carry the cause found below. The methods' order agrees: Spearman's rho "
+        f"are within {GAP_POINTS:.0f} points; of the {len(synthetic) - within} others, {noise} lie within the noise "
+        f"(of one run's folds, or across draws of the data) and {found} carry the cause found below{unexplained}. "
+        "The methods' order agrees: Spearman's rho "
         f"between our column and theirs is {syn_ranks.min():.2f} to {syn_ranks.max():.2f} over the four sets.",
         "",
         *(partial if waiting else []),
@@ -272,7 +308,8 @@ def _opening(both: pd.DataFrame, ranks: pd.DataFrame, cells: int) -> list[str]:
 
 def _provenance(inputs: Inputs) -> list[str]:
     rows = []
-    for name, frame in ((FAITHFUL, inputs.faithful), (CORRECTED, inputs.corrected)):
+    suites = ((FAITHFUL, inputs.faithful), (CORRECTED, inputs.corrected), (DRAWS, inputs.draws))
+    for name, frame in ((n, f) for n, f in suites if not f.empty):
         cells = frame.drop_duplicates("cell_id")
         status = cells["status"].value_counts()
         hashes = ", ".join(f"`{h}`" for h in sorted(cells["suite_hash"].dropna().unique()))
@@ -294,7 +331,11 @@ def _dataset_section(
 ) -> list[str]:
     sel = both[both["dataset"] == dataset]
     wide = sel.pivot_table(
-        index=["paper_name"], columns="metric", values=["ours", "theirs", "gap", "band"], dropna=False, sort=False
+        index=["paper_name"],
+        columns="metric",
+        values=["ours", "theirs", "gap", "band", "draws", "draw_lo", "draw_hi"],
+        dropna=False,
+        sort=False,
     )
     rows = []
     for name in sel["paper_name"].drop_duplicates():
@@ -302,6 +343,8 @@ def _dataset_section(
         for metric in METRICS:
             cells += [_points(wide.loc[name, (c, metric)], signed=c == "gap") for c in ("ours", "theirs", "gap")]
         cells.append(_points(wide.loc[name, ("band", "best_k")]))
+        lo, hi = wide.loc[name, ("draw_lo", "best_k")], wide.loc[name, ("draw_hi", "best_k")]
+        cells.append(f"{_points(lo)} to {_points(hi)}" if wide.loc[name, ("draws", "best_k")] > 1 else "–")
         rows.append([name, *cells])
     rank = ranks[ranks["dataset"] == dataset].set_index("metric")
     rho = (
@@ -321,8 +364,11 @@ def _dataset_section(
         f"Rank agreement (Spearman's rho): {rho}." + (f" {competence.capitalize()}." if competence else ""),
         "",
     ]
-    header = ["method", "best p: ours", "theirs", "gap", "best 2p: ours", "theirs", "gap", "noise band (best p)"]
-    return lines + _table(header, rows, "lrrrrrrr")
+    header = [
+        "method", "best p: ours", "theirs", "gap", "best 2p: ours", "theirs", "gap", "noise band (best p)",
+        "our draws (best p)",
+    ]  # fmt: skip
+    return lines + _table(header, rows, "lrrrrrrrr")
 
 
 def _gaps_section(both: pd.DataFrame) -> list[str]:
@@ -419,8 +465,10 @@ def reproduction_page(inputs: Inputs) -> str:
         "averages (commit 06afd2e of AntoinePassemiers/Feature-Selection-Benchmark), and the notes on causes. "
         "A table entry is the paper's: the mean over m of the mean over the 6 folds, in percent. The noise band is "
         f"{NOISE_SDS:.0f} standard deviations of the difference between two runs of one seed's 6 folds (from the "
-        "folds' spread); the authors' numbers are one such run. Mutual information is in both suites but not in "
-        "the published table.",
+        "folds' spread); the authors' numbers are one such run. The folds of a run share one draw of the data, so "
+        f"that band understates how far two runs lie apart: \"our draws\" is the range of the entry over the seeds "
+        f"`{DRAWS}` runs beside seed 0 (every method but LassoNet and FSNet), and a gap whose published value lies "
+        "in that range is noise across draws. Mutual information is in both suites but not in the published table.",
         "",
         "## Ours beside the published table",
         "",
