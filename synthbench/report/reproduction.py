@@ -127,15 +127,29 @@ def table_entries(rows: pd.DataFrame) -> pd.DataFrame:
     return entries.reset_index()
 
 
+_PER_M = ["method", "dataset", "metric", "n_features"]
+
+
+def _ours_per_m(rows: pd.DataFrame) -> pd.Series:
+    """Our value per (method, dataset, metric, m), the mean over the folds, where every fold of m is stored."""
+    ok = rows[(rows["status"] == "ok") & rows["metric"].isin(list(METRICS))]
+    folds = ok.groupby(_PER_M)["value"].agg(["mean", "count"])
+    return folds.loc[folds["count"] >= FOLDS, "mean"].rename("ours")
+
+
+def _long(per_m: pd.DataFrame, name: str) -> pd.Series:
+    """A per-m file's values as a series named ``name`` on (method, dataset, metric, m)."""
+    long = per_m.melt(
+        id_vars=["method", "dataset", "n_features"], value_vars=list(METRICS), var_name="metric", value_name=name
+    )
+    return long.set_index(_PER_M)[name]
+
+
 def _per_m_gaps(rows: pd.DataFrame, per_m: pd.DataFrame) -> pd.DataFrame:
     """Per (method, dataset, metric): the feature count m where ours and the published value differ most, both
-    values at that m (fractions)."""
-    ours = rows[(rows["status"] == "ok") & rows["metric"].isin(list(METRICS))]
-    ours = ours.groupby(["method", "dataset", "metric", "n_features"])["value"].mean().rename("ours_m")
-    theirs = per_m.melt(
-        id_vars=["method", "dataset", "n_features"], value_vars=list(METRICS), var_name="metric", value_name="theirs_m"
-    ).set_index(["method", "dataset", "metric", "n_features"])["theirs_m"]
-    both = pd.concat([ours, theirs], axis=1, join="inner").dropna().reset_index()
+    values at that m (fractions: ``ours_m``, ``theirs_m``)."""
+    both = pd.concat([_ours_per_m(rows).rename("ours_m"), _long(per_m, "theirs_m")], axis=1, join="inner")
+    both = both.dropna().reset_index()
     both["abs"] = (both["ours_m"] - both["theirs_m"]).abs()
     top = both.sort_values(["abs", "n_features"], ascending=[False, True], kind="stable")
     return top.drop_duplicates(["method", "dataset", "metric"]).drop(columns="abs")
@@ -161,20 +175,13 @@ def _earlier_gaps(rows: pd.DataFrame, per_m: pd.DataFrame, earlier: pd.DataFrame
     """Per (method, dataset, metric): over the feature counts m the authors' earlier run, their published one and
     ours all have (every fold of ours), ``earlier_gap`` (earlier - published) and ``ours_early_gap`` (ours -
     published), in points, and ``early_m`` (the largest such m)."""
-    keys = ["method", "dataset", "metric", "n_features"]
-    ok = rows[(rows["status"] == "ok") & rows["metric"].isin(list(METRICS))]
-    ours = ok.groupby(keys)["value"].agg(["mean", "count"])
-    ours = ours.loc[ours["count"] >= FOLDS, "mean"].rename("ours")
-
-    def tidy(frame: pd.DataFrame, name: str) -> pd.Series:
-        long = frame.melt(id_vars=keys[:2] + keys[3:], value_vars=list(METRICS), var_name="metric", value_name=name)
-        return long.set_index(keys)[name]
-
-    both = pd.concat([ours, tidy(per_m, "theirs"), tidy(earlier, "earlier")], axis=1, join="inner").dropna()
+    both = pd.concat(
+        [_ours_per_m(rows), _long(per_m, "theirs"), _long(earlier, "earlier")], axis=1, join="inner"
+    ).dropna()
     both = both.reset_index()
     both["earlier_gap"] = 100 * (both["earlier"] - both["theirs"])
     both["ours_early_gap"] = 100 * (both["ours"] - both["theirs"])
-    return both.groupby(keys[:3]).agg(
+    return both.groupby(_PER_M[:3]).agg(
         earlier_gap=("earlier_gap", "mean"), ours_early_gap=("ours_early_gap", "mean"), early_m=("n_features", "max")
     )
 
