@@ -155,6 +155,11 @@ def _per_m_gaps(rows: pd.DataFrame, per_m: pd.DataFrame) -> pd.DataFrame:
     return top.drop_duplicates(["method", "dataset", "metric"]).drop(columns="abs")
 
 
+def _whole(entries: pd.DataFrame, configs: pd.Series) -> pd.Series:
+    """Which :func:`table_entries` hold every fold of each of the ``configs[dataset]`` feature counts."""
+    return (entries["configs"] == entries["dataset"].map(configs)) & (entries["folds"] >= FOLDS)
+
+
 def _draw_ranges(faithful: pd.DataFrame, draws: pd.DataFrame, configs: pd.Series) -> pd.DataFrame:
     """Per (method, dataset, metric): ``draws`` (how many seeds hold the whole entry: every fold of each of the
     ``configs[dataset]`` feature counts), ``draw_lo`` and ``draw_hi`` (the least and greatest of those seeds'
@@ -162,8 +167,7 @@ def _draw_ranges(faithful: pd.DataFrame, draws: pd.DataFrame, configs: pd.Series
     frames = []
     for seed, rows in pd.concat([faithful, draws], ignore_index=True).groupby("seed"):
         entries = table_entries(rows)
-        whole = (entries["configs"] == entries["dataset"].map(configs)) & (entries["folds"] >= FOLDS)
-        frames.append(entries.loc[whole, ["method", "dataset", "metric", "value"]].assign(seed=seed))
+        frames.append(entries.loc[_whole(entries, configs), ["method", "dataset", "metric", "value"]].assign(seed=seed))
     return (
         pd.concat(frames)
         .groupby(["method", "dataset", "metric"])["value"]
@@ -232,7 +236,7 @@ def beside_published(inputs: Inputs) -> pd.DataFrame:
     both = published.merge(ours, on=["method", "dataset", "metric"], how="left", validate="one_to_one")
     # an entry is compared only once every fold of every feature count the paper averaged is in
     expected = inputs.per_m.groupby("dataset")["n_features"].nunique()
-    both["complete"] = (both["configs"] == both["dataset"].map(expected)) & (both["folds"] >= FOLDS)
+    both["complete"] = _whole(both, expected)
     both = both.merge(
         _draw_ranges(inputs.faithful, inputs.draws, expected), on=["method", "dataset", "metric"], how="left"
     )

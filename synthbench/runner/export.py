@@ -90,9 +90,10 @@ class ExportError(Exception):
     """An export cannot be read or carried: missing, not an export, or made by another version of the grid."""
 
 
-#: The arrays of an export's NumPy file: per-example values (one entry per cell and metric, ``pe_n`` values each,
-#: concatenated in ``pe_values``) and curve points (one entry per cell, curve, x and replicate).
-_ARRAYS = ("pe_cell", "pe_metric", "pe_n", "pe_values", "cv_cell", "cv_curve", "cv_x", "cv_replicate", "cv_value")
+#: The curve points' columns (:meth:`~synthbench.runner.store.ResultStore.curves`) and their types in an export's
+#: NumPy file, where each is the array ``cv_<column>``; per-example values are ``pe_cell``, ``pe_metric`` (one entry
+#: per cell and metric), ``pe_n`` (its number of values) and ``pe_values`` (all of them, concatenated).
+_CURVES = {"cell_id": str, "curve": str, "x": np.float64, "replicate": np.int64, "value": np.float64}
 
 
 @dataclass(frozen=True)
@@ -103,9 +104,7 @@ class Export:
 
     rows: pd.DataFrame
     per_example: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["cell_id", "metric", "values"]))
-    curves: pd.DataFrame = field(
-        default_factory=lambda: pd.DataFrame(columns=["cell_id", "curve", "x", "replicate", "value"])
-    )
+    curves: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(_CURVES)))
 
 
 def export_of(store: ResultStore, cell_ids: Iterable[str]) -> Export:
@@ -143,11 +142,7 @@ def write_export(export: Export, path: Path) -> Path | None:
         pe_metric=pe["metric"].to_numpy(dtype=str),
         pe_n=np.array([len(v) for v in values], dtype=np.int64),
         pe_values=np.concatenate(values) if values else np.zeros(0, dtype="<f4"),
-        cv_cell=cv["cell_id"].to_numpy(dtype=str),
-        cv_curve=cv["curve"].to_numpy(dtype=str),
-        cv_x=cv["x"].to_numpy(dtype=np.float64),
-        cv_replicate=cv["replicate"].to_numpy(dtype=np.int64),
-        cv_value=cv["value"].to_numpy(dtype=np.float64),
+        **{f"cv_{column}": cv[column].to_numpy(dtype=kind) for column, kind in _CURVES.items()},
     )
     return arrays
 
@@ -167,7 +162,7 @@ def read_export(path: Path) -> Export:
         return Export(rows)
     try:
         with np.load(arrays, allow_pickle=False) as f:
-            a = {name: f[name] for name in _ARRAYS}
+            a = {name: f[name] for name in ("pe_cell", "pe_metric", "pe_n", "pe_values", *(f"cv_{c}" for c in _CURVES))}
     except (OSError, ValueError, KeyError) as exc:
         raise ExportError(f"cannot read the arrays of export {path} ({arrays.name}): {exc}") from exc
     per_example = pd.DataFrame(
@@ -177,16 +172,7 @@ def read_export(path: Path) -> Export:
             "values": np.split(a["pe_values"].astype(np.float64), np.cumsum(a["pe_n"])[:-1]) if len(a["pe_n"]) else [],
         }
     )
-    curves = pd.DataFrame(
-        {
-            "cell_id": a["cv_cell"],
-            "curve": a["cv_curve"],
-            "x": a["cv_x"],
-            "replicate": a["cv_replicate"],
-            "value": a["cv_value"],
-        }
-    )
-    return Export(rows, per_example, curves)
+    return Export(rows, per_example, pd.DataFrame({column: a[f"cv_{column}"] for column in _CURVES}))
 
 
 def carry_export(store: ResultStore, export: Export, cells: Iterable[Cell], source: str) -> tuple[int, int]:
