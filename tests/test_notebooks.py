@@ -30,5 +30,5 @@ def test_notebook_runs_top_to_bottom_and_draws_its_figures(path, tmp_path, monke
     assert "Friedman test" in text and "ran 126 cells" in text  # saliency on two MLP presets
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any("best_k" in h for h in html)
-    assert any("mlp@sparse_mlp" in h and "mlp@passemiers2023" in h and "auroc" in h for h in html)  # the models table
+    assert any("mlp@sparse_mlp" in h and "mlp@dense_mlp" in h and "auroc" in h for h in html)  # the models table
     assert os.listdir(tmp_path)  # the small grid's store went to the temporary folder

@@ -18,6 +18,7 @@ from synthbench.report.reproduction import (
     beside_published,
     main,
     rank_agreement,
+    reproduction_page,
     table_entries,
 )
 
@@ -163,6 +164,21 @@ def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked
     again = beside_published(_inputs(faithful, noted)).set_index(["method", "dataset", "metric"])["cause"]
     assert again[("c", "ring", "best_k")] == "found" and again[("c", "ring", "best_2k")] == "**unexplained**"
     assert GAP_POINTS == 5.0
+    # a method whose code both of the authors' runs share: c's gap over m = 8 (ours -40) is no larger than their
+    # earlier run's (-40), the paper's own noise; its best 2p (ours -45, theirs 0 apart) is not
+    shared = {**notes, "earlier": {"methods": ["c"]}}
+    own = beside_published(_inputs(faithful, shared)).set_index(["method", "dataset", "metric"])["cause"]
+    assert own[("c", "ring", "best_k")] == (
+        "noise between the authors' own runs: their earlier run (the same code, the data drawn again) lies -40.0 "
+        "points from their published values over m ≤ 8, ours -40.0"
+    )
+    assert own[("c", "ring", "best_2k")] == "**unexplained**"
+    # the page's opening counts each kind of cause; a note that found no cause is not counted as one found
+    looked = {**shared, "gaps": [{"methods": ["c"], "metrics": ["best_2k"], "cause": "not noise, cause not found: x"}]}
+    opening = reproduction_page(_inputs(faithful, looked)).split("\n\n")[2]
+    assert "of the 5 others, 3 lie within the noise" in opening  # b's two (its band) and c's best p (their runs)
+    assert "; 1 were looked into without finding the cause" in opening and "; 1 are unexplained." in opening
+    assert "cause found below" not in opening  # a's best 2p (-8 points, no spread) is the unexplained one
     # the authors' earlier run beside their published one, and ours, over the feature counts all three have
     a = both.loc[("a", "ring", "best_k")]
     assert (a["earlier_gap"], a["ours_early_gap"], a["early_m"]) == pytest.approx((30.0, 2.0, 16))
@@ -220,6 +236,10 @@ def test_the_command_writes_the_page_from_its_folder_alone_and_the_same_each_tim
     for heading in ("### ring", "### dag", "## What the corrections change"):
         assert heading in page
     assert "| their earlier run (ours) to m | cause |" in page
+    # the explained network's competence in each suite (here the same rows in both), one column per dataset
+    row = next(line for line in page.splitlines() if line.startswith("| *the explained network's competence* |"))
+    ring = corrected.query("dataset == 'ring' and metric == 'best_k'").groupby("method")["competence"].mean()
+    assert row.split(" | ")[1] == f"{ring.mean():.2f} → {ring.mean():.2f}" and row.count("→") == 5
     assert "| LassoNet |" in page and "`passemiers2023_corrected` | `5195d46aec0b6cbf` | 5418 | 5418 | 0 |" in page
     (folder / "notes.toml").write_text("[corrections\n", encoding="utf-8")
     assert main(["--folder", str(folder)]) == 2
