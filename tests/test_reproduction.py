@@ -185,8 +185,9 @@ def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked
     c = both.loc[("c", "ring", "best_k")]  # the earlier run has m = 8 only: 0.5 - 0.9, and ours 0.5 - 0.9
     assert (c["earlier_gap"], c["ours_early_gap"], c["early_m"]) == pytest.approx((-40.0, -40.0, 8))
     assert math.isnan(both.loc[("b", "ring", "best_k"), "earlier_gap"])
-    # other draws of the data: c's published 90 lies within seeds 0 to 2 (50, 100, 60): noise across draws; a seed
-    # with five folds of a feature count does not count
+    # other draws of the data: c's published 90 lies within the 95 % prediction interval of one more draw from seeds 0
+    # to 2 (50, 100, 60: mean 70, sd sqrt(700), mean ± t(0.975, 2) sd sqrt(4/3)); a seed with five folds of a feature
+    # count does not count
     draws = pd.concat(
         [
             _rows("passemiers2023_draws", _both_m({("c", "ring"): [1.0] * 6}), seed=1),
@@ -196,9 +197,30 @@ def test_gaps_above_five_points_carry_the_noted_cause_or_the_noise_or_are_marked
     )
     drawn = beside_published(_inputs(faithful, notes, draws)).set_index(["method", "dataset", "metric"])
     c = drawn.loc[("c", "ring", "best_k")]
-    assert (c["draws"], c["draw_lo"], c["draw_hi"]) == pytest.approx((3, 50.0, 100.0))
-    assert c["cause"] == "noise across data draws: the published value lies within our 3 draws (50.0 to 100.0)"
-    assert drawn.loc[("c", "ring", "best_2k"), "cause"].startswith("noise across data draws")  # 95 within 50 to 100
+    half = 4.302653 * math.sqrt(700) * math.sqrt(4 / 3)
+    assert (c["draws"], c["draw_lo"], c["draw_hi"], c["draw_mean"]) == pytest.approx((3, 50.0, 100.0, 70.0))
+    assert c["cause"] == (
+        "noise across data draws: the published value lies within the 95 % prediction interval of one more draw from "
+        f"our 3 ({70 - half:.1f} to {70 + half:.1f}; the draws 50.0 to 100.0)"
+    )
+    assert drawn.loc[("c", "ring", "best_2k"), "cause"].startswith("noise across data draws")
+    # three draws close together (50, 52, 48: the interval 40.1 to 59.9) leave the published 90 unexplained, and two
+    # draws are too few for an interval
+    close = pd.concat(
+        [
+            _rows("passemiers2023_draws", _both_m({("c", "ring"): [0.52] * 6}), seed=1),
+            _rows("passemiers2023_draws", _both_m({("c", "ring"): [0.48] * 6}), seed=2),
+        ]
+    )
+    causes = beside_published(_inputs(faithful, notes, close)).set_index(["method", "dataset", "metric"])["cause"]
+    assert causes[("c", "ring", "best_k")] == "**unexplained**"
+    two = beside_published(_inputs(faithful, notes, draws[draws["seed"] == 1])).set_index(
+        ["method", "dataset", "metric"]
+    )
+    assert (
+        two.loc[("c", "ring", "best_k"), "draws"] == 2
+        and two.loc[("c", "ring", "best_k"), "cause"] == "**unexplained**"
+    )
     assert drawn.loc[("a", "ring", "best_k"), "draws"] == 1
 
 

@@ -22,10 +22,11 @@ A table entry is the paper's: the mean over the set's feature counts m of the me
 ``sqrt(sum_m var_m / folds_m) / M``: the authors' numbers are one seed's 6 folds as ours are, so two honest runs
 differ by ``sqrt(2)`` times it; an entry's gap is called noise when it lies within twice that (the band shown). The
 folds of one run share one draw of the data, so that band understates how far two runs lie apart; where the draws'
-export holds the entry at other seeds, a gap is also called noise when the published value lies within the range of
-the draws' entries (seed 0, the faithful run's, and the others). For a method whose code both of the authors' runs
-share (the notes' ``[earlier]`` list), a gap is also noise where, over the feature counts all three runs have, ours
-lies no farther from their published values than their earlier run does.
+export holds the entry at MIN_DRAWS seeds or more (seed 0, the faithful run's, and the others), a gap is also called
+noise when the published value lies within the 95 % prediction interval of one more draw (Student's t from the
+draws' mean and spread: a single draw, as the authors' run is, falls in it 95 % of the time). For a method whose
+code both of the authors' runs share (the notes' ``[earlier]`` list), a gap is also noise where, over the feature
+counts all three runs have, ours lies no farther from their published values than their earlier run does.
 The rank agreement of a dataset is Spearman's rho between the two columns over the methods both have.
 """
 
@@ -59,6 +60,8 @@ DATASETS = ("ring", "xor", "ring_xor", "ring_xor_sum", "dag")
 METRICS = {"best_k": "best p", "best_2k": "best 2p"}
 #: A gap above this many points must carry a cause on the page.
 GAP_POINTS = 5.0
+#: Draws of the data (seeds) an entry needs before its gap can be called noise across draws.
+MIN_DRAWS = 3
 #: An entry's gap is noise within this many standard deviations of the difference of two runs.
 NOISE_SDS = 2.0
 _UNEXPLAINED = "**unexplained**"
@@ -167,7 +170,8 @@ def _whole(entries: pd.DataFrame, configs: pd.Series) -> pd.Series:
 def _draw_ranges(faithful: pd.DataFrame, draws: pd.DataFrame, configs: pd.Series) -> pd.DataFrame:
     """Per (method, dataset, metric): ``draws`` (how many seeds hold the whole entry: every fold of each of the
     ``configs[dataset]`` feature counts), ``draw_lo`` and ``draw_hi`` (the least and greatest of those seeds'
-    entries, percent); the faithful run's rows are seed 0's."""
+    entries, percent), ``draw_mean`` and ``draw_sd`` (their mean and standard deviation); the faithful run's rows are
+    seed 0's."""
     frames = []
     for seed, rows in pd.concat([faithful, draws], ignore_index=True).groupby("seed"):
         entries = table_entries(rows)
@@ -175,7 +179,7 @@ def _draw_ranges(faithful: pd.DataFrame, draws: pd.DataFrame, configs: pd.Series
     return (
         pd.concat(frames)
         .groupby(["method", "dataset", "metric"])["value"]
-        .agg(draws="count", draw_lo="min", draw_hi="max")
+        .agg(draws="count", draw_lo="min", draw_hi="max", draw_mean="mean", draw_sd="std")
     )
 
 
@@ -194,6 +198,13 @@ def _earlier_gaps(rows: pd.DataFrame, per_m: pd.DataFrame, earlier: pd.DataFrame
     )
 
 
+def _prediction_interval(mean: float, sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Where one more draw of an entry falls with probability ``level``, from ``n`` draws of it with this ``mean`` and
+    sample standard deviation ``sd`` (Student's t with n - 1 degrees of freedom: mean ± t · sd · sqrt(1 + 1/n))."""
+    half = float(stats.t.ppf((1 + level) / 2, n - 1)) * sd * math.sqrt(1 + 1 / n)
+    return mean - half, mean + half
+
+
 def _cause(row: pd.Series, notes: dict[str, Any]) -> str:
     """The cause the notes give for a gap of ``row`` (method, dataset, metric); else the noise where the published
     value lies within our draws, or the gap within the band, or (for a method whose code the notes' ``[earlier]``
@@ -209,11 +220,14 @@ def _cause(row: pd.Series, notes: dict[str, Any]) -> str:
             and row["metric"] in note.get("metrics", [row["metric"]])
         ):
             return str(note["cause"])
-    if row["draws"] > 1 and row["draw_lo"] <= row["theirs"] <= row["draw_hi"]:
-        return (
-            f"noise across data draws: the published value lies within our {int(row['draws'])} draws "
-            f"({row['draw_lo']:.1f} to {row['draw_hi']:.1f})"
-        )
+    if row["draws"] >= MIN_DRAWS:
+        lo, hi = _prediction_interval(row["draw_mean"], row["draw_sd"], int(row["draws"]))
+        if lo <= row["theirs"] <= hi:
+            return (
+                f"noise across data draws: the published value lies within the 95 % prediction interval of one more "
+                f"draw from our {int(row['draws'])} ({lo:.1f} to {hi:.1f}; the draws {row['draw_lo']:.1f} to "
+                f"{row['draw_hi']:.1f})"
+            )
     if abs(row["gap"]) <= row["band"]:
         return f"noise: within ±{row['band']:.1f} points, twice the spread two runs of one seed's 6 folds would show"
     if row["method"] in notes.get("earlier", {}).get("methods", []) and (
@@ -514,8 +528,10 @@ def reproduction_page(inputs: Inputs) -> str:
         f"{NOISE_SDS:.0f} standard deviations of the difference between two runs of one seed's 6 folds (from the "
         "folds' spread); the authors' numbers are one such run. The folds of a run share one draw of the data, so "
         f"that band understates how far two runs lie apart: \"our draws\" is the range of the entry over the seeds "
-        f"`{DRAWS}` runs beside seed 0 (every method but LassoNet and FSNet), and a gap whose published value lies "
-        "in that range is noise across draws. Mutual information is in both suites but not in the published table.",
+        f"`{DRAWS}` runs beside seed 0 (every method but LassoNet and FSNet); with {MIN_DRAWS} draws or more, a gap "
+        "whose published value lies within the 95 % prediction interval of one more draw (Student's t from the "
+        "draws' mean and spread, as wide as so few draws allow) is noise across draws. Mutual information is in both "
+        "suites but not in the published table.",
         "",
         "## Ours beside the published table",
         "",
