@@ -207,9 +207,10 @@ def _prediction_interval(mean: float, sd: float, n: int, level: float = 0.95) ->
 
 def _cause(row: pd.Series, notes: dict[str, Any]) -> str:
     """The cause the notes give for a gap of ``row`` (method, dataset, metric); else the noise where the published
-    value lies within our draws, or the gap within the band, or (for a method whose code the notes' ``[earlier]``
-    list says both of the authors' runs share) our gap over the early feature counts no larger than their earlier
-    run's; else the unexplained mark."""
+    value lies within the prediction interval of one more of our draws, or the gap within the band, or (for a method
+    whose code the notes' ``[earlier]`` list says both of the authors' runs share) our gap over the early feature
+    counts no larger than their earlier run's; else the unexplained mark, "so far" while the draws suite runs the
+    method at fewer than ``MIN_DRAWS`` seeds."""
     dataset_note = notes.get("datasets", {}).get(row["dataset"], {}).get("cause")
     if dataset_note:
         return str(dataset_note)
