@@ -299,10 +299,11 @@ def rank_agreement(both: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["dataset", "metric", "rho", "methods"])
 
 
-def _points(value: float, signed: bool = False) -> str:
+def _points(value: float, signed: bool = False, digits: int = 1) -> str:
+    """``value`` with ``digits`` decimals (and its sign where ``signed``), or a dash where it is missing."""
     if pd.isna(value):
         return "–"
-    return f"{value:+.1f}" if signed else f"{value:.1f}"
+    return f"{value:{'+' if signed else ''}.{digits}f}"
 
 
 def _table(header: list[str], rows: list[list[str]], align: str) -> list[str]:
@@ -321,7 +322,7 @@ def _competence(entries: pd.DataFrame, dataset: str) -> float:
 
 def _competence_line(entries: pd.DataFrame, dataset: str, label: str) -> str:
     competence = _competence(entries, dataset)
-    return "" if math.isnan(competence) else f"{label} mean competence {competence:.2f}"
+    return "" if math.isnan(competence) else f"{label} mean competence {_points(competence, digits=2)}"
 
 
 def _opening(both: pd.DataFrame, ranks: pd.DataFrame, cells: int) -> list[str]:
@@ -485,7 +486,7 @@ def _corrections_section(inputs: Inputs, entries: pd.DataFrame) -> list[str]:
     rows.append(
         ["*the explained network's competence*"]
         + [
-            f"{_competence(entries, d):.2f} → {_competence(corrected_entries, d):.2f}".replace("nan", "–")
+            f"{_points(_competence(entries, d), digits=2)} → {_points(_competence(corrected_entries, d), digits=2)}"
             for d in DATASETS
         ]
     )
